@@ -1,0 +1,24 @@
+# The two commands of the README: `make bench` runs the default suite, `make test` runs the tests.
+PGARENA := .venv/bin/pgarena
+PROFILE ?= quick
+ARGS ?=
+
+.PHONY: bench test test-unit setup schema clean
+
+bench: setup
+	$(PGARENA) run --profile $(PROFILE) $(ARGS)
+
+test: setup
+	.venv/bin/python -m pytest -q -ra $(ARGS)
+
+test-unit: setup
+	.venv/bin/python -m pytest -q -ra tests/unit
+
+setup:
+	@bash scripts/setup.sh
+
+schema: setup
+	$(PGARENA) schema > docs/results.schema.json
+
+clean:
+	rm -rf results .pytest_cache

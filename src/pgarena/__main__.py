@@ -1,0 +1,3 @@
+from pgarena.cli import main
+
+main()

@@ -1,0 +1,237 @@
+"""Command line: turns arguments into a RunConfig, calls one library function, prints where things are.
+
+User errors become one line on stderr and exit code 2; Ctrl-C exits 130 with the finished cells kept.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from pgarena import config as cfg
+from pgarena.engines import EngineUnavailable, get_engine
+from pgarena.postgres import PostgresError
+from pgarena.report import write_reports
+from pgarena.results import ResultsError, json_schema, load
+from pgarena.runner import RunError, execute, new_run_id
+from pgarena.stackdef import load_stacks
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Benchmark HTTP API stacks on PostgreSQL: verified answers, fair envelopes, repeatable numbers.",
+)
+err = Console(stderr=True)
+out = Console(width=None if sys.stdout.isatty() else 160)
+
+PROJECT_DIR = Path.cwd()
+SOURCE_DIR = Path(__file__).resolve().parents[2]
+"""The checkout pgarena runs from (its git revision is recorded in results)."""
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _ints(text: str | None, what: str) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise _fail(f"{what} must be comma-separated integers, got '{text}'") from None
+
+
+def _names(text: str | None) -> list[str] | None:
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
+
+
+StacksOpt = Annotated[Optional[str], typer.Option("--stacks", help="comma-separated stack ids (default: all)")]
+WorkloadsOpt = Annotated[Optional[str], typer.Option(help="comma-separated: perf-test,users,static")]
+ProfileOpt = Annotated[str, typer.Option(help=f"load profile: {', '.join(cfg.PROFILES)}")]
+DbOpt = Annotated[Optional[str], typer.Option("--database-url", help="use this server instead of a managed one")]
+StacksDirOpt = Annotated[Path, typer.Option(help="folder of stack definitions")]
+ResultsDirOpt = Annotated[Path, typer.Option(help="where run folders are written")]
+
+
+def _config(profile: str, **overrides) -> cfg.RunConfig:
+    try:
+        return cfg.build_config(profile=profile, project_dir=PROJECT_DIR, overrides=overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise _fail(f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}") from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _execute(config: cfg.RunConfig, kind: str) -> Path:
+    def on_term(signum, frame):  # noqa: ARG001 — SIGTERM ends the run like Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    command_line = shlex.join(["pgarena", *sys.argv[1:]])
+    try:
+        return execute(config, kind=kind, project_dir=SOURCE_DIR, command_line=command_line,  # type: ignore[arg-type]
+                       log=lambda line: out.print(line, highlight=False, soft_wrap=True, markup=False))
+    except (RunError, EngineUnavailable, PostgresError) as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        err.print("interrupted: finished cells are kept in the run folder's results.json")
+        raise typer.Exit(130) from None
+
+
+@app.command("list")
+def list_stacks(
+    stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """List stacks (language, framework, driver, availability) and workloads."""
+    stacks, errors = load_stacks(stacks_dir)
+    if as_json:
+        data = {
+            "stacks": [{**s.definition.model_dump(mode="json", exclude={"build", "run"}), "available": s.available,
+                        "unavailable_reason": s.unavailable_reason} for s in stacks],
+            "errors": [{"stack": e.stack_id, "message": e.message} for e in errors],
+        }
+        out.print_json(json.dumps(data))
+        return
+    grid = Table(title=f"Stacks in {stacks_dir}")
+    for column in ("id", "language", "framework", "driver", "pooler", "workloads", "available"):
+        grid.add_column(column)
+    for s in stacks:
+        d = s.definition
+        grid.add_row(d.id, d.language, f"{d.framework} {d.framework_version}", f"{d.driver} {d.driver_version}",
+                     d.pooler, ", ".join(d.workloads), "yes" if s.available else f"no — {s.unavailable_reason}")
+    out.print(grid)
+    for e in errors:
+        err.print(f"[red]{e.stack_id}[/]: {e.message}", highlight=False)
+    out.print("Workloads: perf-test (GET /api/perf-test), users (GET /api/users?limit=N), static (GET /api/static); "
+              "see docs/contract.md")
+
+
+@app.command()
+def verify(
+    stacks: StacksOpt = None,
+    workloads: WorkloadsOpt = None,
+    profile: ProfileOpt = cfg.DEFAULT_PROFILE,
+    database_url: DbOpt = None,
+    pool_size: Annotated[Optional[int], typer.Option(help="connections per stack")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="workers per stack")] = None,
+    stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
+    results_dir: ResultsDirOpt = PROJECT_DIR / "results",
+) -> None:
+    """Build, start and verify stacks against the database; no load."""
+    config = _config(profile, stacks=_names(stacks), workloads=_names(workloads), database_url=database_url,
+                     pool_size=pool_size, workers=workers, stacks_dir=stacks_dir, results_dir=results_dir)
+    run_dir = _execute(config, "verify")
+    results = load(run_dir)
+    failed = [f"{v.stack}/{v.workload}" for v in results.verifications if not v.ok]
+    broken = [s.id for s in results.stacks if s.status not in ("ok", "unavailable")]
+    out.print(f"Report: {run_dir / 'report.md'}")
+    if failed or broken:
+        raise _fail(f"verification failed: {', '.join(broken + failed)}", code=1)
+
+
+@app.command()
+def run(
+    stacks: StacksOpt = None,
+    workloads: WorkloadsOpt = None,
+    profile: ProfileOpt = cfg.DEFAULT_PROFILE,
+    engine: Annotated[str, typer.Option(help="load generator: oha or k6")] = cfg.DEFAULT_ENGINE,
+    repetitions: Annotated[Optional[int], typer.Option(help="measured windows per cell")] = None,
+    duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
+    warmup: Annotated[Optional[float], typer.Option(help="warm-up seconds per cell")] = None,
+    vus: Annotated[Optional[str], typer.Option(help="load levels (connections/VUs), e.g. 1,50,100")] = None,
+    rows: Annotated[Optional[str], typer.Option(help="perf-test rows, e.g. 1,10,100,500")] = None,
+    limits: Annotated[Optional[str], typer.Option(help="users limits, e.g. 20,1000")] = None,
+    pool_size: Annotated[Optional[int], typer.Option(help="database connections per stack (all processes)")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="worker processes/threads per stack")] = None,
+    generator_cpus: Annotated[Optional[str], typer.Option(help="CPUs of the load generator, e.g. 0")] = None,
+    server_cpus: Annotated[Optional[str], typer.Option(help="CPUs of stack + PostgreSQL, e.g. 1")] = None,
+    database_url: DbOpt = None,
+    run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
+    stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
+    results_dir: ResultsDirOpt = PROJECT_DIR / "results",
+) -> None:
+    """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
+    config = _config(
+        profile, stacks=_names(stacks), workloads=_names(workloads), engine=engine, repetitions=repetitions,
+        duration_s=duration, warmup_s=warmup, vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
+        users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
+        generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
+        database_url=database_url, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
+    )
+    run_dir = _execute(config, "run")
+    out.print(f"Results: {run_dir / 'results.json'}")
+    out.print(f"Report:  {run_dir / 'report.md'}")
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="a run folder (or its results.json)")]) -> None:
+    """Re-render the reports of a run from its results.json only."""
+    try:
+        results = load(run_dir)
+    except ResultsError as exc:
+        raise _fail(str(exc)) from None
+    folder = run_dir if run_dir.is_dir() else run_dir.parent
+    for path in write_reports(results, folder):
+        out.print(f"Report: {path}")
+
+
+@app.command("param-modes")
+def param_modes(
+    rows: Annotated[str, typer.Option(help="perf-test rows to measure")] = "1,100",
+    clients: Annotated[int, typer.Option(help="pgbench clients")] = 8,
+    seconds: Annotated[int, typer.Option(help="seconds per measurement")] = 5,
+    database_url: DbOpt = None,
+    results_dir: ResultsDirOpt = PROJECT_DIR / "results",
+) -> None:
+    """Measure perf_test's database cost with literals vs bound parameters (pgbench), for docs/workloads.md."""
+    from pgarena.parammodes import markdown, measure
+    from pgarena.postgres import load_workload_data, provide_database
+
+    generator_cpus, server_cpus = cfg.default_cpu_sets()
+    workdir = results_dir / f"param-modes-{new_run_id()}"
+    try:
+        with provide_database(workdir, database_url=database_url, cpus=server_cpus) as db:
+            load_workload_data(db, ["perf-test"])
+            out.print(markdown(measure(db, rows=_ints(rows, "--rows") or [1], clients=clients, seconds=seconds,
+                                       cpus=generator_cpus)), markup=False)
+    except PostgresError as exc:
+        raise _fail(str(exc)) from None
+    out.print(f"pgbench on CPUs {generator_cpus}, PostgreSQL on {server_cpus}; {clients} clients, {seconds} s each.")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of results.json (published as docs/results.schema.json)."""
+    print(json.dumps(json_schema(), indent=2))
+
+
+@app.command()
+def engines() -> None:
+    """Show the load generators, their pinned versions and whether they are installed."""
+    for name in ("oha", "k6"):
+        engine = get_engine(name)
+        try:
+            out.print(f"{name}: {engine.binary} — {engine.version()} (pinned {engine.pinned_version})")
+        except EngineUnavailable as exc:
+            out.print(f"{name}: {exc}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

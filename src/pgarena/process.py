@@ -1,0 +1,233 @@
+"""Subprocess hygiene: own process groups, CPU pinning, logs per phase, deadlines, whole-tree stops.
+
+Every child starts in its own process group (as asv's `check_output` does) so that a server that forks
+workers is stopped entirely; readiness is polled against a deadline, never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+
+DEFAULT_STOP_GRACE_S = 10.0
+
+
+def _preexec(cpus: Sequence[int] | None) -> Callable[[], None] | None:
+    if not cpus:
+        return None
+    cpu_set = set(cpus)
+
+    def pin() -> None:
+        os.sched_setaffinity(0, cpu_set)
+
+    return pin
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """The last `lines` lines of a log file ('' if it does not exist)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Outcome of a command run to completion (a build)."""
+
+    returncode: int | None
+    duration_s: float
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+def run_logged(
+    command: str,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    timeout_s: float,
+    cpus: Sequence[int] | None = None,
+) -> StepResult:
+    """Run a shell command to completion, output appended to `log_path`; kill its group on timeout."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(log_path, "ab") as log:
+        log.write(f"$ {command}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            process_group=0,
+            preexec_fn=_preexec(cpus),
+        )
+        try:
+            returncode = proc.wait(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid, grace_s=2.0)
+            returncode = proc.wait()
+            timed_out = True
+    return StepResult(returncode, time.monotonic() - started, timed_out)
+
+
+def kill_tree(pid: int, *, grace_s: float = DEFAULT_STOP_GRACE_S) -> None:
+    """SIGTERM a process, its process group and every descendant; SIGKILL what is left after grace_s."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        procs = []
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=2.0)
+
+
+class ServerProcess:
+    """A long-running child (a stack) in its own process group, pinned to a CPU set, logging to a file."""
+
+    def __init__(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        log_path: Path,
+        cpus: Sequence[int] | None = None,
+    ) -> None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_path
+        self.started_at = time.monotonic()
+        with open(log_path, "ab") as log:
+            log.write(f"$ {command}\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                process_group=0,
+                preexec_fn=_preexec(cpus),
+            )
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def exit_code(self) -> int | None:
+        """The exit code if the process has ended, else None."""
+        return self._proc.poll()
+
+    def stop(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> None:
+        """Stop the whole tree (idempotent)."""
+        if self._proc.poll() is None:
+            kill_tree(self._proc.pid, grace_s=grace_s)
+        else:
+            kill_tree(self._proc.pid, grace_s=0.5)  # orphaned children of a dead shell
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class NotReady(Exception):
+    """The server exited or did not answer its health path before the deadline."""
+
+
+def wait_until_healthy(server: ServerProcess, url: str, timeout_s: float) -> float:
+    """Poll `url` until it answers 2xx; return seconds since the server started.
+
+    Raises NotReady if the process exits or the deadline passes (the message says which).
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.05
+    last_error = "no answer yet"
+    with httpx.Client(timeout=2.0) as client:
+        while True:
+            code = server.exit_code()
+            if code is not None:
+                raise NotReady(f"exited with code {code} before answering {url}")
+            try:
+                response = client.get(url)
+                if 200 <= response.status_code < 300:
+                    return time.monotonic() - server.started_at
+                last_error = f"HTTP {response.status_code}"
+            except httpx.HTTPError as exc:
+                last_error = type(exc).__name__
+            if time.monotonic() >= deadline:
+                raise NotReady(f"not healthy after {timeout_s:.0f} s at {url} (last: {last_error})")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+
+def run_measured(
+    argv: Sequence[str], *, stdout_path: Path, stderr_path: Path, cpus: Sequence[int] | None, timeout_s: float
+) -> tuple[int, float]:
+    """Run a command to completion pinned to `cpus`; return (exit code, CPU seconds it used).
+
+    The CPU time comes from the kernel's rusage of the reaped child (wait4), so it is exact and
+    includes every thread of the generator.
+    """
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            process_group=0,
+            preexec_fn=_preexec(cpus),
+        )
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                kill_tree(proc.pid, grace_s=2.0)
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime

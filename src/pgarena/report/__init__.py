@@ -1,0 +1,21 @@
+"""Reports rendered from results.json only (so they can be regenerated without re-running load)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pgarena.report.markdown import render_markdown
+from pgarena.results import RunResults
+
+EXPORTERS = {"report.md": render_markdown}
+"""File name → renderer; every exporter takes the RunResults and returns the document's text."""
+
+
+def write_reports(results: RunResults, run_dir: Path) -> list[Path]:
+    """Render every exporter into `run_dir`; return the written paths."""
+    written = []
+    for name, render in EXPORTERS.items():
+        path = run_dir / name
+        path.write_text(render(results), encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,89 @@
+"""CPU time and memory of process trees (the stack, PostgreSQL) during a measured window.
+
+A sampler thread walks each tree every SAMPLE_INTERVAL_S and keeps, per process, the CPU time last seen
+and the tree's summed RSS. CPU seconds of the window = Σ over processes of (last seen − first seen),
+with processes born inside the window counted from zero. Time burnt by a process between its last
+sample and its exit is not seen (short-lived helpers); cgroup accounting would be exact.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import psutil
+
+SAMPLE_INTERVAL_S = 0.2
+
+
+@dataclass
+class _TreeState:
+    root_pid: int
+    baseline: dict[int, float] = field(default_factory=dict)
+    last: dict[int, float] = field(default_factory=dict)
+    rss_peak_bytes: int = 0
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _sample(state: _TreeState, *, first: bool) -> None:
+    rss = 0
+    for proc in _tree(state.root_pid):
+        try:
+            with proc.oneshot():
+                times = proc.cpu_times()
+                cpu = times.user + times.system
+                rss += proc.memory_info().rss
+        except psutil.Error:
+            continue
+        key = proc.pid
+        if first:
+            state.baseline[key] = cpu
+        else:
+            state.baseline.setdefault(key, 0.0)
+        state.last[key] = cpu
+    state.rss_peak_bytes = max(state.rss_peak_bytes, rss)
+
+
+@dataclass(frozen=True)
+class TreeUsage:
+    """CPU seconds used and peak RSS (bytes) of one process tree during a window."""
+
+    cpu_seconds: float
+    rss_peak_bytes: int
+
+
+class TreeSampler:
+    """Sample several process trees for the duration of a `with` block."""
+
+    def __init__(self, root_pids: dict[str, int | None], interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self._states = {name: _TreeState(pid) for name, pid in root_pids.items() if pid}
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="pgarena-sampler", daemon=True)
+        self.usage: dict[str, TreeUsage] = {}
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            for state in self._states.values():
+                _sample(state, first=False)
+
+    def __enter__(self) -> TreeSampler:
+        for state in self._states.values():
+            _sample(state, first=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        for name, state in self._states.items():
+            _sample(state, first=False)
+            cpu = sum(state.last[pid] - state.baseline.get(pid, 0.0) for pid in state.last)
+            self.usage[name] = TreeUsage(cpu_seconds=max(cpu, 0.0), rss_peak_bytes=state.rss_peak_bytes)

@@ -1,0 +1,282 @@
+"""The results document: one record type per stage, units in names, a schema version, atomic saves.
+
+`results/<run-id>/results.json` is rewritten after every cell (write to a temporary file, then rename),
+so a crash or Ctrl-C loses at most the cell in flight. Reports are rendered from this file only.
+The JSON Schema in docs/results.schema.json is generated from these models (`pgarena schema`).
+
+Schema history:
+- 1: first version (perf-test, users, static; closed model; oha and k6).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pgarena.values import Verdict
+
+SCHEMA_VERSION = 1
+RESULTS_FILE = "results.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Environment(_Model):
+    """Where and with what the run happened."""
+
+    hostname: str
+    cpu_model: str
+    cpu_count: int
+    memory_bytes: int
+    kernel: str
+    os: str
+    python: str
+    pgarena_version: str
+    pgarena_git_revision: str = Field(description="git commit of pgarena, '+dirty' if modified; 'unknown' outside git")
+    postgres_version: str | None = None
+    engine_versions: dict[str, str] = Field(default_factory=dict, description="load generator → version")
+    toolchains: dict[str, str] = Field(default_factory=dict, description="command → first line it printed")
+    generator_cpus: list[int]
+    server_cpus: list[int]
+    cpu_sets_shared: bool = Field(description="generator and server share CPUs (a one-CPU machine)")
+
+
+class DatabaseInfo(_Model):
+    """The database the run used."""
+
+    mode: Literal["managed", "external"]
+    version: str
+    settings_profile: str | None = Field(description="pgarena settings profile applied (managed only)")
+    settings: dict[str, str] = Field(description="every setting not at its built-in default")
+    url: str = Field(description="application URL, password redacted")
+
+
+class StackInfo(_Model):
+    """A stack's declared facts and what happened to it in this run."""
+
+    id: str
+    title: str
+    language: str
+    framework: str
+    framework_version: str
+    driver: str
+    driver_version: str
+    server: str
+    pooler: str
+    prepared_statements: bool | None
+    workloads: list[str]
+    notes: list[str]
+    status: Literal["pending", "ok", "unavailable", "config_error", "build_failed", "start_failed", "crashed"]
+    reason: str | None = Field(None, description="why the stack did not run (unavailable, failed build, ...)")
+    log_tail: str | None = Field(None, description="last lines of the failing phase's log")
+    build_seconds: float | None = None
+    startup_seconds: float | None = Field(None, description="process start → first healthy answer")
+
+
+class Check(_Model):
+    """One yes/no verification check with what was seen."""
+
+    name: str
+    ok: bool
+    detail: str | None = None
+
+
+class ColumnVerdict(_Model):
+    """The worst verdict over every compared value of one column, with the first reason."""
+
+    column: str
+    pg_type: str
+    verdict: Verdict
+    reason: str | None = None
+
+
+class BadInputCase(_Model):
+    """One malformed request and how the stack answered it."""
+
+    description: str
+    path: str
+    status: int | None
+    ok: bool = Field(description="400 with a JSON body")
+    detail: str | None = None
+
+
+class WorkloadVerification(_Model):
+    """Verification of one stack × workload, before any load."""
+
+    stack: str
+    workload: str
+    ok: bool = Field(description="status, content type and shape right; the workload is loaded")
+    checks: list[Check]
+    columns: list[ColumnVerdict] = Field(default_factory=list)
+    bad_input: list[BadInputCase] = Field(default_factory=list)
+
+    @property
+    def wrong_columns(self) -> list[str]:
+        return [c.column for c in self.columns if c.verdict is Verdict.WRONG]
+
+
+class Latency(_Model):
+    """Request latency of one repetition, in milliseconds."""
+
+    avg_ms: float
+    p50_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+class Errors(_Model):
+    """Failed requests of one repetition, by kind."""
+
+    non_2xx: int = 0
+    connect: int = 0
+    timeout: int = 0
+    other: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.non_2xx + self.connect + self.timeout + self.other
+
+
+class Repetition(_Model):
+    """One measured window of one cell."""
+
+    index: int
+    requests: int = Field(description="requests completed in the window (any status)")
+    duration_seconds: float
+    rps: float = Field(description="completed requests per second")
+    latency: Latency
+    errors: Errors
+    status_codes: dict[str, int]
+    stack_cpu_seconds: float | None
+    db_cpu_seconds: float | None
+    stack_rss_peak_bytes: int | None
+    generator_cpu_seconds: float
+    raw_output: str = Field(description="generator output, relative to the run directory")
+
+
+class Spread(_Model):
+    """Median and range of one figure over the repetitions."""
+
+    median: float
+    min: float
+    max: float
+    rel_spread: float = Field(description="(max - min) / median; 0 when the median is 0")
+
+
+class CellSummary(_Model):
+    """The cell's figures over its repetitions."""
+
+    rps: Spread
+    latency_avg_ms: Spread
+    latency_p99_ms: Spread
+    requests_total: int
+    failures_total: int
+    failure_rate: float
+    stack_cpu_us_per_request: float | None = None
+    db_cpu_us_per_request: float | None = None
+    stack_rss_peak_bytes: int | None = None
+    generator_cpu_fraction: float | None = Field(None, description="generator CPU time / (window × its CPUs)")
+
+
+class Cell(_Model):
+    """stack × workload × parameter × load level, measured `repetitions` times."""
+
+    stack: str
+    workload: str
+    parameter_name: str | None
+    parameter: int | None
+    vus: int
+    engine: str
+    warmup_seconds: float
+    duration_seconds: float
+    repetitions: list[Repetition] = Field(default_factory=list)
+    summary: CellSummary | None = None
+    flags: list[str] = Field(default_factory=list, description="e.g. 'failures>1%', 'columns-wrong'")
+    status: Literal["ok", "failed"] = "ok"
+    error: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int | None, int]:
+        return (self.stack, self.workload, self.parameter, self.vus)
+
+
+class RunResults(_Model):
+    """The whole run: configuration, environment, stacks, verification and cells."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    command: str = Field(description="the command line that started the run")
+    kind: Literal["run", "verify"]
+    status: Literal["running", "complete", "interrupted", "failed"]
+    started_at: dt.datetime
+    finished_at: dt.datetime | None = None
+    error: str | None = None
+    config: dict = Field(description="the full RunConfig, database password redacted")
+    environment: Environment
+    database: DatabaseInfo | None = None
+    stacks: list[StackInfo] = Field(default_factory=list)
+    verifications: list[WorkloadVerification] = Field(default_factory=list)
+    cells: list[Cell] = Field(default_factory=list)
+
+    def stack(self, stack_id: str) -> StackInfo:
+        return next(s for s in self.stacks if s.id == stack_id)
+
+    def verification(self, stack_id: str, workload: str) -> WorkloadVerification | None:
+        return next((v for v in self.verifications if v.stack == stack_id and v.workload == workload), None)
+
+
+def save(results: RunResults, run_dir: Path) -> Path:
+    """Write results.json atomically (temporary file in the same folder, then rename)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    target = run_dir / RESULTS_FILE
+    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=run_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(results.model_dump_json(indent=2))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+class ResultsError(Exception):
+    """A results file that cannot be read; the message says which and why."""
+
+
+def load(path: Path) -> RunResults:
+    """Read a results.json (or the one inside a run directory)."""
+    if path.is_dir():
+        path = path / RESULTS_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        import json
+
+        version = json.loads(text).get("schema_version")
+    except ValueError as exc:
+        raise ResultsError(f"{path}: not JSON: {exc}") from None
+    if version != SCHEMA_VERSION:
+        raise ResultsError(f"{path}: schema_version {version} is not supported (this pgarena reads {SCHEMA_VERSION})")
+    return RunResults.model_validate_json(text)
+
+
+def json_schema() -> dict:
+    """The published JSON Schema of results.json."""
+    schema = RunResults.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pgarena results"
+    return schema

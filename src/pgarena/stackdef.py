@@ -1,0 +1,235 @@
+"""Stack definitions: `stacks/<id>/stack.toml`, validated once at load.
+
+The format is documented in docs/contract.md. Every error names the file, the key and what is allowed,
+so a typo in one stack's file is one clear line, and the other stacks still load.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+WORKLOAD_NAMES = ("perf-test", "users", "static")
+"""Workloads a stack may declare (docs/contract.md)."""
+
+TEMPLATE_NAMES = (
+    "host",
+    "port",
+    "database_url",
+    "db_host",
+    "db_port",
+    "db_user",
+    "db_password",
+    "db_name",
+    "pool_size",
+    "pool_size_per_worker",
+    "workers",
+    "stack_dir",
+)
+"""Names usable as `${name}` in commands and env values; upper-case `${NAME}` is left to the shell."""
+
+DEFAULT_HEALTH_PATH = "/api/static"
+DEFAULT_STARTUP_TIMEOUT_S = 60.0
+DEFAULT_BUILD_TIMEOUT_S = 1200.0
+
+_TEMPLATE_RE = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
+
+
+class StackConfigError(Exception):
+    """A stack.toml that cannot be used; the message names the file and the key."""
+
+
+def _check_templates(text: str) -> str:
+    unknown = [name for name in _TEMPLATE_RE.findall(text) if name not in TEMPLATE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown template ${{{unknown[0]}}}; allowed: {', '.join(TEMPLATE_NAMES)}")
+    return text
+
+
+class _Strict(BaseModel):
+    # strict: TOML has real types, so "8080" where a number belongs is a mistake to report, not coerce.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class BuildSpec(_Strict):
+    """How to build a stack: a shell command run in its folder."""
+
+    command: str
+    timeout_s: float = Field(DEFAULT_BUILD_TIMEOUT_S, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    _templates = field_validator("command")(_check_templates)
+
+    @field_validator("env")
+    @classmethod
+    def _env_templates(cls, env: dict[str, str]) -> dict[str, str]:
+        for value in env.values():
+            _check_templates(value)
+        return env
+
+
+class RunSpec(_Strict):
+    """How to run a stack: a shell command run in its folder, and how to tell it is up."""
+
+    command: str
+    health_path: str = DEFAULT_HEALTH_PATH
+    startup_timeout_s: float = Field(DEFAULT_STARTUP_TIMEOUT_S, gt=0)
+    port: int | None = Field(None, ge=1, le=65535, description="fixed port, for apps that insist")
+    env: dict[str, str] = Field(default_factory=dict)
+
+    _templates = field_validator("command")(_check_templates)
+
+    @field_validator("env")
+    @classmethod
+    def _env_templates(cls, env: dict[str, str]) -> dict[str, str]:
+        for value in env.values():
+            _check_templates(value)
+        return env
+
+    @field_validator("health_path")
+    @classmethod
+    def _absolute_path(cls, path: str) -> str:
+        if not path.startswith("/"):
+            raise ValueError("must start with '/'")
+        return path
+
+
+class StackDef(_Strict):
+    """One stack as declared in its stack.toml (see docs/contract.md for every key)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    language: str
+    framework: str
+    framework_version: str
+    driver: str
+    driver_version: str
+    server: str = ""
+    pooler: str = "none"
+    prepared_statements: bool | None = None
+    workloads: list[Literal["perf-test", "users", "static"]] = Field(min_length=1)
+    requires: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    version_commands: list[list[str]] = Field(default_factory=list)
+    source_globs: list[str] = Field(default_factory=list)
+    build: BuildSpec | None = None
+    run: RunSpec
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A loaded stack: its definition, its folder, and whether it can run on this machine."""
+
+    definition: StackDef
+    directory: Path
+    unavailable_reason: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.definition.id
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable_reason is None
+
+
+@dataclass(frozen=True)
+class StackLoadError:
+    """A stack folder whose stack.toml could not be used."""
+
+    stack_id: str
+    path: Path
+    message: str
+
+
+def _format_validation_error(path: Path, error: ValidationError) -> str:
+    items = error.errors()
+    unknown = {".".join(map(str, i["loc"])) for i in items if i["type"] == "extra_forbidden"}
+    lines = []
+    for item in items:
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        if item["type"] == "extra_forbidden":
+            parent = _model_for_location(item["loc"][:-1])
+            allowed = list(parent.model_fields)
+            guess = difflib.get_close_matches(str(item["loc"][-1]), allowed, n=1)
+            hint = f" (did you mean '{guess[0]}'?)" if guess else ""
+            lines.append(f"{path}: unknown key '{key}'{hint}; allowed keys: {', '.join(allowed)}")
+        elif item["type"] == "missing":
+            # A missing key that an unknown key is a typo of is already reported as that typo.
+            prefix = ".".join(map(str, item["loc"][:-1]))
+            siblings = [k.rsplit(".", 1)[-1] for k in unknown if k.rpartition(".")[0] == prefix]
+            if not difflib.get_close_matches(str(item["loc"][-1]), siblings, n=1):
+                lines.append(f"{path}: missing required key '{key}'")
+        else:
+            lines.append(f"{path}: key '{key}': {item['msg']}")
+    return "\n".join(lines)
+
+
+def _model_for_location(loc: tuple) -> type[BaseModel]:
+    model: type[BaseModel] = StackDef
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        if field is None:
+            break
+        annotation = field.annotation
+        for candidate in (BuildSpec, RunSpec):
+            if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
+                model = candidate
+    return model
+
+
+def parse_stack_toml(path: Path) -> StackDef:
+    """Read and validate one stack.toml; raise StackConfigError with a readable message."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise StackConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise StackConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        definition = StackDef.model_validate(raw)
+    except ValidationError as exc:
+        raise StackConfigError(_format_validation_error(path, exc)) from None
+    if definition.id != path.parent.name:
+        raise StackConfigError(
+            f"{path}: key 'id': '{definition.id}' must equal the folder name '{path.parent.name}'"
+        )
+    return definition
+
+
+def missing_requirement(requires: list[str]) -> str | None:
+    """The reason a stack cannot run here (a required binary is absent), or None."""
+    for binary in requires:
+        if "/" in binary:
+            if not Path(binary).is_file():
+                return f"'{binary}' does not exist"
+        elif shutil.which(binary) is None:
+            return f"'{binary}' is not on PATH"
+    return None
+
+
+def load_stacks(stacks_dir: Path) -> tuple[list[Stack], list[StackLoadError]]:
+    """Load every `stacks_dir/*/stack.toml`, sorted by id; bad files become StackLoadError entries."""
+    stacks: list[Stack] = []
+    errors: list[StackLoadError] = []
+    for toml_path in sorted(stacks_dir.glob("*/stack.toml")):
+        try:
+            definition = parse_stack_toml(toml_path)
+        except StackConfigError as exc:
+            errors.append(StackLoadError(toml_path.parent.name, toml_path, str(exc)))
+            continue
+        reason = missing_requirement(definition.requires)
+        stacks.append(Stack(definition, toml_path.parent.resolve(), reason and f"unavailable here: {reason}"))
+    return stacks, errors
+
+
+def render_template(text: str, values: dict[str, str]) -> str:
+    """Replace `${name}` by pgarena's values; names were checked at load."""
+    return _TEMPLATE_RE.sub(lambda m: values[m.group(1)], text)

@@ -1,0 +1,221 @@
+// pgarena stack: Go net/http (stdlib ServeMux) + jackc/pgx v5 (pgxpool).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+type User struct {
+	ID        int32     `db:"id" json:"id"`
+	Username  string    `db:"username" json:"username"`
+	FullName  string    `db:"full_name" json:"full_name"`
+	Email     string    `db:"email" json:"email"`
+	Age       int16     `db:"age" json:"age"`
+	CreatedAt time.Time `db:"created_at" json:"created_at"`
+}
+
+type PerfRow struct {
+	RowNum         int32            `db:"row_num" json:"row_num"`
+	TextVal        string           `db:"text_val" json:"text_val"`
+	VarcharVal     string           `db:"varchar_val" json:"varchar_val"`
+	CharVal        string           `db:"char_val" json:"char_val"`
+	SmallintVal    int16            `db:"smallint_val" json:"smallint_val"`
+	IntVal         int32            `db:"int_val" json:"int_val"`
+	BigintVal      int64            `db:"bigint_val" json:"bigint_val"`
+	NumericVal     pgtype.Numeric   `db:"numeric_val" json:"numeric_val"`
+	RealVal        float32          `db:"real_val" json:"real_val"`
+	DoubleVal      float64          `db:"double_val" json:"double_val"`
+	BoolVal        bool             `db:"bool_val" json:"bool_val"`
+	DateVal        pgtype.Date      `db:"date_val" json:"date_val"`
+	TimeVal        string           `db:"time_val" json:"time_val"`
+	TimestampVal   pgtype.Timestamp `db:"timestamp_val" json:"timestamp_val"`
+	TimestamptzVal time.Time        `db:"timestamptz_val" json:"timestamptz_val"`
+	IntervalVal    time.Duration    `db:"interval_val" json:"interval_val"`
+	UUIDVal        pgtype.UUID      `db:"uuid_val" json:"uuid_val"`
+	JSONVal        json.RawMessage  `db:"json_val" json:"json_val"`
+	JSONBVal       json.RawMessage  `db:"jsonb_val" json:"jsonb_val"`
+	IntArrayVal    []int32          `db:"int_array_val" json:"int_array_val"`
+	TextArrayVal   []string         `db:"text_array_val" json:"text_array_val"`
+	NullableText   *string          `db:"nullable_text" json:"nullable_text"`
+	NullableInt    *int32           `db:"nullable_int" json:"nullable_int"`
+}
+
+const usersSQL = `SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT $1`
+
+const perfTestSQL = `SELECT * FROM perf_test($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+
+// perf_test parameters after _records, in call order. They are bound as text and
+// PostgreSQL parses them into the function's parameter types.
+var perfTestParams = []string{
+	"_text", "_int", "_bigint", "_numeric", "_real", "_double", "_bool", "_date",
+	"_timestamp", "_timestamptz", "_uuid", "_json", "_jsonb", "_int_array", "_text_array",
+}
+
+type server struct {
+	pool *pgxpool.Pool
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		log.Printf("write response: %v", err)
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// writeDBError maps SQLSTATE class 22 (data exception: bad client input) to 400, anything else to 500.
+func writeDBError(w http.ResponseWriter, err error) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "22" {
+		writeError(w, http.StatusBadRequest, pgErr.Message)
+		return
+	}
+	log.Printf("database error: %v", err)
+	writeError(w, http.StatusInternalServerError, "internal server error")
+}
+
+// intParam parses a required integer query parameter within [min, max].
+func intParam(q url.Values, name string, min, max int) (int, error) {
+	s := q.Get(name)
+	if s == "" {
+		return 0, fmt.Errorf("%s is required", name)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < min || n > max {
+		return 0, fmt.Errorf("%s must be an integer between %d and %d", name, min, max)
+	}
+	return n, nil
+}
+
+func (s *server) static(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "timestamp": time.Now().UnixMilli()})
+}
+
+func (s *server) users(w http.ResponseWriter, r *http.Request) {
+	limit, err := intParam(r.URL.Query(), "limit", 1, 10000)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	rows, _ := s.pool.Query(r.Context(), usersSQL, limit)
+	users, err := pgx.CollectRows(rows, pgx.RowToStructByName[User])
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, users)
+}
+
+func (s *server) perfTest(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	records, err := intParam(q, "_records", 1, 1000)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	args := make([]any, 0, 16)
+	args = append(args, records)
+	for _, name := range perfTestParams {
+		if !q.Has(name) {
+			writeError(w, http.StatusBadRequest, name+" is required")
+			return
+		}
+		args = append(args, q.Get(name))
+	}
+	rows, _ := s.pool.Query(r.Context(), perfTestSQL, args...)
+	result, err := pgx.CollectRows(rows, pgx.RowToStructByName[PerfRow])
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, result)
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, "not found")
+}
+
+func envInt(name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			log.Fatalf("%s must be a positive integer, got %q", name, v)
+		}
+		return n
+	}
+	return def
+}
+
+func main() {
+	runtime.GOMAXPROCS(envInt("PGARENA_WORKERS", runtime.GOMAXPROCS(0)))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	cfg, err := pgxpool.ParseConfig(os.Getenv("PGARENA_DATABASE_URL"))
+	if err != nil {
+		log.Fatalf("parse PGARENA_DATABASE_URL: %v", err)
+	}
+	cfg.MaxConns = int32(envInt("PGARENA_POOL_SIZE", 10))
+
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		log.Fatalf("create pool: %v", err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		log.Fatalf("connect to database: %v", err)
+	}
+
+	s := &server{pool: pool}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/static", s.static)
+	mux.HandleFunc("GET /api/users", s.users)
+	mux.HandleFunc("GET /api/perf-test", s.perfTest)
+	mux.HandleFunc("/", notFound)
+
+	srv := &http.Server{
+		Addr:              net.JoinHostPort(os.Getenv("PGARENA_HOST"), os.Getenv("PGARENA_PORT")),
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Printf("listening on %s (GOMAXPROCS=%d, pool max conns=%d)", srv.Addr, runtime.GOMAXPROCS(0), cfg.MaxConns)
+
+	select {
+	case err := <-errc:
+		log.Fatalf("server: %v", err)
+	case <-ctx.Done():
+	}
+	log.Print("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+	}
+}

@@ -1,0 +1,135 @@
+'use strict'
+
+const cluster = require('node:cluster')
+const Fastify = require('fastify')
+const { Pool } = require('pg')
+
+const env = process.env
+const HOST = env.PGARENA_HOST || '127.0.0.1'
+const PORT = Number(env.PGARENA_PORT || 8080)
+const WORKERS = Math.max(1, Number(env.PGARENA_WORKERS || 1))
+const POOL_SIZE = Math.max(1, Number(env.PGARENA_POOL_SIZE_PER_WORKER || 10))
+
+const USERS_SQL =
+  'SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT $1'
+
+const PERF_PARAMS = [
+  '_records', '_text', '_int', '_bigint', '_numeric', '_real', '_double', '_bool', '_date',
+  '_timestamp', '_timestamptz', '_uuid', '_json', '_jsonb', '_int_array', '_text_array'
+]
+const PERF_SQL =
+  `SELECT * FROM perf_test(${PERF_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`
+
+const usersSchema = {
+  querystring: {
+    type: 'object',
+    required: ['limit'],
+    properties: {
+      limit: { type: 'integer', minimum: 1, maximum: 10000 }
+    }
+  }
+}
+
+const perfTestSchema = {
+  querystring: {
+    type: 'object',
+    required: PERF_PARAMS,
+    properties: {
+      _records: { type: 'integer', minimum: 1, maximum: 1000 },
+      // the rest are bound as text; PostgreSQL casts them to the function's parameter types
+      ...Object.fromEntries(PERF_PARAMS.slice(1).map((name) => [name, { type: 'string' }]))
+    }
+  }
+}
+
+function runPrimary () {
+  let stopping = false
+  const stop = () => {
+    if (stopping) return
+    stopping = true
+    for (const worker of Object.values(cluster.workers)) worker.process.kill('SIGTERM')
+    if (Object.keys(cluster.workers).length === 0) process.exit()
+    setTimeout(() => process.exit(), 5000).unref()
+  }
+  process.on('SIGTERM', stop)
+  process.on('SIGINT', stop)
+
+  cluster.on('listening', (worker) => { worker.listened = true })
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers).length === 0) process.exit()
+    } else if (!worker.listened) {
+      // failed during start-up: stop everything instead of crash-looping
+      console.error(`worker ${worker.process.pid} failed to start (${signal || code})`)
+      process.exitCode = 1
+      stop()
+    } else {
+      console.error(`worker ${worker.process.pid} died (${signal || code}), forking a new one`)
+      cluster.fork()
+    }
+  })
+
+  for (let i = 0; i < WORKERS; i++) cluster.fork()
+  console.log(`primary ${process.pid}: ${WORKERS} workers, pool ${POOL_SIZE} each, http://${HOST}:${PORT}`)
+}
+
+async function runWorker () {
+  const pool = new Pool({ connectionString: env.PGARENA_DATABASE_URL, max: POOL_SIZE })
+  pool.on('error', (err) => console.error('idle pg client error:', err.message))
+
+  const app = Fastify({ logger: false })
+
+  app.setErrorHandler((err, request, reply) => {
+    if (err.validation) {
+      return reply.code(400).send({ error: err.message })
+    }
+    // SQLSTATE class 22 (data exception): malformed date, uuid, array literal, out-of-range number…
+    if (typeof err.code === 'string' && err.code.startsWith('22')) {
+      return reply.code(400).send({ error: err.message })
+    }
+    if (err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(err.statusCode).send({ error: err.message })
+    }
+    console.error(err)
+    return reply.code(500).send({ error: 'internal server error' })
+  })
+
+  app.get('/api/static', async () => {
+    return { status: 'ok', timestamp: Date.now() }
+  })
+
+  app.get('/api/users', { schema: usersSchema }, async (request) => {
+    const { rows } = await pool.query(USERS_SQL, [request.query.limit])
+    return rows
+  })
+
+  app.get('/api/perf-test', { schema: perfTestSchema }, async (request) => {
+    const q = request.query
+    const { rows } = await pool.query(PERF_SQL, PERF_PARAMS.map((name) => q[name]))
+    return rows
+  })
+
+  let closing = false
+  const shutdown = () => {
+    if (closing) return
+    closing = true
+    setTimeout(() => process.exit(0), 3000).unref()
+    app.close()
+      .then(() => pool.end())
+      .then(() => process.exit(0), () => process.exit(1))
+  }
+  process.on('SIGTERM', shutdown)
+  process.on('SIGINT', shutdown)
+
+  await app.listen({ host: HOST, port: PORT })
+  if (WORKERS === 1) console.log(`pid ${process.pid}: pool ${POOL_SIZE}, http://${HOST}:${PORT}`)
+}
+
+if (WORKERS > 1 && cluster.isPrimary) {
+  runPrimary()
+} else {
+  runWorker().catch((err) => {
+    console.error(err)
+    process.exit(1)
+  })
+}

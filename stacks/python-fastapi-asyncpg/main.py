@@ -1,0 +1,108 @@
+import json
+import os
+import time
+from contextlib import asynccontextmanager
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Annotated, Any
+from uuid import UUID
+
+import asyncpg
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import Json
+from starlette.exceptions import HTTPException
+
+PERF_TEST_SQL = (
+    "SELECT * FROM perf_test($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+    " $15::text::int[], $16::text::text[])"
+)
+USERS_SQL = "SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT $1"
+
+
+async def init_connection(conn: asyncpg.Connection) -> None:
+    # json/jsonb come back as Python objects (asyncpg's default is the raw text).
+    for typename in ("json", "jsonb"):
+        await conn.set_type_codec(
+            typename, schema="pg_catalog", encoder=json.dumps, decoder=json.loads
+        )
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    size = int(os.environ["PGARENA_POOL_SIZE_PER_WORKER"])
+    app.state.pool = await asyncpg.create_pool(
+        os.environ["PGARENA_DATABASE_URL"], min_size=size, max_size=size, init=init_connection
+    )
+    try:
+        yield
+    finally:
+        await app.state.pool.close()
+
+
+app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+
+
+@app.exception_handler(RequestValidationError)
+async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    msg = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+    )
+    return JSONResponse({"error": msg}, status_code=400)
+
+
+@app.exception_handler(asyncpg.DataError)  # SQLSTATE class 22, incl. client-side encoding errors
+async def data_error(request: Request, exc: asyncpg.DataError) -> JSONResponse:
+    return JSONResponse({"error": str(exc)}, status_code=400)
+
+
+@app.exception_handler(HTTPException)
+async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+@app.exception_handler(Exception)
+async def server_error(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"error": "internal server error"}, status_code=500)
+
+
+@app.get("/api/static")
+async def static() -> dict[str, Any]:
+    return {"status": "ok", "timestamp": time.time_ns() // 1_000_000}
+
+
+@app.get("/api/users")
+async def users(
+    request: Request, limit: Annotated[int, Query(ge=1, le=10000)]
+) -> list[dict[str, Any]]:
+    rows = await request.app.state.pool.fetch(USERS_SQL, limit)
+    return [dict(r) for r in rows]
+
+
+@app.get("/api/perf-test")
+async def perf_test(
+    request: Request,
+    _records: Annotated[int, Query(ge=1, le=1000)],
+    _text: str,
+    _int: int,
+    _bigint: int,
+    _numeric: Annotated[Decimal, Query(allow_inf_nan=False)],
+    _real: Annotated[float, Query(allow_inf_nan=False)],
+    _double: Annotated[float, Query(allow_inf_nan=False)],
+    _bool: bool,
+    _date: date,
+    _timestamp: datetime,
+    _timestamptz: datetime,
+    _uuid: UUID,
+    _json: Json[Any],
+    _jsonb: Json[Any],
+    _int_array: str,
+    _text_array: str,
+) -> list[dict[str, Any]]:
+    rows = await request.app.state.pool.fetch(
+        PERF_TEST_SQL,
+        _records, _text, _int, _bigint, _numeric, _real, _double, _bool, _date,
+        _timestamp, _timestamptz, _uuid, _json, _jsonb, _int_array, _text_array,
+    )
+    return [dict(r) for r in rows]

@@ -1,0 +1,57 @@
+"""Verification against running fixture stacks: a canonical one, and one with every fault injected."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgarena.postgres import free_port
+from pgarena.process import ServerProcess, wait_until_healthy
+from pgarena.runner import stack_environment, stack_values
+from pgarena.stackdef import load_stacks
+from pgarena.values import Verdict
+from pgarena.verify import verify_stack
+from tests.conftest import FIXTURE_STACKS, needs_postgres
+
+pytestmark = [pytest.mark.postgres, needs_postgres]
+
+
+def _verify(stack_id, managed_db, tmp_path, fixture_env):
+    from pgarena.config import build_config
+
+    config = build_config(project_dir=tmp_path, overrides={"pool_size": 4, "workers": 1})
+    stack = next(s for s in load_stacks(FIXTURE_STACKS)[0] if s.id == stack_id)
+    port = free_port()
+    values = stack_values(config, managed_db, stack, port)
+    with ServerProcess(stack.definition.run.command, cwd=stack.directory,
+                       env=stack_environment(values, stack.definition.run.env), log_path=tmp_path / "run.log") as srv:
+        wait_until_healthy(srv, f"http://127.0.0.1:{port}/api/static", 30)
+        results = verify_stack(f"http://127.0.0.1:{port}", stack_id, ["perf-test", "users", "static"], managed_db,
+                               perf_test_rows=[1, 10], users_limits=[20], timeout_s=10)
+    return {v.workload: v for v in results}
+
+
+def test_canonical_stack_is_exact_everywhere(managed_db, tmp_path, fixture_env):
+    results = _verify("fixture-good", managed_db, tmp_path, fixture_env)
+    assert all(v.ok for v in results.values()), [c for v in results.values() for c in v.checks if not c.ok]
+    perf = results["perf-test"]
+    assert len(perf.columns) == 23
+    assert {c.verdict for c in perf.columns} == {Verdict.EXACT}
+    assert all(case.ok and case.status == 400 for case in perf.bad_input) and len(perf.bad_input) == 7
+    assert all(case.ok for case in results["users"].bad_input)
+
+
+def test_every_injected_fault_is_caught_with_a_reason(managed_db, tmp_path, fixture_env):
+    results = _verify("fixture-faulty", managed_db, tmp_path, fixture_env)
+    columns = {c.column: c for c in results["perf-test"].columns}
+    assert columns["json_val"].verdict is Verdict.WRONG and "escaped string" in columns["json_val"].reason
+    assert columns["jsonb_val"].verdict is Verdict.WRONG
+    assert columns["bigint_val"].verdict is Verdict.WRONG and "rounded" in columns["bigint_val"].reason
+    assert columns["int_array_val"].verdict is Verdict.WRONG and "PostgreSQL text" in columns["int_array_val"].reason
+    assert columns["text_val"].verdict is Verdict.EXACT  # untouched columns stay exact
+    assert results["perf-test"].ok  # wrong columns are loaded (and flagged), not skipped
+    bad = results["perf-test"].bad_input
+    assert bad and not any(case.ok for case in bad) and {case.status for case in bad} == {500}
+    users = results["users"]
+    assert not users.ok and any("20 rows" in c.name and not c.ok for c in users.checks)
+    static = results["static"]
+    assert not static.ok and any(c.name == "timestamp moves between requests" and not c.ok for c in static.checks)

@@ -1,0 +1,277 @@
+"""Unit tests for pgarena.config: profiles, overrides, validation, redaction and CPU sets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from pgarena import config
+from pgarena.config import (
+    DEFAULT_ENGINE,
+    DEFAULT_HTTP_TIMEOUT_S,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_PROFILE,
+    PERF_TEST_MAX_ROWS,
+    PROFILES,
+    USERS_MAX_LIMIT,
+    RunConfig,
+    build_config,
+    default_cpu_sets,
+    redact_url,
+)
+from pgarena.stackdef import WORKLOAD_NAMES
+
+URL = "postgresql://pgarena:s3cret-pw@127.0.0.1:5439/pgarena"
+
+
+@pytest.fixture
+def four_cpus(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 1, 0, 2})
+
+
+@pytest.fixture
+def one_cpu(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+
+
+# --- default_cpu_sets -------------------------------------------------------------------------------
+
+
+def test_default_cpu_sets_splits_first_cpu_from_the_rest(four_cpus):
+    assert default_cpu_sets() == ([0], [1, 2, 3])
+
+
+def test_default_cpu_sets_uses_the_lowest_allowed_cpu(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {7, 5, 6})
+    assert default_cpu_sets() == ([5], [6, 7])
+
+
+def test_default_cpu_sets_on_one_cpu_shares_it(one_cpu):
+    assert default_cpu_sets() == ([0], [0])
+
+
+def test_default_cpu_sets_on_this_machine_are_allowed_cpus():
+    generator, server = default_cpu_sets()
+    allowed = os.sched_getaffinity(0)
+    assert generator and server
+    assert set(generator) | set(server) == allowed
+
+
+# --- build_config -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_build_config_with_each_profile(tmp_path, four_cpus, name):
+    profile = PROFILES[name]
+    cfg = build_config(profile=name, project_dir=tmp_path)
+    assert isinstance(cfg, RunConfig)
+    assert cfg.profile == name
+    assert cfg.warmup_s == profile.warmup_s
+    assert cfg.duration_s == profile.duration_s
+    assert cfg.repetitions == profile.repetitions
+    assert cfg.vus == profile.vus
+    assert cfg.perf_test_rows == profile.perf_test_rows
+    assert cfg.users_limits == profile.users_limits
+    assert cfg.generator_cpus == [0]
+    assert cfg.server_cpus == [1, 2, 3]
+    assert cfg.workers == 3, "one worker per server CPU by default"
+    assert cfg.stacks_dir == tmp_path / "stacks"
+    assert cfg.results_dir == tmp_path / "results"
+    assert cfg.engine == DEFAULT_ENGINE
+    assert cfg.pool_size == DEFAULT_POOL_SIZE
+    assert cfg.http_timeout_s == DEFAULT_HTTP_TIMEOUT_S
+    assert cfg.workloads == list(WORKLOAD_NAMES)
+    assert cfg.stacks is None and cfg.database_url is None and cfg.run_id is None
+
+
+def test_known_profiles_are_within_the_contract_limits():
+    assert {"quick", "standard", "seed"} <= set(PROFILES)
+    for profile in PROFILES.values():
+        assert all(1 <= r <= PERF_TEST_MAX_ROWS for r in profile.perf_test_rows)
+        assert all(1 <= n <= USERS_MAX_LIMIT for n in profile.users_limits)
+        assert profile.vus and all(v >= 1 for v in profile.vus)
+
+
+def test_seed_profile_is_the_seed_matrix():
+    seed = PROFILES["seed"]
+    assert seed.perf_test_rows == [1, 10, 100, 500]
+    assert seed.vus == [1, 50, 100]
+    assert seed.duration_s == 60
+
+
+def test_default_profile(tmp_path, four_cpus):
+    assert build_config(project_dir=tmp_path).profile == DEFAULT_PROFILE
+
+
+def test_unknown_profile_raises(tmp_path):
+    with pytest.raises(ValueError, match="unknown profile 'turbo'"):
+        build_config(profile="turbo", project_dir=tmp_path)
+
+
+def test_build_config_on_one_cpu(tmp_path, one_cpu):
+    cfg = build_config(project_dir=tmp_path)
+    assert cfg.generator_cpus == [0] and cfg.server_cpus == [0]
+    assert cfg.workers == 1
+
+
+def test_overrides_win(tmp_path, four_cpus):
+    overrides = {
+        "engine": "k6",
+        "stacks": ["go-nethttp-pgx"],
+        "workloads": ["static"],
+        "warmup_s": 0.5,
+        "duration_s": 2,
+        "repetitions": 1,
+        "vus": [8],
+        "perf_test_rows": [1000],
+        "users_limits": [10000],
+        "pool_size": 4,
+        "workers": 2,
+        "generator_cpus": [3],
+        "server_cpus": [0, 1],
+        "http_timeout_s": 1.5,
+        "database_url": URL,
+        "stacks_dir": tmp_path / "elsewhere",
+        "results_dir": tmp_path / "out",
+        "run_id": "run-1",
+    }
+    cfg = build_config(profile="standard", project_dir=tmp_path, overrides=overrides)
+    for key, value in overrides.items():
+        assert getattr(cfg, key) == value, key
+    assert cfg.profile == "standard"
+
+
+def test_none_overrides_are_ignored(tmp_path, four_cpus):
+    base = build_config(profile="quick", project_dir=tmp_path)
+    overrides = {key: None for key in ("engine", "warmup_s", "duration_s", "repetitions", "vus", "workers",
+                                       "perf_test_rows", "users_limits", "pool_size", "workloads",
+                                       "server_cpus", "generator_cpus", "stacks_dir")}
+    cfg = build_config(profile="quick", project_dir=tmp_path, overrides=overrides)
+    assert cfg == base
+
+
+def test_workers_default_follows_overridden_server_cpus(tmp_path, four_cpus):
+    cfg = build_config(project_dir=tmp_path, overrides={"server_cpus": [1, 2]})
+    assert cfg.workers == 2
+
+
+def test_explicit_workers_override_the_cpu_count(tmp_path, four_cpus):
+    cfg = build_config(project_dir=tmp_path, overrides={"workers": 7})
+    assert cfg.workers == 7
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"workloads": ["static", "graphql"]}, "workloads"),
+        ({"workloads": ["perf_test"]}, "workloads"),
+        ({"perf_test_rows": [0]}, "perf_test_rows"),
+        ({"perf_test_rows": [1, PERF_TEST_MAX_ROWS + 1]}, "perf_test_rows"),
+        ({"perf_test_rows": [1001]}, "perf_test_rows"),
+        ({"users_limits": [10001]}, "users_limits"),
+        ({"users_limits": [0]}, "users_limits"),
+        ({"vus": [0]}, "vus"),
+        ({"vus": [1, -5]}, "vus"),
+        ({"vus": []}, "vus"),
+        ({"engine": "wrk"}, "engine"),
+        ({"pool_size": 0}, "pool_size"),
+        ({"workers": 0}, "workers"),
+        ({"repetitions": 0}, "repetitions"),
+        ({"duration_s": 0}, "duration_s"),
+        ({"warmup_s": -1}, "warmup_s"),
+        ({"http_timeout_s": 0}, "http_timeout_s"),
+    ],
+)
+def test_invalid_values_raise(tmp_path, four_cpus, overrides, field):
+    with pytest.raises(ValidationError) as info:
+        build_config(project_dir=tmp_path, overrides=overrides)
+    assert field in {str(err["loc"][0]) for err in info.value.errors()}
+
+
+def test_invalid_workload_message_lists_known_workloads(tmp_path, four_cpus):
+    with pytest.raises(ValidationError, match="unknown workload 'graphql'") as info:
+        build_config(project_dir=tmp_path, overrides={"workloads": ["graphql"]})
+    for name in WORKLOAD_NAMES:
+        assert name in str(info.value)
+
+
+@pytest.mark.parametrize(("rows", "limits"), [([1], [1]), ([PERF_TEST_MAX_ROWS], [USERS_MAX_LIMIT])])
+def test_boundary_values_are_accepted(tmp_path, four_cpus, rows, limits):
+    cfg = build_config(project_dir=tmp_path, overrides={"perf_test_rows": rows, "users_limits": limits})
+    assert cfg.perf_test_rows == rows and cfg.users_limits == limits
+
+
+def test_run_config_is_frozen(tmp_path, four_cpus):
+    cfg = build_config(project_dir=tmp_path)
+    with pytest.raises(ValidationError):
+        cfg.pool_size = 99  # type: ignore[misc]
+
+
+# --- redaction --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "redacted"),
+    [
+        (URL, "postgresql://pgarena:***@127.0.0.1:5439/pgarena"),
+        ("postgresql://u:secret@h/db?sslmode=disable", "postgresql://u:***@h/db?sslmode=disable"),
+        ("postgres://u:p%40ss%3Aword@h:5432/db", "postgres://u:***@h:5432/db"),
+        ("postgresql://:secret@h/db", "postgresql://:***@h/db"),
+        ("postgresql://u:u@h/u", "postgresql://u:***@h/u"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("postgresql://h:5432/db", "postgresql://h:5432/db"),
+        ("postgresql:///db", "postgresql:///db"),
+    ],
+)
+def test_redact_url(url, redacted):
+    assert redact_url(url) == redacted
+
+
+@pytest.mark.parametrize("url", [URL, "postgres://u:p%40ss%3Aword@h:5432/db", "postgresql://:secret@h/db"])
+def test_redact_url_never_keeps_the_password(url):
+    from urllib.parse import urlsplit
+
+    password = urlsplit(url).password
+    assert password and password not in redact_url(url)
+
+
+def test_redact_url_hides_a_password_query_parameter():
+    assert "s3cret" not in redact_url("postgresql://pgarena@127.0.0.1:5439/pgarena?password=s3cret")
+
+
+def test_redacted_config_hides_the_password(tmp_path, four_cpus):
+    cfg = build_config(project_dir=tmp_path, overrides={"database_url": URL})
+    data = cfg.redacted()
+    assert data["database_url"] == "postgresql://pgarena:***@127.0.0.1:5439/pgarena"
+    text = json.dumps(data)  # as stored in results.json
+    assert "s3cret-pw" not in text
+    assert cfg.database_url == URL, "the live config keeps the real URL"
+
+
+def test_redacted_config_is_json_ready_and_complete(tmp_path, four_cpus):
+    cfg = build_config(project_dir=tmp_path)
+    data = cfg.redacted()
+    assert set(data) == set(RunConfig.model_fields)
+    assert data["database_url"] is None
+    assert data["stacks_dir"] == str(tmp_path / "stacks")
+    assert data["server_cpus"] == [1, 2, 3]
+    assert json.loads(json.dumps(data)) == data
+    assert RunConfig.model_validate(data) == cfg
+
+
+def test_build_config_reads_affinity_through_os(tmp_path, monkeypatch):
+    """build_config must ask the OS (via default_cpu_sets), so the monkeypatch reaches it."""
+    calls = []
+
+    def affinity(pid):
+        calls.append(pid)
+        return {0, 1}
+
+    monkeypatch.setattr(config.os, "sched_getaffinity", affinity)
+    cfg = build_config(project_dir=Path(tmp_path))
+    assert calls == [0]
+    assert (cfg.generator_cpus, cfg.server_cpus, cfg.workers) == ([0], [1], 1)

@@ -1,0 +1,472 @@
+"""The load-generator adapters (oha, k6) against real captured output (tests/fixtures/engines/)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from pgarena.engines import ENGINES, EngineUnavailable, LoadSpec, get_engine
+from pgarena.engines.base import EngineOutputError
+from pgarena.engines.k6 import K6Engine, parse_k6_summary
+from pgarena.engines.oha import OhaEngine, classify_oha_errors, parse_oha_json
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "engines"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def fixture(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------- oha: parsing real output
+
+
+def test_oha_ok_counts_and_no_errors():
+    out = parse_oha_json(fixture("oha_ok"))
+    assert out.requests == 17871  # the 3 "aborted due to deadline" are not counted
+    assert out.status_codes == {"200": 17871}
+    assert out.errors.total == 0
+    assert out.duration_seconds == 1.501700353
+
+
+def test_oha_latency_is_converted_from_seconds_to_ms():
+    data = fixture("oha_ok")
+    out = parse_oha_json(data)
+    pct, summary = data["latencyPercentiles"], data["summary"]
+    assert out.latency.p99_ms == pytest.approx(1000 * pct["p99"])
+    assert out.latency.p99_ms == pytest.approx(0.842716)
+    assert out.latency.p50_ms == pytest.approx(1000 * pct["p50"])
+    assert out.latency.p90_ms == pytest.approx(1000 * pct["p90"])
+    assert out.latency.p95_ms == pytest.approx(1000 * pct["p95"])
+    assert out.latency.avg_ms == pytest.approx(1000 * summary["average"])
+    assert out.latency.max_ms == pytest.approx(1000 * summary["slowest"])
+    assert out.latency.p50_ms <= out.latency.p90_ms <= out.latency.p95_ms <= out.latency.p99_ms <= out.latency.max_ms
+
+
+def test_oha_rps_is_counted_requests_over_duration():
+    data = fixture("oha_ok")
+    out = parse_oha_json(data)
+    assert out.rps == pytest.approx(17871 / 1.501700353)
+    # oha's own figure includes the requests aborted at the deadline; pgarena's must not.
+    assert out.rps < data["summary"]["requestsPerSec"]
+
+
+def test_oha_mixed_counts_500s_as_non_2xx():
+    data = fixture("oha_mixed")
+    out = parse_oha_json(data)
+    assert out.status_codes == {"200": 10900, "500": 5450}
+    assert out.requests == 16350
+    assert out.errors.non_2xx == 5450
+    assert (out.errors.connect, out.errors.timeout, out.errors.other) == (0, 0, 0)
+    assert out.rps == pytest.approx(16350 / data["summary"]["total"])
+    assert out.latency.p99_ms == pytest.approx(1000 * data["latencyPercentiles"]["p99"])
+
+
+def test_oha_timeouts_are_requests_and_timeout_errors():
+    data = fixture("oha_timeout")
+    assert data["errorDistribution"] == {"aborted due to deadline": 4, "timeout": 20}
+    out = parse_oha_json(data)
+    assert out.requests == 72 + 20
+    assert out.errors.timeout == 20
+    assert (out.errors.non_2xx, out.errors.connect, out.errors.other) == (0, 0, 0)
+    assert out.status_codes == {"200": 72}
+    assert out.rps == pytest.approx(92 / data["summary"]["total"])
+    # oha's latency covers the answered requests only: well under the 250 ms timeout
+    assert out.latency.max_ms == pytest.approx(1000 * data["summary"]["slowest"])
+    assert out.latency.max_ms < 250
+
+
+def test_oha_refused_is_connect_errors_and_no_response():
+    data = fixture("oha_refused")
+    errors, aborted = classify_oha_errors(data["errorDistribution"])
+    assert errors.connect == 81005
+    assert (errors.timeout, errors.other, errors.non_2xx) == (0, 0, 0)
+    assert aborted == 4
+    with pytest.raises(EngineOutputError, match="no response"):
+        parse_oha_json(data)
+
+
+def test_oha_deadline_aborts_are_neither_requests_nor_errors():
+    base = parse_oha_json(fixture("oha_ok"))
+    data = fixture("oha_ok")
+    data["errorDistribution"] = {"aborted due to deadline": 500}
+    many_aborted = parse_oha_json(data)
+    data["errorDistribution"] = {}
+    none_aborted = parse_oha_json(data)
+    assert many_aborted.requests == none_aborted.requests == base.requests == 17871
+    assert many_aborted.errors.total == none_aborted.errors.total == 0
+    assert many_aborted.rps == pytest.approx(base.rps)
+
+
+def test_oha_real_errors_next_to_deadline_aborts_are_counted():
+    data = fixture("oha_mixed")
+    data["errorDistribution"] = {
+        "aborted due to deadline": 4,
+        "Connection refused (os error 111)": 7,
+        "timeout": 3,
+        "some protocol error": 2,
+    }
+    out = parse_oha_json(data)
+    assert out.requests == 16350 + 7 + 3 + 2
+    assert (out.errors.non_2xx, out.errors.connect, out.errors.timeout, out.errors.other) == (5450, 7, 3, 2)
+    assert out.errors.total == 5450 + 12
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ("aborted due to deadline", "aborted"),
+        ("timeout", "timeout"),
+        ("operation timed out", "timeout"),
+        ("Connection refused (os error 111)", "connect"),
+        ("error trying to connect: tcp connect error", "connect"),
+        ("Connection reset by peer (os error 104)", "connect"),
+        ("invalid HTTP version parsed", "other"),
+    ],
+)
+def test_classify_oha_errors_by_message(message, kind):
+    errors, aborted = classify_oha_errors({message: 5})
+    got = {"aborted": aborted, "timeout": errors.timeout, "connect": errors.connect, "other": errors.other}
+    assert got == {k: (5 if k == kind else 0) for k in got}
+    assert errors.non_2xx == 0
+
+
+def test_classify_oha_errors_sums_messages_of_one_kind():
+    errors, aborted = classify_oha_errors({"Connection refused": 2, "connection reset": 3, "timeout": 1, "x": 4})
+    assert (errors.connect, errors.timeout, errors.other, aborted) == (5, 1, 4, 0)
+
+
+def test_oha_parse_without_status_distribution_is_no_response():
+    data = fixture("oha_ok")
+    del data["statusCodeDistribution"]
+    with pytest.raises(EngineOutputError):
+        parse_oha_json(data)
+
+
+@pytest.mark.parametrize("drop", ["summary", "latencyPercentiles"])
+def test_oha_json_missing_sections_raise_engine_output_error(drop):
+    data = fixture("oha_ok")
+    del data[drop]
+    with pytest.raises(EngineOutputError, match=drop):
+        parse_oha_json(data)
+
+
+def test_oha_summary_without_total_raises_engine_output_error():
+    # Engine.parse's contract: unusable output is EngineOutputError, never a bare KeyError
+    data = fixture("oha_ok")
+    del data["summary"]["total"]
+    with pytest.raises(EngineOutputError, match="total"):
+        parse_oha_json(data)
+
+
+def test_oha_engine_parse_reads_stdout_file(tmp_path):
+    engine = OhaEngine()
+    assert engine.raw_output(tmp_path, "cell-rep1") == tmp_path / "cell-rep1.stdout"
+    (tmp_path / "cell-rep1.stdout").write_text((FIXTURES / "oha_mixed.json").read_text())
+    out = engine.parse(tmp_path, "cell-rep1")
+    assert out.requests == 16350
+    assert out.errors.non_2xx == 5450
+
+
+@pytest.mark.parametrize("content", [None, "", "oha: error: connection refused\n", '{"summary": '])
+def test_oha_engine_parse_unusable_output(tmp_path, content):
+    if content is not None:
+        (tmp_path / "w.stdout").write_text(content)
+    with pytest.raises(EngineOutputError, match="w.stdout"):
+        OhaEngine().parse(tmp_path, "w")
+
+
+# ---------------------------------------------------------------- k6: parsing real output
+
+
+def test_k6_ok_counts_latency_and_rps():
+    data = fixture("k6_ok")
+    out = parse_k6_summary(data)
+    trend = data["metrics"]["http_req_duration"]["values"]
+    assert data["metrics"]["pgarena_2xx"]["values"]["count"] == 6497 == data["metrics"]["http_reqs"]["values"]["count"]
+    assert out.requests == 6497
+    assert out.errors.total == 0
+    assert out.status_codes == {"2xx": 6497, "non-2xx": 0}
+    assert out.duration_seconds == pytest.approx(1.501900291)
+    # k6 already reports milliseconds: taken over unchanged
+    assert out.latency.p99_ms == trend["p(99)"] == pytest.approx(2.9895606)
+    assert out.latency.p50_ms == trend["med"]
+    assert out.latency.p90_ms == trend["p(90)"]
+    assert out.latency.p95_ms == trend["p(95)"]
+    assert out.latency.avg_ms == trend["avg"]
+    assert out.latency.max_ms == trend["max"]
+    assert out.rps == pytest.approx(6497 / 1.501900291)
+    # no request was cut off in this window, so k6's own rate agrees
+    assert out.rps == pytest.approx(data["metrics"]["http_reqs"]["values"]["rate"], rel=1e-6)
+
+
+def test_k6_mixed_500s_are_non_2xx():
+    data = fixture("k6_mixed")
+    metrics = data["metrics"]
+    # the script classifies by status first: k6's error_code 1500 on a 500 does not make it "other"
+    assert metrics["pgarena_non_2xx"]["values"]["count"] == 3079 == metrics["http_req_failed"]["values"]["passes"]
+    assert "pgarena_other_errors" not in metrics
+    out = parse_k6_summary(data)
+    assert out.errors.non_2xx == 3079
+    assert (out.errors.connect, out.errors.timeout, out.errors.other) == (0, 0, 0)
+    assert out.errors.total == 3079
+    assert out.requests == 6158 + 3079 == 9237
+    assert out.status_codes == {"2xx": 6158, "non-2xx": 3079}
+    assert out.rps == pytest.approx(9237 / out.duration_seconds)
+
+
+def test_k6_timeouts_are_classified_by_the_script():
+    data = fixture("k6_timeout")
+    out = parse_k6_summary(data)
+    assert out.requests == 90
+    assert out.errors.timeout == 20
+    assert (out.errors.non_2xx, out.errors.connect, out.errors.other) == (0, 0, 0)
+    assert out.status_codes == {"2xx": 70, "non-2xx": 0}
+    assert out.rps == pytest.approx(90 / out.duration_seconds)
+    # k6's http_req_duration includes the requests cut at the 250 ms timeout
+    assert out.latency.max_ms == pytest.approx(253.671291)
+
+
+def test_k6_refused_is_connect_errors_only():
+    metrics = fixture("k6_refused")["metrics"]
+    # every classified request is a connect error; the 2 requests of iterations interrupted at the
+    # deadline are in http_reqs but were never classified (as oha's "aborted due to deadline")
+    assert metrics["pgarena_connect_errors"]["values"]["count"] == 17036 == metrics["iterations"]["values"]["count"]
+    assert metrics["http_reqs"]["values"]["count"] == 17038
+    assert metrics["http_req_failed"]["values"]["fails"] == 0  # k6 saw no successful request
+    assert not any(name in metrics for name in ("pgarena_2xx", "pgarena_non_2xx", "pgarena_timeouts",
+                                                 "pgarena_other_errors"))
+
+
+def test_k6_refused_raises_like_oha():
+    # k6 1.1.0 still emits http_req_duration (every statistic 0) when no request got a response
+    data = fixture("k6_refused")
+    assert data["metrics"]["http_req_duration"]["values"]["p(99)"] == 0
+    with pytest.raises(EngineOutputError, match="no HTTP response") as info:
+        parse_k6_summary(data)
+    assert "connect errors 17036" in str(info.value)
+
+
+def test_k6_only_non_2xx_answers_still_parse():
+    # a window where every answer is a 500 is a (bad) measurement, not missing output
+    data = fixture("k6_mixed")
+    data["metrics"]["pgarena_non_2xx"]["values"]["count"] += data["metrics"].pop("pgarena_2xx")["values"]["count"]
+    out = parse_k6_summary(data)
+    assert out.status_codes == {"2xx": 0, "non-2xx": 9237}
+    assert out.requests == out.errors.non_2xx == 9237
+
+
+def test_k6_requests_cut_off_at_the_deadline_are_not_counted():
+    base = parse_k6_summary(fixture("k6_ok"))
+    data = fixture("k6_ok")
+    data["metrics"]["http_reqs"]["values"]["count"] += 500  # in http_reqs, never classified by the script
+    many_cut = parse_k6_summary(data)
+    del data["metrics"]["http_reqs"]
+    no_http_reqs = parse_k6_summary(data)
+    assert many_cut.requests == no_http_reqs.requests == base.requests == 6497
+    assert many_cut.errors.total == no_http_reqs.errors.total == 0
+    assert many_cut.rps == pytest.approx(base.rps)
+
+
+def test_k6_counters_absent_mean_zero():
+    data = fixture("k6_ok")
+    assert [name for name in data["metrics"] if name.startswith("pgarena_")] == ["pgarena_2xx"]
+    out = parse_k6_summary(data)
+    assert (out.errors.non_2xx, out.errors.connect, out.errors.timeout, out.errors.other) == (0, 0, 0, 0)
+
+
+def test_k6_crafted_counters_map_to_error_kinds():
+    data = fixture("k6_ok")
+    for name, count in [("pgarena_non_2xx", 4), ("pgarena_connect_errors", 3),
+                        ("pgarena_timeouts", 2), ("pgarena_other_errors", 1)]:
+        data["metrics"][name] = {"type": "counter", "contains": "default", "values": {"count": count, "rate": 1.0}}
+    out = parse_k6_summary(data)
+    assert (out.errors.non_2xx, out.errors.connect, out.errors.timeout, out.errors.other) == (4, 3, 2, 1)
+    assert out.requests == 6497 + 10
+    assert out.status_codes == {"2xx": 6497, "non-2xx": 4}
+
+
+@pytest.mark.parametrize("drop", ["pgarena_2xx", "http_req_duration"])
+def test_k6_summary_without_response_metrics_raises(drop):
+    data = fixture("k6_ok")
+    del data["metrics"][drop]
+    with pytest.raises(EngineOutputError, match="no HTTP response"):
+        parse_k6_summary(data)
+
+
+def test_k6_engine_parse_reads_summary_file(tmp_path):
+    engine = K6Engine()
+    path = engine.raw_output(tmp_path, "cell-rep2")
+    assert path == tmp_path / "cell-rep2.k6-summary.json"
+    path.write_text((FIXTURES / "k6_timeout.json").read_text())
+    out = engine.parse(tmp_path, "cell-rep2")
+    assert (out.requests, out.errors.timeout) == (90, 20)
+
+
+@pytest.mark.parametrize("content", [None, "not json"])
+def test_k6_engine_parse_unusable_output(tmp_path, content):
+    if content is not None:
+        (tmp_path / "w.k6-summary.json").write_text(content)
+    with pytest.raises(EngineOutputError, match="w.k6-summary.json"):
+        K6Engine().parse(tmp_path, "w")
+
+
+# ---------------------------------------------------------------- command lines
+
+
+@pytest.fixture
+def fake_binaries(monkeypatch):
+    monkeypatch.setattr(OhaEngine, "locate", lambda self: Path("/opt/tools/oha"))
+    monkeypatch.setattr(K6Engine, "locate", lambda self: Path("/opt/tools/k6"))
+
+
+def _option(argv: list[str], flag: str) -> str:
+    assert argv.count(flag) == 1, f"{flag} appears {argv.count(flag)} times in {argv}"
+    return argv[argv.index(flag) + 1]
+
+
+def _k6_env(argv: list[str]) -> dict[str, str]:
+    env = {}
+    for i, arg in enumerate(argv):
+        if arg == "-e":
+            key, _, value = argv[i + 1].partition("=")
+            assert key not in env
+            env[key] = value
+    return env
+
+
+def test_oha_command_get(fake_binaries, tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:8080/items?id=3", method="GET", connections=4, duration_s=1.5, timeout_s=2)
+    argv = OhaEngine().command(spec, tmp_path, "get-vus4-rep1")
+    assert argv[0] == "/opt/tools/oha"
+    assert argv[-1] == "http://127.0.0.1:8080/items?id=3"
+    assert "--no-tui" in argv
+    assert _option(argv, "--output-format") == "json"
+    assert _option(argv, "-z") == "1500ms"
+    assert _option(argv, "-c") == "4"
+    assert _option(argv, "-t") == "2000ms"
+    assert _option(argv, "-m") == "GET"
+    assert "-D" not in argv and "-d" not in argv and "-T" not in argv
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_oha_command_rounds_durations_to_ms(fake_binaries, tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:1/", method="GET", connections=1, duration_s=10.0004, timeout_s=0.0256)
+    argv = OhaEngine().command(spec, tmp_path, "s")
+    assert _option(argv, "-z") == "10000ms"
+    assert _option(argv, "-t") == "26ms"
+
+
+def test_oha_command_with_body_writes_body_file(fake_binaries, tmp_path):
+    body = b'{"name": "caf\xc3\xa9", "n": 1}'
+    spec = LoadSpec(url="http://127.0.0.1:8080/items", method="POST", connections=16, duration_s=5, timeout_s=10,
+                    body=body, content_type="application/json")
+    argv = OhaEngine().command(spec, tmp_path, "post-vus16-rep2")
+    assert _option(argv, "-m") == "POST"
+    assert _option(argv, "-c") == "16"
+    assert _option(argv, "-z") == "5000ms"
+    body_file = Path(_option(argv, "-D"))
+    assert body_file == tmp_path / "post-vus16-rep2.body"
+    assert body_file.read_bytes() == body
+    assert _option(argv, "-T") == "application/json"
+    assert argv[-1] == "http://127.0.0.1:8080/items"
+
+
+def test_k6_command(fake_binaries, tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:8080/items?id=3", method="GET", connections=8, duration_s=2.5, timeout_s=1)
+    engine = K6Engine()
+    argv = engine.command(spec, tmp_path, "get-vus8-rep1")
+    assert argv[:2] == ["/opt/tools/k6", "run"]
+    for flag in ("--quiet", "--no-color", "--no-usage-report", "--no-thresholds"):
+        assert flag in argv
+    assert _k6_env(argv) == {
+        "PGARENA_URL": "http://127.0.0.1:8080/items?id=3",
+        "PGARENA_METHOD": "GET",
+        "PGARENA_VUS": "8",
+        "PGARENA_DURATION": "2500ms",
+        "PGARENA_TIMEOUT": "1000ms",
+        "PGARENA_SUMMARY": str(tmp_path / "get-vus8-rep1.k6-summary.json"),
+    }
+    assert _k6_env(argv)["PGARENA_SUMMARY"] == str(engine.raw_output(tmp_path, "get-vus8-rep1"))
+    script = Path(argv[-1])
+    assert script == tmp_path / "k6_script.js"
+    assert script.read_text(encoding="utf-8") == (
+        resources.files("pgarena.engines").joinpath("k6_script.js").read_text(encoding="utf-8"))
+
+
+def test_k6_command_with_body(fake_binaries, tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:8080/items", method="POST", connections=2, duration_s=1, timeout_s=3,
+                    body=b'{"a": "b c"}', content_type="application/json")
+    env = _k6_env(K6Engine().command(spec, tmp_path, "post"))
+    assert env["PGARENA_METHOD"] == "POST"
+    assert env["PGARENA_BODY"] == '{"a": "b c"}'
+    assert env["PGARENA_CONTENT_TYPE"] == "application/json"
+    assert env["PGARENA_VUS"] == "2"
+
+
+def test_k6_script_is_written_once_per_workdir(fake_binaries, tmp_path):
+    engine = K6Engine()
+    spec = LoadSpec(url="http://127.0.0.1:1/", method="GET", connections=1, duration_s=1, timeout_s=1)
+    first = Path(engine.command(spec, tmp_path, "a")[-1])
+    second = Path(engine.command(spec, tmp_path, "b")[-1])
+    assert first == second
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k6_script.js"]
+
+
+# ---------------------------------------------------------------- registry and packaging
+
+
+def test_get_engine_unknown_name():
+    with pytest.raises(EngineUnavailable, match="nope"):
+        get_engine("nope")
+
+
+def test_get_engine_known_names():
+    assert set(ENGINES) == {"oha", "k6"}
+    assert isinstance(get_engine("oha"), OhaEngine)
+    assert isinstance(get_engine("k6"), K6Engine)
+
+
+def test_missing_binary_is_engine_unavailable_with_install_hint(monkeypatch, tmp_path):
+    monkeypatch.setattr(OhaEngine, "locate", lambda self: None)
+    engine = OhaEngine()
+    spec = LoadSpec(url="http://127.0.0.1:1/", method="GET", connections=1, duration_s=1, timeout_s=1)
+    with pytest.raises(EngineUnavailable, match="cargo install oha --version 1.16.0"):
+        engine.command(spec, tmp_path, "s")
+
+
+def test_k6_script_is_package_data():
+    script = resources.files("pgarena.engines").joinpath("k6_script.js")
+    assert script.is_file()
+    text = script.read_text(encoding="utf-8")
+    assert "export function handleSummary" in text
+    for var in ("PGARENA_URL", "PGARENA_METHOD", "PGARENA_VUS", "PGARENA_DURATION", "PGARENA_TIMEOUT",
+                "PGARENA_SUMMARY", "PGARENA_BODY", "PGARENA_CONTENT_TYPE"):
+        assert var in text
+    for counter in ("pgarena_2xx", "pgarena_non_2xx", "pgarena_connect_errors", "pgarena_timeouts",
+                    "pgarena_other_errors"):
+        assert f"'{counter}'" in text
+
+
+def test_pyproject_declares_k6_script_as_package_data():
+    # an editable install reads src/ directly; this guards what a wheel would contain
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["pgarena"]
+    assert any(fnmatch.fnmatch("engines/k6_script.js", pattern) for pattern in patterns)
+
+
+def test_fixtures_are_unmodified_tool_output():
+    # guard against hand edits: every fixture keeps the shape its tool wrote
+    for name in ("oha_ok", "oha_mixed", "oha_refused", "oha_timeout"):
+        data = fixture(name)
+        assert {"summary", "latencyPercentiles", "statusCodeDistribution", "errorDistribution"} <= set(data)
+    for name in ("k6_ok", "k6_mixed", "k6_refused", "k6_timeout"):
+        data = fixture(name)
+        assert {"root_group", "options", "state", "metrics"} <= set(data)
+        assert data["options"]["summaryTrendStats"] == [
+            "avg", "min", "med", "max", "p(50)", "p(90)", "p(95)", "p(99)"]

@@ -158,6 +158,7 @@ def run(
     workers: Annotated[Optional[int], typer.Option(help="worker processes/threads per stack")] = None,
     generator_cpus: Annotated[Optional[str], typer.Option(help="CPUs of the load generator, e.g. 0")] = None,
     server_cpus: Annotated[Optional[str], typer.Option(help="CPUs of stack + PostgreSQL, e.g. 1")] = None,
+    http_timeout: Annotated[Optional[float], typer.Option(help="seconds before a request counts as timed out")] = None,
     database_url: DbOpt = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
@@ -169,7 +170,8 @@ def run(
         duration_s=duration, warmup_s=warmup, vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
-        database_url=database_url, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
+        http_timeout_s=http_timeout, database_url=database_url, run_id=run_id, stacks_dir=stacks_dir,
+        results_dir=results_dir,
     )
     run_dir = _execute(config, "run")
     out.print(f"Results: {run_dir / 'results.json'}")

@@ -470,3 +470,18 @@ def test_fixtures_are_unmodified_tool_output():
         assert {"root_group", "options", "state", "metrics"} <= set(data)
         assert data["options"]["summaryTrendStats"] == [
             "avg", "min", "med", "max", "p(50)", "p(90)", "p(95)", "p(99)"]
+
+
+@pytest.mark.parametrize("stat", ["avg", "med", "p(99)", "max"])
+def test_k6_summary_missing_a_trend_stat_is_an_output_error(stat):
+    data = fixture("k6_ok")
+    del data["metrics"]["http_req_duration"]["values"][stat]
+    with pytest.raises(EngineOutputError, match="http_req_duration"):
+        parse_k6_summary(data)
+
+
+def test_k6_summary_without_run_duration_is_an_output_error():
+    data = fixture("k6_ok")
+    del data["state"]
+    with pytest.raises(EngineOutputError, match="testRunDurationMs"):
+        parse_k6_summary(data)

@@ -1,7 +1,8 @@
 """k6 adapter: a constant-VUs scenario (k6_script.js) whose handleSummary writes the full JSON summary.
 
 Latency is `http_req_duration` (request time: sending + waiting + receiving), not iteration time.
-Errors are classified in the script by k6's error codes (1050 timeout, 12xx TCP) and status.
+The script classifies each request: by status when there is one (2xx or not), otherwise by k6's error
+code (1050 timeout, 12xx TCP connect/refused/reset).
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def parse_k6_summary(summary: dict) -> LoadOutcome:
     """
     metrics = summary.get("metrics", {})
     duration_s = summary.get("state", {}).get("testRunDurationMs", 0) / 1000
+    if duration_s <= 0:
+        raise EngineOutputError("k6 summary has no state.testRunDurationMs")
     answered = _count(metrics, "pgarena_2xx")
     errors = Errors(
         non_2xx=_count(metrics, "pgarena_non_2xx"),
@@ -94,20 +97,18 @@ def parse_k6_summary(summary: dict) -> LoadOutcome:
             f"k6 received no HTTP response in {duration_s:.1f} s "
             f"(connect errors {errors.connect}, timeouts {errors.timeout}, other {errors.other})"
         )
-    trend = metrics["http_req_duration"]["values"]
+    trend = metrics["http_req_duration"].get("values", {})
+    try:
+        latency = Latency(avg_ms=trend["avg"], p50_ms=trend["med"], p90_ms=trend["p(90)"], p95_ms=trend["p(95)"],
+                          p99_ms=trend["p(99)"], max_ms=trend["max"])
+    except KeyError as exc:
+        raise EngineOutputError(f"k6 summary lacks http_req_duration {exc} (summaryTrendStats changed?)") from None
     requests = answered + errors.total
     return LoadOutcome(
         requests=requests,
         duration_seconds=duration_s,
-        rps=requests / duration_s if duration_s else 0.0,
-        latency=Latency(
-            avg_ms=trend["avg"],
-            p50_ms=trend["med"],
-            p90_ms=trend["p(90)"],
-            p95_ms=trend["p(95)"],
-            p99_ms=trend["p(99)"],
-            max_ms=trend["max"],
-        ),
+        rps=requests / duration_s,
+        latency=latency,
         errors=errors,
         status_codes={"2xx": answered, "non-2xx": errors.non_2xx},
     )

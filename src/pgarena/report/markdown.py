@@ -31,6 +31,17 @@ def _ms(value: float) -> str:
     return f"{value:.2f}ms" if value < 100 else f"{value:,.0f}ms"
 
 
+def _cost(stack_us: float | None, db_us: float | None) -> str:
+    def part(value: float | None) -> str:
+        return "?" if value is None else f"{value:,.0f}"
+
+    return f"{part(stack_us)} + {part(db_us)}"
+
+
+def _mib(value: int | None) -> str:
+    return "?" if value is None else f"{value / 2**20:,.0f} MiB"
+
+
 def _cell_title(workload: str, parameter_name: str | None, parameter: int | None, vus: int) -> str:
     load = f"{vus} Virtual User{'s' if vus != 1 else ''}"
     if workload == PERF_TEST:
@@ -61,15 +72,16 @@ def results_tables(results: RunResults) -> str:
                 rank, cell.stack, f"{_num(s.rps.median, 2)}/s", f"{_num(s.rps.min)}–{_num(s.rps.max)}",
                 _ms(s.latency_avg_ms.median), _ms(s.latency_p99_ms.median), _num(s.requests_total),
                 f"{s.failures_total:,} ({s.failure_rate:.1%})" if s.failures_total else "0",
+                _cost(s.stack_cpu_us_per_request, s.db_cpu_us_per_request), _mib(s.stack_rss_peak_bytes),
                 ", ".join(cell.flags),
             ))
         for cell in cells:
             if not cell.summary:
-                rows.append(("–", cell.stack, "failed", "", "", "", "", "", cell.error or ""))
+                rows.append(("–", cell.stack, "failed", "", "", "", "", "", "", "", cell.error or ""))
         first = cells[0]
         sections.append(f"### {_cell_title(first.workload, first.parameter_name, first.parameter, first.vus)}\n\n" + table(
             ["#", "Stack", "Requests/s (median)", "range", "Avg latency", "p99 latency", "Total requests",
-             "Failures", "Flags"], rows, "rlrrrrrrl"))
+             "Failures", "CPU µs/req (stack + db)", "Peak RSS", "Flags"], rows, "rlrrrrrrrrl"))
     return "\n\n".join(sections) if sections else "_No load cells in this run._"
 
 
@@ -178,7 +190,8 @@ def render_markdown(results: RunResults) -> str:
         "level, stacks sorted by median requests/s over the repetitions (range = slowest–fastest repetition). "
         "Latency is request latency measured by the load generator. Flags: `failures>1%` invalid cell, `noisy` "
         "range wider than 20 % of the median, `generator-bound` the generator used >90 % of its CPUs, "
-        "`columns-wrong` the stack's answer has ❌ columns.",
+        "`columns-wrong` the stack's answer has ❌ columns. CPU µs/req: CPU time of the stack's processes and of "
+        "PostgreSQL per completed request; Peak RSS: the stack's process tree.",
     ]
     if results.error:
         parts.append(f"> Run error: {results.error}")

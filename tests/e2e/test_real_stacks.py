@@ -1,0 +1,91 @@
+"""End to end: build the real stacks, verify them, run a short real load with both engines, render.
+
+Slow (stack builds on a cold machine: ~1 min Go modules, ~20 s pip, ~5 s npm); the load itself is
+about a minute. Numbers are not asserted (this machine is noisy); completeness and correctness are.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from pgarena.engines import EngineUnavailable, get_engine
+from pgarena.results import load
+from pgarena.stackdef import load_stacks
+from pgarena.values import Verdict
+from pgarena.workloads import PERF_TEST_COLUMNS
+from tests.conftest import PROJECT_DIR, needs_postgres
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]
+STACKS = ["go-nethttp-pgx", "python-fastapi-asyncpg", "node-fastify-pg"]
+
+
+def _engine_or_skip(name: str) -> None:
+    try:
+        get_engine(name).binary  # noqa: B018
+    except EngineUnavailable as exc:
+        pytest.skip(f"{name} not installed here ({exc}); `make test` installs it via scripts/setup.sh")
+
+
+def _pgarena(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pgarena", *args], cwd=PROJECT_DIR, capture_output=True, text=True,
+                          timeout=1800)
+
+
+def test_three_stacks_every_workload_with_oha(tmp_path):
+    _engine_or_skip("oha")
+    available = {s.id for s in load_stacks(PROJECT_DIR / "stacks")[0] if s.available}
+    missing = [s for s in STACKS if s not in available]
+    assert not missing, f"stacks unavailable on this machine: {missing}"
+    done = _pgarena("run", "--stacks", ",".join(STACKS), "--engine", "oha", "--rows", "1,10", "--limits", "20",
+                    "--vus", "1,8", "--duration", "1", "--warmup", "0.5", "--repetitions", "2",
+                    "--results-dir", str(tmp_path), "--run-id", "e2e")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"Report:  {tmp_path / 'e2e' / 'report.md'}" in done.stdout
+    results = load(tmp_path / "e2e")
+    assert results.status == "complete"
+    assert {s.id: s.status for s in results.stacks} == {s: "ok" for s in STACKS}
+    for v in results.verifications:
+        assert v.ok, (v.stack, v.workload, [c for c in v.checks if not c.ok])
+        assert all(case.ok for case in v.bad_input), (v.stack, v.workload, v.bad_input)
+        if v.workload == "perf-test":
+            assert [c.column for c in v.columns] == list(PERF_TEST_COLUMNS)
+            # the canonical decodings every one of these drivers gets right
+            by_name = {c.column: c.verdict for c in v.columns}
+            assert by_name["json_val"] is Verdict.EXACT and by_name["int_array_val"] is Verdict.EXACT, v.stack
+    assert len(results.cells) == 3 * (2 * 2 + 2 + 2)
+    for cell in results.cells:
+        assert cell.status == "ok" and len(cell.repetitions) == 2, (cell.stack, cell.workload, cell.error)
+        assert cell.summary.rps.median > 0 and cell.summary.failures_total == 0
+        assert cell.summary.stack_cpu_us_per_request > 0 and cell.summary.db_cpu_us_per_request is not None
+        if cell.workload != "static":
+            assert cell.summary.db_cpu_us_per_request > 0  # the database did work
+    assert results.environment.engine_versions["oha"].startswith("oha 1.16")
+
+    report = (tmp_path / "e2e" / "report.md").read_text()
+    tables = re.split(r"^### ", report.split("## Verification")[0], flags=re.M)[1:]
+    assert len(tables) == 8
+    for table in tables:
+        for stack in STACKS:
+            assert f"| {stack} |" in table, (stack, table[:80])
+    matrix = report.split("### perf-test columns")[1].split("###")[0]
+    for stack in STACKS:
+        row = next(line for line in matrix.splitlines() if line.startswith(f"| {stack} |"))
+        assert row.count("|") == len(PERF_TEST_COLUMNS) + 2
+
+
+def test_k6_engine_on_one_stack(tmp_path):
+    _engine_or_skip("k6")
+    done = _pgarena("run", "--stacks", "go-nethttp-pgx", "--workloads", "perf-test", "--engine", "k6", "--rows", "1",
+                    "--vus", "4", "--duration", "1", "--warmup", "0.5", "--repetitions", "3",
+                    "--results-dir", str(tmp_path), "--run-id", "k6")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = load(tmp_path / "k6")
+    (cell,) = results.cells
+    assert cell.engine == "k6" and len(cell.repetitions) == 3 and cell.summary.rps.median > 0
+    assert cell.summary.rps.min <= cell.summary.rps.median <= cell.summary.rps.max
+    assert results.environment.engine_versions["k6"].startswith("k6 v1.1.0")
+    assert (tmp_path / "k6" / cell.repetitions[0].raw_output).name.endswith(".k6-summary.json")

@@ -1,0 +1,122 @@
+"""The whole pipeline on fixture stacks: a fake generator for exact numbers, and a real interrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pgarena import runner
+from pgarena.config import build_config
+from pgarena.engines.oha import OhaEngine
+from pgarena.report.markdown import render_markdown
+from pgarena.results import load
+from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
+
+pytestmark = [pytest.mark.postgres, needs_postgres]
+OHA_OK = PROJECT_DIR / "tests" / "fixtures" / "engines" / "oha_ok.json"
+
+
+class FakeOha(OhaEngine):
+    """Prints a real oha JSON document instead of generating load (hyperfine's MockExecutor idea)."""
+
+    @property
+    def binary(self) -> Path:
+        return Path("/bin/cat")
+
+    def version(self) -> str:
+        return "fake-oha"
+
+    def command(self, spec, workdir, stem):
+        return ["/bin/cat", str(OHA_OK)]
+
+
+def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeypatch, fixture_env):
+    monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": "r1",
+        "stacks": ["fixture-good", "fixture-exits", "fixture-typo", "fixture-faulty"],
+        "workloads": ["perf-test", "static"], "perf_test_rows": [1], "vus": [1, 4], "repetitions": 2,
+        "warmup_s": 0.1, "duration_s": 0.1,
+    })
+    lines: list[str] = []
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lines.append)
+    results = load(run_dir)
+    assert results.status == "complete" and results.schema_version == 1
+    status = {s.id: s for s in results.stacks}
+    assert status["fixture-good"].status == "ok" and status["fixture-good"].startup_seconds > 0
+    assert status["fixture-exits"].status == "start_failed"
+    assert "exited with code 3" in status["fixture-exits"].reason
+    assert "cannot start" in status["fixture-exits"].log_tail
+    assert status["fixture-typo"].status == "config_error"
+    assert "unknown key 'workload'" in status["fixture-typo"].reason
+    assert sum("fixture-typo" in line for line in lines) == 1  # one clear message
+
+    good = [c for c in results.cells if c.stack == "fixture-good"]
+    assert [(c.workload, c.parameter, c.vus) for c in good] == [
+        ("perf-test", 1, 1), ("perf-test", 1, 4), ("static", None, 1), ("static", None, 4)]
+    expected = json.loads(OHA_OK.read_text())
+    expected_requests = sum(expected["statusCodeDistribution"].values())
+    for cell in good:
+        assert len(cell.repetitions) == 2 and cell.status == "ok"
+        assert cell.summary.requests_total == 2 * expected_requests
+        assert cell.summary.latency_p99_ms.median == pytest.approx(expected["latencyPercentiles"]["p99"] * 1000)
+        assert (run_dir / cell.repetitions[0].raw_output).exists()
+    faulty = {(c.workload, c.vus): c for c in results.cells if c.stack == "fixture-faulty"}
+    assert "columns-wrong" in faulty[("perf-test", 1)].flags
+    assert faulty[("static", 1)].status == "failed" and "verification failed" in faulty[("static", 1)].error
+
+    report = (run_dir / "report.md").read_text()
+    assert report == render_markdown(results)
+    assert "### perf-test — 4 Virtual Users, 1 Record" in report
+    assert "unknown key 'workload'" in report and "start_failed" in report
+    assert (run_dir / "postgres.log").exists() and not (run_dir / "postgres").exists()
+
+
+def test_report_command_rerenders_from_stored_json_only(tmp_path, monkeypatch, fixture_env):
+    monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "r2", "stacks": ["fixture-good"],
+        "workloads": ["static"], "vus": [2], "repetitions": 1, "warmup_s": 0.1, "duration_s": 0.1})
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
+    original = (run_dir / "report.md").read_text()
+    (run_dir / "report.md").unlink()
+    done = subprocess.run([sys.executable, "-m", "pgarena", "report", str(run_dir)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (run_dir / "report.md").read_text() == original
+
+
+def test_ctrl_c_keeps_finished_cells_and_stops_everything(tmp_path, fixture_env):
+    """A real run (k6) interrupted after its first cell: results are kept, the cluster and stack stop."""
+    argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
+            "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "0.2", "--repetitions", "1",
+            "--engine", "k6", "--results-dir", str(tmp_path), "--run-id", "int"]
+    proc = subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    results_path = tmp_path / "int" / "results.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if results_path.exists() and json.loads(results_path.read_text()).get("cells"):
+            break
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("no cell finished within 120 s")
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    results = load(tmp_path / "int")
+    assert results.status == "interrupted"
+    assert 1 <= len(results.cells) < 4 and all(c.summary for c in results.cells)
+    time.sleep(0.5)
+    alive = [p for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, [p.cmdline() for p in alive]
+    assert (tmp_path / "int" / "report.md").read_text().startswith("# pgarena run int — **interrupted**")

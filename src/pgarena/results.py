@@ -185,6 +185,7 @@ class CellSummary(_Model):
     db_cpu_us_per_request: float | None = None
     stack_rss_peak_bytes: int | None = None
     generator_cpu_fraction: float | None = Field(None, description="generator CPU time / (window × its CPUs)")
+    generator_cpu_us_per_request: float | None = Field(None, description="the load generator's own CPU cost")
 
 
 class Cell(_Model):

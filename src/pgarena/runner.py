@@ -161,6 +161,7 @@ def summarize(cell: Cell, config: RunConfig) -> None:
         db_cpu_us_per_request=per_request_us([r.db_cpu_seconds for r in reps]),
         stack_rss_peak_bytes=max(rss) if rss else None,
         generator_cpu_fraction=sum(r.generator_cpu_seconds for r in reps) / window if window else None,
+        generator_cpu_us_per_request=per_request_us([r.generator_cpu_seconds for r in reps]),
     )
     flags = []
     if cell.summary.failure_rate > MAX_FAILURE_RATE:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,48 @@ def _preexec(cpus: Sequence[int] | None) -> Callable[[], None] | None:
         os.sched_setaffinity(0, cpu_set)
 
     return pin
+
+
+def popen_guarded(argv: Sequence[str], **kwargs) -> subprocess.Popen:
+    """subprocess.Popen with Ctrl-C / SIGTERM held back while the child starts.
+
+    NOTE: children run in their own process groups, so an interrupt reaches only pgarena; one that
+    arrives while Popen is starting a child would leave that child orphaned. Here the signal is
+    recorded instead, the child is stopped, and then the signal is delivered to pgarena's handler.
+    """
+    pending: list[int] = []
+    saved = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            saved[sig] = signal.signal(sig, lambda signum, frame: pending.append(signum))
+    proc = None
+    try:
+        proc = subprocess.Popen(list(argv), **kwargs)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        if pending:
+            if proc is not None:
+                kill_tree(proc.pid, grace_s=2.0)
+                proc.wait()
+            signal.raise_signal(pending[0])
+    return proc
+
+
+def _spawn_shell(command: str, *, cwd: Path, env: dict[str, str], log, cpus: Sequence[int] | None) -> subprocess.Popen:
+    """`/bin/sh -c command` in its own process group, pinned to `cpus`, output appended to `log`."""
+    log.write(f"$ {command}\n".encode())
+    log.flush()
+    return popen_guarded(
+        ["/bin/sh", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        process_group=0,
+        preexec_fn=_preexec(cpus),
+    )
 
 
 def tail(path: Path, lines: int = 20) -> str:
@@ -66,18 +109,7 @@ def run_logged(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log_path, "ab") as log:
-        log.write(f"$ {command}\n".encode())
-        log.flush()
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            process_group=0,
-            preexec_fn=_preexec(cpus),
-        )
+        proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus)
         try:
             returncode = proc.wait(timeout=timeout_s)
             timed_out = False
@@ -85,6 +117,9 @@ def run_logged(
             kill_tree(proc.pid, grace_s=2.0)
             returncode = proc.wait()
             timed_out = True
+        except BaseException:  # Ctrl-C: the build has its own process group, so stop it here
+            kill_tree(proc.pid, grace_s=2.0)
+            raise
     return StepResult(returncode, time.monotonic() - started, timed_out)
 
 
@@ -133,18 +168,7 @@ class ServerProcess:
         self.log_path = log_path
         self.started_at = time.monotonic()
         with open(log_path, "ab") as log:
-            log.write(f"$ {command}\n".encode())
-            log.flush()
-            self._proc = subprocess.Popen(
-                ["/bin/sh", "-c", command],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                process_group=0,
-                preexec_fn=_preexec(cpus),
-            )
+            self._proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus)
 
     @property
     def pid(self) -> int:
@@ -211,8 +235,8 @@ def run_measured(
     includes every thread of the generator.
     """
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(
-            list(argv),
+        proc = popen_guarded(
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -220,14 +244,18 @@ def run_measured(
             preexec_fn=_preexec(cpus),
         )
         deadline = time.monotonic() + timeout_s
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                kill_tree(proc.pid, grace_s=2.0)
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.02)
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    kill_tree(proc.pid, grace_s=2.0)
+                    pid, status, usage = os.wait4(proc.pid, 0)
+                    break
+                time.sleep(0.02)
+        except BaseException:  # Ctrl-C: the generator has its own process group, so stop it here
+            kill_tree(proc.pid, grace_s=2.0)
+            raise
     proc.returncode = os.waitstatus_to_exitcode(status)
     return proc.returncode, usage.ru_utime + usage.ru_stime

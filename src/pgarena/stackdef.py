@@ -53,6 +53,12 @@ def _check_templates(text: str) -> str:
     return text
 
 
+def _check_env_templates(env: dict[str, str]) -> dict[str, str]:
+    for value in env.values():
+        _check_templates(value)
+    return env
+
+
 class _Strict(BaseModel):
     # strict: TOML has real types, so "8080" where a number belongs is a mistake to report, not coerce.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -66,13 +72,7 @@ class BuildSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
 
     _templates = field_validator("command")(_check_templates)
-
-    @field_validator("env")
-    @classmethod
-    def _env_templates(cls, env: dict[str, str]) -> dict[str, str]:
-        for value in env.values():
-            _check_templates(value)
-        return env
+    _env_templates = field_validator("env")(_check_env_templates)
 
 
 class RunSpec(_Strict):
@@ -85,13 +85,7 @@ class RunSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
 
     _templates = field_validator("command")(_check_templates)
-
-    @field_validator("env")
-    @classmethod
-    def _env_templates(cls, env: dict[str, str]) -> dict[str, str]:
-        for value in env.values():
-            _check_templates(value)
-        return env
+    _env_templates = field_validator("env")(_check_env_templates)
 
     @field_validator("health_path")
     @classmethod

@@ -34,7 +34,7 @@ def managed_db(tmp_path_factory):
         pytest.skip(f"PostgreSQL server binaries missing: {_postgres_available()}")
     workdir = tmp_path_factory.mktemp("pg") / "run"
     with provide_database(workdir, database_url=None, cpus=None) as db:
-        load_workload_data(db, ["perf-test", "users", "static"])
+        load_workload_data(db, ["perf-test", "users", "static", "tx", "graphql"])
         yield db
 
 

@@ -69,7 +69,10 @@ def _config(profile: str, **overrides) -> cfg.RunConfig:
         return cfg.build_config(profile=profile, project_dir=PROJECT_DIR, overrides=overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise _fail(f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        if first["loc"]:
+            message = f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {message}"
+        raise _fail(message) from None
     except ValueError as exc:
         raise _fail(str(exc)) from None
 

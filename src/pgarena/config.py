@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.stackdef import WORKLOAD_NAMES
 
@@ -26,6 +26,8 @@ USERS_MAX_LIMIT = 10000
 """Largest `limit` a stack must serve (docs/contract.md); the table has this many rows."""
 
 Engine = Literal["oha", "k6"]
+K6_MIN_WINDOW_S = 1.0
+"""k6's constant-VUs executor refuses shorter durations."""
 
 
 class Profile(BaseModel):
@@ -144,6 +146,13 @@ class RunConfig(BaseModel):
         if any(not 1 <= n <= USERS_MAX_LIMIT for n in limits):
             raise ValueError(f"limits must be between 1 and {USERS_MAX_LIMIT}")
         return limits
+
+    @model_validator(mode="after")
+    def _k6_minimum_window(self) -> RunConfig:
+        if self.engine == "k6" and min(self.warmup_s, self.duration_s) < K6_MIN_WINDOW_S:
+            raise ValueError(f"k6 needs warm-up and duration of at least {K6_MIN_WINDOW_S:g} s "
+                             f"(got {self.warmup_s:g} s and {self.duration_s:g} s)")
+        return self
 
     def redacted(self) -> dict:
         """The config as stored: the database URL's password replaced by '***'."""

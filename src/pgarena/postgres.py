@@ -301,10 +301,38 @@ def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
                     raise PostgresError(f"cannot create extension {extension}: {exc}") from None
         if "perf-test" in workloads:
             conn.execute(_sql("perf_test.sql"))
-        if "users" in workloads:
+        if "users" in workloads or "graphql" in workloads:
             conn.execute(_sql("users.sql"))
         if db.managed:
             conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {APP_USER}")
+    if "tx" in workloads:
+        from pgarena.workloads import TX_SCALE
+
+        load_tx_data(db, TX_SCALE)
+
+
+def pgbench_binary() -> str:
+    """pgbench from PATH or next to the server binaries."""
+    found = shutil.which("pgbench")
+    if found:
+        return found
+    candidate = find_bin_dir() / "pgbench"
+    if candidate.is_file():
+        return str(candidate)
+    raise PostgresError(f"pgbench not found (it ships with the PostgreSQL server binaries): {INSTALL_HINT}")
+
+
+def load_tx_data(db: Database, scale: int) -> None:
+    """pgbench's TPC-B tables at `scale`, created by `pgbench -i` as the application user.
+
+    Steps `dtGvp`: drop old tables, create, generate data server-side, vacuum, primary keys.
+    """
+    argv = [pgbench_binary(), "-i", "-s", str(scale), "-I", "dtGvp", "-q",
+            "-h", db.host, "-p", str(db.port), "-U", db.user, db.name]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PGPASSWORD": db.password})
+    if done.returncode != 0:
+        raise PostgresError(f"pgbench -i failed: {done.stderr.strip()[-500:]}")
 
 
 def server_facts(db: Database) -> tuple[str, dict[str, str]]:

@@ -5,7 +5,7 @@ so a crash or Ctrl-C loses at most the cell in flight. Reports are rendered from
 The JSON Schema in docs/results.schema.json is generated from these models (`pgarena schema`).
 
 Schema history:
-- 1: first version (perf-test, users, static; closed model; oha and k6).
+- 1: first version (perf-test, users, static, tx, graphql; closed model; oha and k6).
 """
 
 from __future__ import annotations
@@ -107,6 +107,33 @@ class BadInputCase(_Model):
     detail: str | None = None
 
 
+class TxInvariants(_Model):
+    """TPC-B consistency over one tx cell (or the verification requests): see txcheck.py."""
+
+    holds: bool
+    answered_200: int = Field(description="200 answers the generator counted (warm-up included)")
+    history_rows_added: int
+    accounts_delta: int
+    tellers_delta: int
+    branches_delta: int
+    history_delta: int
+    problem: str | None = None
+
+
+class DbAccounting(_Model):
+    """pg_stat_statements over a burst of identical requests (accounting.py)."""
+
+    requests: int
+    workload_statements_per_request: float = Field(description="statements naming the workload's objects")
+    rows_per_request: float = Field(description="rows those statements returned or changed, per request")
+    other_statements_per_request: float = Field(description="BEGIN/COMMIT, SET, resets, pings, ...")
+    expected_statements_per_request: int
+    allowed_other_statements_per_request: int
+    top_other_statements: dict[str, int] = Field(default_factory=dict, description="query text → calls")
+    verdict: Verdict
+    reason: str | None = None
+
+
 class WorkloadVerification(_Model):
     """Verification of one stack × workload, before any load."""
 
@@ -116,6 +143,9 @@ class WorkloadVerification(_Model):
     checks: list[Check]
     columns: list[ColumnVerdict] = Field(default_factory=list)
     bad_input: list[BadInputCase] = Field(default_factory=list)
+    accounting: DbAccounting | None = None
+    accounting_unavailable: str | None = Field(None, description="why there is no accounting")
+    tx_invariants: TxInvariants | None = Field(None, description="over the verification's tx requests")
 
     @property
     def wrong_columns(self) -> list[str]:
@@ -161,6 +191,8 @@ class Repetition(_Model):
     stack_rss_peak_bytes: int | None
     generator_cpu_seconds: float
     raw_output: str = Field(description="generator output, relative to the run directory")
+    checks_total: int = Field(0, description="answers sampled during the window and checked (status, row count)")
+    checks_failed: int = 0
 
 
 class Spread(_Model):
@@ -202,6 +234,7 @@ class Cell(_Model):
     repetitions: list[Repetition] = Field(default_factory=list)
     summary: CellSummary | None = None
     flags: list[str] = Field(default_factory=list, description="e.g. 'failures>1%', 'columns-wrong'")
+    tx_invariants: TxInvariants | None = Field(None, description="tx cells: TPC-B consistency over the cell")
     status: Literal["ok", "failed"] = "ok"
     error: str | None = None
 

@@ -9,14 +9,19 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+import zlib
+from contextlib import nullcontext
+from dataclasses import replace
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pgarena import txcheck
 from pgarena import workloads as wl
+from pgarena.checks import AnswerSampler
 from pgarena.config import RunConfig, redact_url
-from pgarena.engines import Engine, EngineUnavailable, LoadSpec, get_engine
+from pgarena.engines import Engine, EngineUnavailable, LoadOutcome, LoadSpec, get_engine
 from pgarena.engines.base import EngineOutputError
 from pgarena.environment import collect
 from pgarena.postgres import SETTINGS_PROFILE_NAME, Database, free_port, load_workload_data, provide_database, server_facts
@@ -34,6 +39,7 @@ from pgarena.results import (
 )
 from pgarena.stackdef import Stack, StackLoadError, load_stacks, render_template
 from pgarena.stats import DEFAULT_NOISY_REL_SPREAD, spread
+from pgarena.values import Verdict
 from pgarena.verify import verify_stack
 
 MAX_FAILURE_RATE = 0.01
@@ -172,6 +178,9 @@ def summarize(cell: Cell, config: RunConfig) -> None:
         flags.append("generator-bound")
     if any(r.errors.timeout for r in reps):
         flags.append("timeouts")
+    checks_total = sum(r.checks_total for r in reps)
+    if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
+        flags.append("checks-failed>1%")
     cell.flags = sorted(set(cell.flags) | set(flags))
 
 
@@ -187,33 +196,54 @@ class _Context:
 
 def _measure_cell(ctx: _Context, cell: Cell, server: ServerProcess, base_url: str) -> None:
     assert ctx.engine is not None
+    engine = ctx.engine
     request = wl.load_request(cell.workload, cell.parameter)
     raw_dir = ctx.run_dir / "raw" / cell.stack
     raw_dir.mkdir(parents=True, exist_ok=True)
     label = f"{cell.workload}{'' if cell.parameter is None else f'-{cell.parameter_name}{cell.parameter}'}-vus{cell.vus}"
-    cpus = ctx.config.generator_cpus
+    bodies_file = None
+    if cell.workload == wl.TX:
+        bodies_file = raw_dir / f"{label}.bodies"
+        seed = zlib.crc32(f"{cell.stack}/{label}".encode())
+        bodies_file.write_bytes(b"\n".join(wl.random_tx_bodies(wl.TX_BODIES_PER_FILE, seed)) + b"\n")
+    expected_rows = wl.expected_rows(cell.workload, cell.parameter)
+    spec = LoadSpec(url=base_url + request.path, method=request.method, connections=cell.vus, duration_s=0,
+                    timeout_s=ctx.config.http_timeout_s, body=request.body, content_type=request.content_type,
+                    bodies_file=bodies_file, expected_rows=expected_rows, workload=cell.workload)
 
     def window(duration_s: float, stem: str) -> tuple[int, float]:
-        spec = LoadSpec(url=base_url + request.path, method=request.method, connections=cell.vus,
-                        duration_s=duration_s, timeout_s=ctx.config.http_timeout_s, body=request.body,
-                        content_type=request.content_type)
-        argv = ctx.engine.command(spec, raw_dir, stem)  # type: ignore[union-attr]
+        argv = engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)
         return run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout", stderr_path=raw_dir / f"{stem}.stderr",
-                            cpus=cpus, timeout_s=duration_s + ctx.config.http_timeout_s + 60)
+                            cpus=ctx.config.generator_cpus,
+                            timeout_s=duration_s + 2 * ctx.config.http_timeout_s + 60)
 
-    window(cell.warmup_seconds, f"{label}-warmup")
+    def parse(stem: str, code: int) -> LoadOutcome:
+        try:
+            return engine.parse(raw_dir, stem)
+        except EngineOutputError as exc:
+            raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
+
+    tx_before = txcheck.snapshot(ctx.db) if cell.workload == wl.TX else None
+    answered_200 = 0
+    stem = f"{label}-warmup"
+    code, _ = window(cell.warmup_seconds, stem)
+    if tx_before is not None:
+        answered_200 += parse(stem, code).answered_2xx
+    sample = expected_rows is not None and not engine.checks_answers
     for index in range(1, ctx.config.repetitions + 1):
         if server.exit_code() is not None:
             raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
         stem = f"{label}-rep{index}"
-        with TreeSampler({"stack": server.pid, "db": ctx.db.postmaster_pid}) as sampler:
+        sampler = AnswerSampler(base_url, request, cell.workload, expected_rows or 0, ctx.config.http_timeout_s) \
+            if sample else nullcontext()
+        with TreeSampler({"stack": server.pid, "db": ctx.db.postmaster_pid}) as usage, sampler:
             code, generator_cpu = window(cell.duration_seconds, stem)
-        try:
-            outcome = ctx.engine.parse(raw_dir, stem)
-        except EngineOutputError as exc:
-            raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
-        stack_usage = sampler.usage.get("stack")
-        db_usage = sampler.usage.get("db")
+        outcome = parse(stem, code)
+        answered_200 += outcome.answered_2xx
+        stack_usage = usage.usage.get("stack")
+        db_usage = usage.usage.get("db")
+        checks_total, checks_failed = (sampler.total, sampler.failed) if sample else (  # type: ignore[union-attr]
+            outcome.checks_total, outcome.checks_failed)
         cell.repetitions.append(Repetition(
             index=index, requests=outcome.requests, duration_seconds=outcome.duration_seconds, rps=outcome.rps,
             latency=outcome.latency, errors=outcome.errors, status_codes=outcome.status_codes,
@@ -221,10 +251,20 @@ def _measure_cell(ctx: _Context, cell: Cell, server: ServerProcess, base_url: st
             db_cpu_seconds=db_usage.cpu_seconds if db_usage else None,
             stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
             generator_cpu_seconds=generator_cpu,
-            raw_output=str(ctx.engine.raw_output(raw_dir, stem).relative_to(ctx.run_dir)),
+            raw_output=str(engine.raw_output(raw_dir, stem).relative_to(ctx.run_dir)),
+            checks_total=checks_total, checks_failed=checks_failed,
         ))
         ctx.log(f"  rep {index}/{ctx.config.repetitions}: {outcome.rps:,.0f} req/s, "
-                f"p99 {outcome.latency.p99_ms:.1f} ms, {outcome.errors.total} failed")
+                f"p99 {outcome.latency.p99_ms:.1f} ms, {outcome.errors.total} failed"
+                + (f", {checks_failed}/{checks_total} checks failed" if checks_total else ""))
+    if tx_before is not None:
+        cell.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(ctx.db), answered_200)
+        if not cell.tx_invariants.holds:
+            cell.flags.append("invariants-broken")
+            cell.status, cell.error = "failed", f"TPC-B invariants broken: {cell.tx_invariants.problem}"
+        ctx.log(f"  TPC-B invariants {'hold' if cell.tx_invariants.holds else 'BROKEN'}: "
+                f"{cell.tx_invariants.history_rows_added} history rows for {answered_200} answers of 200"
+                + ("" if cell.tx_invariants.holds else f" — {cell.tx_invariants.problem}"))
 
 
 def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
@@ -266,7 +306,8 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         workloads = [w for w in config.workloads if w in definition.workloads]
         ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
         verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
-                                     users_limits=config.users_limits, timeout_s=config.http_timeout_s)
+                                     users_limits=config.users_limits, timeout_s=config.http_timeout_s,
+                                     health_path=definition.run.health_path)
         ctx.results.verifications.extend(verifications)
         for v in verifications:
             ctx.log(f"[{stack.id}] {v.workload}: {_verification_line(v)}")
@@ -282,11 +323,14 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
             verification = ctx.results.verification(stack.id, cell.workload)
             if verification and verification.wrong_columns:
                 cell.flags.append("columns-wrong")
+            if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
+                cell.flags.append("queries-wrong")
             ctx.log(f"[{stack.id}] {cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} "
                     f"@ {cell.vus} VUs".replace("  ", " "))
             try:
                 _measure_cell(ctx, cell, server, base_url)
-                summarize(cell, config)
+                if cell.repetitions:
+                    summarize(cell, config)
             except (NotReady, EngineOutputError) as exc:
                 cell.status, cell.error = "failed", str(exc)
                 if server.exit_code() is not None:
@@ -306,7 +350,13 @@ def _verification_line(v: WorkloadVerification) -> str:
     counts = {s: sum(1 for c in v.columns if c.verdict.symbol == s) for s in ("✅", "⚠️", "❌")}
     columns = f"columns {counts['✅']}✅ {counts['⚠️']}⚠️ {counts['❌']}❌, " if v.columns else ""
     bad = f"bad input {sum(c.ok for c in v.bad_input)}/{len(v.bad_input)}" if v.bad_input else "no bad-input cases"
-    return f"ok, {columns}{bad}"
+    if v.accounting:
+        a = v.accounting
+        db = f", database {a.workload_statements_per_request:g} statements/request {a.verdict.symbol}"
+        db += f" ({a.reason})" if a.reason else ""
+    else:
+        db = f", no database accounting ({v.accounting_unavailable})" if v.accounting_unavailable else ""
+    return f"ok, {columns}{bad}{db}"
 
 
 def execute(

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-WORKLOAD_NAMES = ("perf-test", "users", "static")
+WORKLOAD_NAMES = ("perf-test", "users", "static", "tx", "graphql")
 """Workloads a stack may declare (docs/contract.md)."""
 
 TEMPLATE_NAMES = (
@@ -108,7 +108,7 @@ class StackDef(_Strict):
     server: str = ""
     pooler: str = "none"
     prepared_statements: bool | None = None
-    workloads: list[Literal["perf-test", "users", "static"]] = Field(min_length=1)
+    workloads: list[Literal["perf-test", "users", "static", "tx", "graphql"]] = Field(min_length=1)
     requires: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     version_commands: list[list[str]] = Field(default_factory=list)

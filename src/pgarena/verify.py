@@ -8,59 +8,31 @@ whose status or shape is wrong is not loaded; one with wrong columns is loaded a
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 
+from pgarena import accounting, badinput, txcheck
 from pgarena import workloads as wl
 from pgarena.postgres import Database
-from pgarena.results import BadInputCase, Check, ColumnVerdict, WorkloadVerification
+from pgarena.results import Check, ColumnVerdict, WorkloadVerification
 from pgarena.values import Verdict, judge, parse_json, worst
 
 STATIC_CLOCK_TOLERANCE_MS = 5 * 60 * 1000
 """How far the static timestamp may be from pgarena's clock (same machine: generous)."""
 
 VARIED_CASE_ROWS = 3
+TX_VERIFY_CASES = 10
+TX_VERIFY_SEED = 20240115
 
 
-def _seed_query(records: str) -> dict[str, str]:
-    return {"_records": records, **wl.SEED_PERF_TEST_VALUES}
-
-
-def _perf_path(query: dict[str, str]) -> str:
-    from urllib.parse import urlencode
-
-    return f"{wl.PERF_TEST_PATH}?{urlencode(query)}"
-
-
-BAD_INPUT: dict[str, list[tuple[str, str]]] = {
-    wl.PERF_TEST: [
-        ("_records missing", _perf_path(wl.SEED_PERF_TEST_VALUES)),
-        ("_records empty", _perf_path(_seed_query(""))),
-        ("_records not a number", _perf_path(_seed_query("abc"))),
-        ("_records negative", _perf_path(_seed_query("-1"))),
-        ("_records zero", _perf_path(_seed_query("0"))),
-        ("_records above 1000", _perf_path(_seed_query("1001"))),
-        ("_records fractional", _perf_path(_seed_query("1.5"))),
-    ],
-    wl.USERS: [
-        ("limit missing", wl.USERS_PATH),
-        ("limit empty", f"{wl.USERS_PATH}?limit="),
-        ("limit not a number", f"{wl.USERS_PATH}?limit=abc"),
-        ("limit negative", f"{wl.USERS_PATH}?limit=-5"),
-        ("limit zero", f"{wl.USERS_PATH}?limit=0"),
-        ("limit above 10000", f"{wl.USERS_PATH}?limit=10001"),
-        ("limit fractional", f"{wl.USERS_PATH}?limit=2.5"),
-    ],
-    wl.STATIC: [],
-}
-"""The documented bad-input cases per workload (docs/verification.md): each must get 400 + JSON."""
-
-
-def is_json_content_type(value: str | None) -> bool:
-    return bool(value) and value.split(";")[0].strip().lower() == "application/json"
+def is_json_content_type(value: str | None, *, graphql: bool = False) -> bool:
+    """application/json (GraphQL answers may also use GraphQL over HTTP's own JSON media type)."""
+    allowed = ("application/json", "application/graphql-response+json") if graphql else ("application/json",)
+    return bool(value) and value.split(";")[0].strip().lower() in allowed
 
 
 class _ColumnTally:
@@ -181,23 +153,93 @@ def verify_static(client: httpx.Client) -> WorkloadVerification:
                                 checks=checks)
 
 
-def check_bad_input(client: httpx.Client, workload: str) -> list[BadInputCase]:
-    """Send each documented bad request; each must get 400 with a JSON body."""
-    cases = []
-    for description, path in BAD_INPUT[workload]:
-        response, error = _get(client, path)
-        if response is None:
-            cases.append(BadInputCase(description=description, path=path, status=None, ok=False, detail=error))
+def verify_tx(client: httpx.Client, db: Database, cases: int = TX_VERIFY_CASES) -> tuple[WorkloadVerification, int]:
+    """Each answer must be the balance the database holds after the transaction; returns (result, 200s)."""
+    checks: list[Check] = []
+    answered_200 = 0
+    for index, body in enumerate(wl.random_tx_bodies(cases, seed=TX_VERIFY_SEED)):
+        fields = json.loads(body)
+        before = _account_balance(db, fields["aid"])
+        response = _send(client, wl.tx_request(body))
+        if isinstance(response, str):
+            checks.append(Check(name=f"tx {index + 1}: answer", ok=False, detail=response))
             continue
-        json_ok = is_json_content_type(response.headers.get("content-type"))
+        answered_200 += response.status_code == 200
+        checks.append(Check(name=f"tx {index + 1}: status 200", ok=response.status_code == 200,
+                            detail=str(response.status_code)))
+        checks.append(Check(name=f"tx {index + 1}: content type JSON",
+                            ok=is_json_content_type(response.headers.get("content-type")),
+                            detail=response.headers.get("content-type")))
         try:
-            parse_json(response.content)
+            answer = parse_json(response.content)
         except ValueError:
-            json_ok = False
-        ok = response.status_code == 400 and json_ok
-        detail = None if ok else f"HTTP {response.status_code}: {response.text[:120]}"
-        cases.append(BadInputCase(description=description, path=path, status=response.status_code, ok=ok, detail=detail))
-    return cases
+            answer = None
+        expected = before + fields["delta"]
+        got = answer.get("abalance") if isinstance(answer, dict) else answer
+        checks.append(Check(name=f"tx {index + 1}: abalance is the balance after the update",
+                            ok=isinstance(got, int) and not isinstance(got, bool) and got == expected,
+                            detail=f"got {got!r}, expected {expected} (database now {_account_balance(db, fields['aid'])})"))
+    return WorkloadVerification(stack="", workload=wl.TX, ok=all(c.ok for c in checks), checks=checks), answered_200
+
+
+def _account_balance(db: Database, aid: int) -> int:
+    with db.connect() as conn:
+        return conn.execute("SELECT abalance FROM pgbench_accounts WHERE aid = %s", [aid]).fetchone()[0]
+
+
+def _send(client: httpx.Client, request: wl.Request) -> httpx.Response | str:
+    headers = {"content-type": request.content_type} if request.content_type else {}
+    try:
+        return client.request(request.method, request.path, content=request.body, headers=headers)
+    except httpx.HTTPError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def verify_graphql(client: httpx.Client, db: Database) -> WorkloadVerification:
+    """The GraphQL answer must hold the same users as the REST one, field by field."""
+    checks: list[Check] = []
+    columns = {field: pg_type for field, (_, pg_type) in wl.GRAPHQL_FIELDS.items()}
+    tally = _ColumnTally(columns)
+    response = _send(client, wl.graphql_request())
+    if isinstance(response, str):
+        checks.append(Check(name="graphql: answer", ok=False, detail=response))
+        return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=False, checks=checks)
+    checks.append(Check(name="graphql: status 200", ok=response.status_code == 200, detail=str(response.status_code)))
+    content_type = response.headers.get("content-type")
+    checks.append(Check(name="graphql: content type JSON", ok=is_json_content_type(content_type, graphql=True),
+                        detail=content_type))
+    try:
+        body = parse_json(response.content)
+        users = body["data"]["users"]
+    except (ValueError, KeyError, TypeError) as exc:
+        checks.append(Check(name="graphql: data.users", ok=False, detail=f"{type(exc).__name__}: {response.text[:200]}"))
+        return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=False, checks=checks)
+    expected = [{field: row[column] for field, (column, _) in wl.GRAPHQL_FIELDS.items()}
+                for row in wl.expected_users(db, wl.GRAPHQL_LIMIT)]
+    ok_list = isinstance(users, list)
+    checks.append(Check(name=f"graphql: {wl.GRAPHQL_LIMIT} users", ok=ok_list and len(users) == len(expected),
+                        detail=f"got {len(users) if ok_list else type(users).__name__}"))
+    if ok_list:
+        tally.add(expected, users, f"users(limit: {wl.GRAPHQL_LIMIT})")
+    return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=all(c.ok for c in checks), checks=checks,
+                                columns=tally.verdicts())
+
+
+def _accounting_sender(client: httpx.Client, workload: str, parameter: int | None) -> tuple[Callable[[int], None], list[int]]:
+    """A function sending the i-th request of an accounting burst, and the list counting its 200s."""
+    answered = [0]
+    bodies = wl.random_tx_bodies(accounting.ACCOUNTING_REQUESTS, seed=TX_VERIFY_SEED + 1)
+
+    def send(index: int) -> None:
+        request = wl.tx_request(bodies[index]) if workload == wl.TX else wl.load_request(workload, parameter)
+        response = _send(client, request)
+        answered[0] += not isinstance(response, str) and response.status_code == 200
+
+    return send, answered
+
+
+ACCOUNTING_ROWS = {wl.TX: 5, wl.STATIC: None}
+"""Rows per request the accounting expects (tx: 3 updates, 1 select, 1 insert), else the load parameter."""
 
 
 def verify_stack(
@@ -209,24 +251,66 @@ def verify_stack(
     perf_test_rows: Sequence[int],
     users_limits: Sequence[int],
     timeout_s: float,
+    health_path: str = wl.STATIC_PATH,
 ) -> list[WorkloadVerification]:
-    """Verify every workload of one running stack; the stack must still be healthy afterwards."""
+    """Verify every workload of one running stack: answers, bad input, database accounting.
+
+    The stack must still be healthy after each workload's battery; tx verification also checks the
+    TPC-B invariants over all its requests and that the battery wrote nothing.
+    """
     results = []
+    accounting_off = accounting.available(db)
     with httpx.Client(base_url=base_url, timeout=timeout_s) as client:
         for workload in workloads:
+            tx_before = txcheck.snapshot(db) if workload == wl.TX else None
+            tx_200 = 0
             if workload == wl.PERF_TEST:
                 verification = verify_perf_test(client, db, perf_test_rows)
             elif workload == wl.USERS:
                 verification = verify_users(client, db, users_limits)
+            elif workload == wl.TX:
+                verification, tx_200 = verify_tx(client, db)
+            elif workload == wl.GRAPHQL:
+                verification = verify_graphql(client, db)
             else:
                 verification = verify_static(client)
-            verification.bad_input = check_bad_input(client, workload)
-            response, error = _get(client, wl.STATIC_PATH if wl.STATIC in workloads else wl.load_request(
-                workload, 1).path)
-            alive = response is not None and response.status_code == 200
-            verification.checks.append(Check(name="still healthy after bad input", ok=alive,
-                                             detail=error or (response and str(response.status_code))))
-            verification.ok = verification.ok and alive
+            users_before = _users_count(db) if workload in (wl.USERS, wl.PERF_TEST) else None
+            battery_before = txcheck.snapshot(db) if workload == wl.TX else None
+            verification.bad_input, battery_200 = badinput.run_battery(client, workload)
+            if battery_before is not None:
+                untouched = txcheck.snapshot(db) == battery_before
+                verification.checks.append(Check(name="bad tx bodies wrote nothing", ok=untouched,
+                                                 detail=None if untouched else f"{battery_200} answered 200"))
+                tx_200 += battery_200
+            if users_before is not None:
+                after = _users_count(db)
+                verification.checks.append(Check(name="bad input left the users table intact",
+                                                 ok=after == users_before, detail=f"{users_before} → {after} rows"))
+            alive = _get(client, health_path)[0]
+            verification.checks.append(Check(name="still healthy after bad input",
+                                             ok=alive is not None and alive.status_code == 200,
+                                             detail=None if alive is None else str(alive.status_code)))
+            parameter = {wl.PERF_TEST: min(perf_test_rows, default=1), wl.USERS: min(users_limits, default=20),
+                         wl.GRAPHQL: wl.GRAPHQL_LIMIT}.get(workload)
+            if accounting_off:
+                verification.accounting_unavailable = accounting_off
+            elif all(c.ok for c in verification.checks):
+                send, answered = _accounting_sender(client, workload, parameter)
+                verification.accounting = accounting.measure(
+                    db, workload, send, rows_per_request=ACCOUNTING_ROWS.get(workload, parameter))
+                tx_200 += answered[0]
+            if tx_before is not None:
+                verification.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(db), tx_200)
+                verification.checks.append(Check(name="TPC-B invariants over the verification requests",
+                                                 ok=verification.tx_invariants.holds,
+                                                 detail=verification.tx_invariants.problem))
+            verification.ok = all(c.ok for c in verification.checks)
             verification.stack = stack_id
             results.append(verification)
     return results
+
+
+def _users_count(db: Database) -> int | None:
+    with db.connect() as conn:
+        exists = conn.execute("SELECT to_regclass('public.users') IS NOT NULL").fetchone()[0]
+        return conn.execute("SELECT count(*) FROM users").fetchone()[0] if exists else None

@@ -6,6 +6,8 @@ by PostgreSQL itself (`json_agg` over the same function or query), never written
 
 from __future__ import annotations
 
+import json
+import random
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -16,10 +18,26 @@ from pgarena.values import parse_json
 PERF_TEST = "perf-test"
 USERS = "users"
 STATIC = "static"
+TX = "tx"
+GRAPHQL = "graphql"
 
 PERF_TEST_PATH = "/api/perf-test"
 USERS_PATH = "/api/users"
 STATIC_PATH = "/api/static"
+TX_PATH = "/api/tx"
+GRAPHQL_PATH = "/graphql"
+JSON_CONTENT_TYPE = "application/json"
+
+TX_SCALE = 10
+"""pgbench scale of the tx data: 100,000 accounts, 10 tellers and 1 branch per unit (seed 001)."""
+TX_RANGES = {"aid": (1, 100_000 * TX_SCALE), "tid": (1, 10 * TX_SCALE), "bid": (1, TX_SCALE), "delta": (-5000, 5000)}
+"""Valid range of every tx body field (docs/contract.md)."""
+TX_BODIES_PER_FILE = 100_000
+"""Pre-generated random tx bodies per load window (oha reads them line by line; k6 picks at random)."""
+
+GRAPHQL_LIMIT = 20
+GRAPHQL_QUERY = "{ users(limit: %d) { id username fullName } }"
+"""Seed 002's query; compared with GET /api/users?limit=20 on the same stack."""
 
 PERF_TEST_PARAMETERS: tuple[tuple[str, str], ...] = (
     ("_records", "int"),
@@ -107,6 +125,13 @@ PERF_TEST_COLUMNS: dict[str, str] = {
 }
 """Output columns of perf_test and their PostgreSQL types (pg_type.typname)."""
 
+GRAPHQL_FIELDS: dict[str, tuple[str, str]] = {
+    "id": ("id", "int4"),
+    "username": ("username", "varchar"),
+    "fullName": ("full_name", "varchar"),
+}
+"""GraphQL field → (users column, PostgreSQL type) of seed 002's query."""
+
 USERS_COLUMNS: dict[str, str] = {
     "id": "int4",
     "username": "varchar",
@@ -142,18 +167,54 @@ def static_request() -> Request:
     return Request("GET", STATIC_PATH)
 
 
+def tx_body(aid: int, tid: int, bid: int, delta: int) -> bytes:
+    return json.dumps({"aid": aid, "tid": tid, "bid": bid, "delta": delta}, separators=(",", ":")).encode()
+
+
+def random_tx_bodies(count: int, seed: int) -> list[bytes]:
+    """`count` tx bodies with ids and delta uniform in their ranges (pgbench's TPC-B draws), reproducible."""
+    rng = random.Random(seed)
+    return [tx_body(*(rng.randint(*TX_RANGES[f]) for f in ("aid", "tid", "bid", "delta"))) for _ in range(count)]
+
+
+def tx_request(body: bytes) -> Request:
+    return Request("POST", TX_PATH, body, JSON_CONTENT_TYPE)
+
+
+def graphql_body(limit: int = GRAPHQL_LIMIT) -> bytes:
+    return json.dumps({"query": GRAPHQL_QUERY % limit}).encode()
+
+
+def graphql_request(limit: int = GRAPHQL_LIMIT) -> Request:
+    return Request("POST", GRAPHQL_PATH, graphql_body(limit), JSON_CONTENT_TYPE)
+
+
 def load_request(workload: str, parameter: int | None) -> Request:
-    """The request the load generator repeats for one cell."""
+    """The request the load generator repeats for one cell (tx: the first body; the rest come from a
+    bodies file, see random_tx_bodies)."""
     if workload == PERF_TEST:
         assert parameter is not None
         return perf_test_request(parameter)
     if workload == USERS:
         assert parameter is not None
         return users_request(parameter)
+    if workload == TX:
+        return tx_request(tx_body(1, 1, 1, 0))
+    if workload == GRAPHQL:
+        return graphql_request()
     return static_request()
 
 
-PARAMETER_NAMES = {PERF_TEST: "rows", USERS: "limit", STATIC: None}
+def expected_rows(workload: str, parameter: int | None) -> int | None:
+    """How many rows one answer of the cell must hold (None: not a list of rows)."""
+    if workload in (PERF_TEST, USERS):
+        return parameter
+    if workload == GRAPHQL:
+        return GRAPHQL_LIMIT
+    return None
+
+
+PARAMETER_NAMES = {PERF_TEST: "rows", USERS: "limit", STATIC: None, TX: None, GRAPHQL: None}
 """Name of each workload's load parameter (None: the workload has none)."""
 
 

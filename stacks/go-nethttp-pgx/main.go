@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -68,6 +70,30 @@ var perfTestParams = []string{
 	"_text", "_int", "_bigint", "_numeric", "_real", "_double", "_bool", "_date",
 	"_timestamp", "_timestamptz", "_uuid", "_json", "_jsonb", "_int_array", "_text_array",
 }
+
+// TPC-B transaction (pgbench's built-in script), run statement by statement in one transaction.
+const (
+	txUpdateAccountSQL = `UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2`
+	txSelectBalanceSQL = `SELECT abalance FROM pgbench_accounts WHERE aid = $1`
+	txUpdateTellerSQL  = `UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2`
+	txUpdateBranchSQL  = `UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2`
+	txInsertHistorySQL = `INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)`
+)
+
+// TxRequest is the body of POST /api/tx. Pointers tell a missing or null field from a zero.
+type TxRequest struct {
+	AID   *int `json:"aid"`
+	TID   *int `json:"tid"`
+	BID   *int `json:"bid"`
+	Delta *int `json:"delta"`
+}
+
+type TxResponse struct {
+	ABalance int32 `json:"abalance"`
+}
+
+// maxTxBody bounds the request body of POST /api/tx.
+const maxTxBody = 64 << 10
 
 type server struct {
 	pool *pgxpool.Pool
@@ -153,6 +179,73 @@ func (s *server) perfTest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, result)
 }
 
+// decodeTx reads and validates the JSON body of POST /api/tx.
+func decodeTx(w http.ResponseWriter, r *http.Request) (TxRequest, error) {
+	var req TxRequest
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "application/json" {
+		return req, errors.New("Content-Type must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTxBody))
+	if err != nil {
+		return req, fmt.Errorf("read body: %v", err)
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	fields := []struct {
+		name     string
+		v        *int
+		min, max int
+	}{
+		{"aid", req.AID, 1, 1000000},
+		{"tid", req.TID, 1, 100},
+		{"bid", req.BID, 1, 10},
+		{"delta", req.Delta, -5000, 5000},
+	}
+	for _, f := range fields {
+		if f.v == nil {
+			return req, fmt.Errorf("%s is required and must be an integer", f.name)
+		}
+		if *f.v < f.min || *f.v > f.max {
+			return req, fmt.Errorf("%s must be an integer between %d and %d", f.name, f.min, f.max)
+		}
+	}
+	return req, nil
+}
+
+func (s *server) tx(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeTx(w, r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	aid, tid, bid, delta := *req.AID, *req.TID, *req.BID, *req.Delta
+	var res TxResponse
+	// BeginFunc commits when the function returns nil and rolls back on any error.
+	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(r.Context(), txUpdateAccountSQL, delta, aid); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(r.Context(), txSelectBalanceSQL, aid).Scan(&res.ABalance); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(r.Context(), txUpdateTellerSQL, delta, tid); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(r.Context(), txUpdateBranchSQL, delta, bid); err != nil {
+			return err
+		}
+		_, err := tx.Exec(r.Context(), txInsertHistorySQL, tid, bid, aid, delta)
+		return err
+	})
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
 func notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, "not found")
 }
@@ -194,6 +287,7 @@ func main() {
 	mux.HandleFunc("GET /api/static", s.static)
 	mux.HandleFunc("GET /api/users", s.users)
 	mux.HandleFunc("GET /api/perf-test", s.perfTest)
+	mux.HandleFunc("POST /api/tx", s.tx)
 	mux.HandleFunc("/", notFound)
 
 	srv := &http.Server{

@@ -1,6 +1,7 @@
 'use strict'
 
 const cluster = require('node:cluster')
+const Ajv = require('ajv')
 const Fastify = require('fastify')
 const { Pool } = require('pg')
 
@@ -41,6 +42,33 @@ const perfTestSchema = {
     }
   }
 }
+
+// pgbench's TPC-B transaction (seed 001), run statement by statement on one pooled client
+const TX_UPDATE_ACCOUNT = 'UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2'
+const TX_SELECT_BALANCE = 'SELECT abalance FROM pgbench_accounts WHERE aid = $1'
+const TX_UPDATE_TELLER = 'UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2'
+const TX_UPDATE_BRANCH = 'UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2'
+const TX_INSERT_HISTORY =
+  'INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)'
+
+const txSchema = {
+  body: {
+    type: 'object',
+    required: ['aid', 'tid', 'bid', 'delta'],
+    // extra keys are allowed and ignored
+    properties: {
+      aid: { type: 'integer', minimum: 1, maximum: 1000000 },
+      tid: { type: 'integer', minimum: 1, maximum: 100 },
+      bid: { type: 'integer', minimum: 1, maximum: 10 },
+      delta: { type: 'integer', minimum: -5000, maximum: 5000 }
+    }
+  }
+}
+
+// Fastify's default Ajv coerces types ("5" -> 5, [5] -> 5, null -> 0), which suits query strings
+// but not a JSON body: the tx route compiles its body schema with a strict, non-coercing Ajv.
+const strictAjv = new Ajv({ coerceTypes: false, useDefaults: false, removeAdditional: false })
+const strictValidatorCompiler = ({ schema }) => strictAjv.compile(schema)
 
 function runPrimary () {
   let stopping = false
@@ -83,6 +111,11 @@ async function runWorker () {
     if (err.validation) {
       return reply.code(400).send({ error: err.message })
     }
+    // body parsing: unsupported Content-Type (415), malformed or empty JSON, body too large (413)
+    if (typeof err.code === 'string' && err.code.startsWith('FST_ERR_CTP_') &&
+        err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(400).send({ error: err.message })
+    }
     // SQLSTATE class 22 (data exception): malformed date, uuid, array literal, out-of-range number…
     if (typeof err.code === 'string' && err.code.startsWith('22')) {
       return reply.code(400).send({ error: err.message })
@@ -107,6 +140,35 @@ async function runWorker () {
     const q = request.query
     const { rows } = await pool.query(PERF_SQL, PERF_PARAMS.map((name) => q[name]))
     return rows
+  })
+
+  app.post('/api/tx', { schema: txSchema, validatorCompiler: strictValidatorCompiler }, async (request) => {
+    const { aid, tid, bid, delta } = request.body
+    const client = await pool.connect()
+    // while checked out, the pool no longer listens for the client's 'error' event: if the connection
+    // dies mid-transaction the pending query rejects, and this listener keeps the event from crashing
+    // the process and marks the client for destruction on release
+    let broken
+    const onClientError = (err) => { broken = err }
+    client.on('error', onClientError)
+    try {
+      await client.query('BEGIN')
+      await client.query(TX_UPDATE_ACCOUNT, [delta, aid])
+      const { rows } = await client.query(TX_SELECT_BALANCE, [aid])
+      if (rows.length !== 1) throw new Error(`pgbench_accounts has no row aid=${aid}`)
+      await client.query(TX_UPDATE_TELLER, [delta, tid])
+      await client.query(TX_UPDATE_BRANCH, [delta, bid])
+      await client.query(TX_INSERT_HISTORY, [tid, bid, aid, delta])
+      await client.query('COMMIT')
+      return { abalance: rows[0].abalance }
+    } catch (err) {
+      // a client whose ROLLBACK fails is in an unknown state: release(err) destroys it
+      if (!broken) await client.query('ROLLBACK').catch((rollbackErr) => { broken = rollbackErr })
+      throw err
+    } finally {
+      client.removeListener('error', onClientError)
+      client.release(broken)
+    }
   })
 
   let closing = false

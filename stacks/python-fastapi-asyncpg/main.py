@@ -11,7 +11,7 @@ import asyncpg
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import Json
+from pydantic import BaseModel, ConfigDict, Field, Json
 from starlette.exceptions import HTTPException
 
 PERF_TEST_SQL = (
@@ -19,6 +19,24 @@ PERF_TEST_SQL = (
     " $15::text::int[], $16::text::text[])"
 )
 USERS_SQL = "SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT $1"
+TX_UPDATE_ACCOUNT_SQL = "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2"
+TX_SELECT_BALANCE_SQL = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
+TX_UPDATE_TELLER_SQL = "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2"
+TX_UPDATE_BRANCH_SQL = "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2"
+TX_INSERT_HISTORY_SQL = (
+    "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime)"
+    " VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)"
+)
+
+
+class TxBody(BaseModel):
+    # strict: "5", 1.5, 5.0 and true are not integers
+    model_config = ConfigDict(strict=True)
+
+    aid: Annotated[int, Field(ge=1, le=1_000_000)]
+    tid: Annotated[int, Field(ge=1, le=100)]
+    bid: Annotated[int, Field(ge=1, le=10)]
+    delta: Annotated[int, Field(ge=-5000, le=5000)]
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:
@@ -106,3 +124,16 @@ async def perf_test(
         _timestamp, _timestamptz, _uuid, _json, _jsonb, _int_array, _text_array,
     )
     return [dict(r) for r in rows]
+
+
+@app.post("/api/tx")
+async def tx(request: Request, body: TxBody) -> dict[str, int]:
+    # pgbench's TPC-B transaction; a failure inside the block rolls it back and propagates (500).
+    async with request.app.state.pool.acquire() as conn:
+        async with conn.transaction():
+            await conn.execute(TX_UPDATE_ACCOUNT_SQL, body.delta, body.aid)
+            abalance = await conn.fetchval(TX_SELECT_BALANCE_SQL, body.aid)
+            await conn.execute(TX_UPDATE_TELLER_SQL, body.delta, body.tid)
+            await conn.execute(TX_UPDATE_BRANCH_SQL, body.delta, body.bid)
+            await conn.execute(TX_INSERT_HISTORY_SQL, body.tid, body.bid, body.aid, body.delta)
+    return {"abalance": abalance}

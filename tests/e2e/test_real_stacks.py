@@ -20,7 +20,8 @@ from pgarena.workloads import PERF_TEST_COLUMNS
 from tests.conftest import PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]
-STACKS = ["go-nethttp-pgx", "python-fastapi-asyncpg", "node-fastify-pg"]
+STACKS = ["go-nethttp-pgx", "python-fastapi-asyncpg", "node-fastify-pg", "rust-actix-graphql"]
+GRAPHQL_STACKS = {"rust-actix-graphql"}
 
 
 def _engine_or_skip(name: str) -> None:
@@ -35,14 +36,14 @@ def _pgarena(*args: str) -> subprocess.CompletedProcess:
                           timeout=1800)
 
 
-def test_three_stacks_every_workload_with_oha(tmp_path):
+def test_every_stack_every_workload_with_oha(tmp_path):
     _engine_or_skip("oha")
     available = {s.id for s in load_stacks(PROJECT_DIR / "stacks")[0] if s.available}
     missing = [s for s in STACKS if s not in available]
     assert not missing, f"stacks unavailable on this machine: {missing}"
     done = _pgarena("run", "--stacks", ",".join(STACKS), "--engine", "oha", "--rows", "1,10", "--limits", "20",
-                    "--vus", "1,8", "--duration", "1", "--warmup", "0.5", "--repetitions", "2",
-                    "--results-dir", str(tmp_path), "--run-id", "e2e")
+                    "--workloads", "perf-test,users,static,tx,graphql", "--vus", "1,8", "--duration", "1",
+                    "--warmup", "0.5", "--repetitions", "2", "--results-dir", str(tmp_path), "--run-id", "e2e")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"Report:  {tmp_path / 'e2e' / 'report.md'}" in done.stdout
     results = load(tmp_path / "e2e")
@@ -56,21 +57,35 @@ def test_three_stacks_every_workload_with_oha(tmp_path):
             # the canonical decodings every one of these drivers gets right
             by_name = {c.column: c.verdict for c in v.columns}
             assert by_name["json_val"] is Verdict.EXACT and by_name["int_array_val"] is Verdict.EXACT, v.stack
-    assert len(results.cells) == 3 * (2 * 2 + 2 + 2)
+        # every request reached the database, with no cache and no N+1 (extra statements are only ⚠️)
+        assert v.accounting is not None and v.accounting.verdict is not Verdict.WRONG, (v.stack, v.accounting)
+        if v.workload == "tx":
+            assert v.tx_invariants.holds, v.tx_invariants
+    per_stack = 2 * 2 + 2 + 2 + 2  # perf-test rows × VUs, users, static, tx
+    assert len(results.cells) == len(STACKS) * per_stack + 2 * len(GRAPHQL_STACKS)
     for cell in results.cells:
         assert cell.status == "ok" and len(cell.repetitions) == 2, (cell.stack, cell.workload, cell.error)
         assert cell.summary.rps.median > 0 and cell.summary.failures_total == 0
         assert cell.summary.stack_cpu_us_per_request > 0 and cell.summary.db_cpu_us_per_request is not None
         if cell.workload != "static":
             assert cell.summary.db_cpu_us_per_request > 0  # the database did work
+        if cell.workload in ("perf-test", "users", "graphql"):
+            assert all(r.checks_total > 0 and r.checks_failed == 0 for r in cell.repetitions)
+        if cell.workload == "tx":
+            assert cell.tx_invariants.holds and cell.tx_invariants.answered_200 > 0, cell.tx_invariants
     assert results.environment.engine_versions["oha"].startswith("oha 1.16")
 
     report = (tmp_path / "e2e" / "report.md").read_text()
-    tables = re.split(r"^### ", report.split("## Verification")[0], flags=re.M)[1:]
-    assert len(tables) == 8
+    results_part = report.split("## Verification")[0].split("## GraphQL against REST")[0]
+    tables = re.split(r"^### ", results_part, flags=re.M)[1:]
+    assert len(tables) == 12
     for table in tables:
-        for stack in STACKS:
+        expected = GRAPHQL_STACKS if table.startswith("graphql") else STACKS
+        for stack in expected:
             assert f"| {stack} |" in table, (stack, table[:80])
+    assert report.count("✅ hold") == 2 * len(STACKS)
+    graphql = report.split("## GraphQL against REST on the same stack")[1].split("## ")[0]
+    assert graphql.count("| rust-actix-graphql |") == 2
     matrix = report.split("### perf-test columns")[1].split("###")[0]
     for stack in STACKS:
         row = next(line for line in matrix.splitlines() if line.startswith(f"| {stack} |"))
@@ -80,7 +95,7 @@ def test_three_stacks_every_workload_with_oha(tmp_path):
 def test_k6_engine_on_one_stack(tmp_path):
     _engine_or_skip("k6")
     done = _pgarena("run", "--stacks", "go-nethttp-pgx", "--workloads", "perf-test", "--engine", "k6", "--rows", "1",
-                    "--vus", "4", "--duration", "1", "--warmup", "0.5", "--repetitions", "3",
+                    "--vus", "4", "--duration", "1", "--warmup", "1", "--repetitions", "3",
                     "--results-dir", str(tmp_path), "--run-id", "k6")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = load(tmp_path / "k6")

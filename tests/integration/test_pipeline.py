@@ -80,6 +80,36 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
     assert (run_dir / "postgres.log").exists() and not (run_dir / "postgres").exists()
 
 
+@pytest.mark.parametrize("engine", ["oha", "k6"])
+def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env, engine):
+    from pgarena.engines import EngineUnavailable, get_engine
+
+    try:
+        get_engine(engine).binary  # noqa: B018
+    except EngineUnavailable as exc:
+        pytest.skip(f"{engine} not installed: {exc}")
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": engine, "stacks": ["fixture-degrading"],
+        "workloads": ["users"], "users_limits": [5], "vus": [2], "repetitions": 1, "warmup_s": 1.0,
+        "duration_s": 1.5, "engine": engine})
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
+    (cell,) = load(run_dir).cells
+    rep = cell.repetitions[0]
+    assert rep.checks_total > 0 and rep.checks_failed == rep.checks_total, (rep.checks_total, rep.checks_failed)
+    assert "checks-failed>1%" in cell.flags
+
+
+def test_tx_cell_checks_the_invariants_and_fails_on_lost_writes(tmp_path, fixture_env):
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "tx", "stacks": ["fixture-good"],
+        "workloads": ["tx"], "vus": [4], "repetitions": 2, "warmup_s": 1, "duration_s": 1, "engine": "k6"})
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
+    (cell,) = load(run_dir).cells
+    assert cell.status == "ok" and cell.tx_invariants.holds
+    assert cell.tx_invariants.history_rows_added == cell.tx_invariants.answered_200 > cell.summary.requests_total // 2
+    assert "✅ hold" in (run_dir / "report.md").read_text()
+
+
 def test_report_command_rerenders_from_stored_json_only(tmp_path, monkeypatch, fixture_env):
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
     config = build_config(project_dir=tmp_path, overrides={
@@ -96,7 +126,7 @@ def test_report_command_rerenders_from_stored_json_only(tmp_path, monkeypatch, f
 def test_ctrl_c_keeps_finished_cells_and_stops_everything(tmp_path, fixture_env):
     """A real run (k6) interrupted after its first cell: results are kept, the cluster and stack stop."""
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
-            "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "0.2", "--repetitions", "1",
+            "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "1", "--repetitions", "1",
             "--engine", "k6", "--results-dir", str(tmp_path), "--run-id", "int"]
     proc = subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     results_path = tmp_path / "int" / "results.json"

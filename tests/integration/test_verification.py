@@ -25,8 +25,8 @@ def _verify(stack_id, managed_db, tmp_path, fixture_env):
     with ServerProcess(stack.definition.run.command, cwd=stack.directory,
                        env=stack_environment(values, stack.definition.run.env), log_path=tmp_path / "run.log") as srv:
         wait_until_healthy(srv, f"http://127.0.0.1:{port}/api/static", 30)
-        results = verify_stack(f"http://127.0.0.1:{port}", stack_id, ["perf-test", "users", "static"], managed_db,
-                               perf_test_rows=[1, 10], users_limits=[20], timeout_s=10)
+        results = verify_stack(f"http://127.0.0.1:{port}", stack_id, ["perf-test", "users", "static", "tx", "graphql"],
+                               managed_db, perf_test_rows=[1, 10], users_limits=[20], timeout_s=10)
     return {v.workload: v for v in results}
 
 
@@ -36,8 +36,16 @@ def test_canonical_stack_is_exact_everywhere(managed_db, tmp_path, fixture_env):
     perf = results["perf-test"]
     assert len(perf.columns) == 23
     assert {c.verdict for c in perf.columns} == {Verdict.EXACT}
-    assert all(case.ok and case.status == 400 for case in perf.bad_input) and len(perf.bad_input) == 7
-    assert all(case.ok for case in results["users"].bad_input)
+    for v in results.values():
+        assert all(case.ok for case in v.bad_input), [c for c in v.bad_input if not c.ok]
+    assert len(perf.bad_input) == 20 and len(results["tx"].bad_input) == 17
+    echo = next(c for c in perf.bad_input if "echoed" in c.description)
+    assert echo.status == 200  # an injection-shaped text is valid text, returned verbatim
+    assert results["tx"].tx_invariants.holds
+    assert results["tx"].tx_invariants.answered_200 == results["tx"].tx_invariants.history_rows_added > 0
+    assert [c.verdict for c in results["graphql"].columns] == [Verdict.EXACT] * 3
+    assert results["users"].accounting.workload_statements_per_request == 1
+    assert results["static"].accounting.verdict is Verdict.EXACT
 
 
 def test_every_injected_fault_is_caught_with_a_reason(managed_db, tmp_path, fixture_env):
@@ -49,9 +57,12 @@ def test_every_injected_fault_is_caught_with_a_reason(managed_db, tmp_path, fixt
     assert columns["int_array_val"].verdict is Verdict.WRONG and "PostgreSQL text" in columns["int_array_val"].reason
     assert columns["text_val"].verdict is Verdict.EXACT  # untouched columns stay exact
     assert results["perf-test"].ok  # wrong columns are loaded (and flagged), not skipped
-    bad = results["perf-test"].bad_input
+    bad = [case for case in results["perf-test"].bad_input if case.description.startswith("_records")]
     assert bad and not any(case.ok for case in bad) and {case.status for case in bad} == {500}
-    users = results["users"]
-    assert not users.ok and any("20 rows" in c.name and not c.ok for c in users.checks)
+    assert not any(case.ok for case in results["tx"].bad_input)
+    users = results["users"]  # a cache: right answers, but not from the database
+    assert users.accounting.verdict is Verdict.WRONG and "cache" in users.accounting.reason
     static = results["static"]
     assert not static.ok and any(c.name == "timestamp moves between requests" and not c.ok for c in static.checks)
+    tx = results["tx"]  # every 10th write dropped
+    assert not tx.ok and not tx.tx_invariants.holds and "lost" in tx.tx_invariants.problem

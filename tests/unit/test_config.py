@@ -123,7 +123,7 @@ def test_overrides_win(tmp_path, four_cpus):
         "engine": "k6",
         "stacks": ["go-nethttp-pgx"],
         "workloads": ["static"],
-        "warmup_s": 0.5,
+        "warmup_s": 1.5,
         "duration_s": 2,
         "repetitions": 1,
         "vus": [8],
@@ -167,7 +167,7 @@ def test_explicit_workers_override_the_cpu_count(tmp_path, four_cpus):
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        ({"workloads": ["static", "graphql"]}, "workloads"),
+        ({"workloads": ["static", "soap"]}, "workloads"),
         ({"workloads": ["perf_test"]}, "workloads"),
         ({"perf_test_rows": [0]}, "perf_test_rows"),
         ({"perf_test_rows": [1, PERF_TEST_MAX_ROWS + 1]}, "perf_test_rows"),
@@ -193,8 +193,8 @@ def test_invalid_values_raise(tmp_path, four_cpus, overrides, field):
 
 
 def test_invalid_workload_message_lists_known_workloads(tmp_path, four_cpus):
-    with pytest.raises(ValidationError, match="unknown workload 'graphql'") as info:
-        build_config(project_dir=tmp_path, overrides={"workloads": ["graphql"]})
+    with pytest.raises(ValidationError, match="unknown workload 'soap'") as info:
+        build_config(project_dir=tmp_path, overrides={"workloads": ["soap"]})
     for name in WORKLOAD_NAMES:
         assert name in str(info.value)
 
@@ -275,3 +275,9 @@ def test_build_config_reads_affinity_through_os(tmp_path, monkeypatch):
     cfg = build_config(project_dir=Path(tmp_path))
     assert calls == [0]
     assert (cfg.generator_cpus, cfg.server_cpus, cfg.workers) == ([0], [1], 1)
+
+
+def test_k6_windows_shorter_than_a_second_are_refused(tmp_path):
+    with pytest.raises(ValidationError, match="k6 needs warm-up and duration of at least 1 s"):
+        build_config(project_dir=tmp_path, overrides={"engine": "k6", "warmup_s": 0.5})
+    assert build_config(project_dir=tmp_path, overrides={"engine": "oha", "warmup_s": 0.5}).warmup_s == 0.5

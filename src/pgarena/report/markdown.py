@@ -8,9 +8,19 @@ from collections.abc import Iterable, Sequence
 
 from pgarena.results import Cell, RunResults, StackInfo, WorkloadVerification
 from pgarena.values import Verdict
-from pgarena.workloads import PERF_TEST, PERF_TEST_COLUMNS, STATIC, USERS, USERS_COLUMNS
+from pgarena.workloads import (
+    GRAPHQL,
+    GRAPHQL_FIELDS,
+    GRAPHQL_LIMIT,
+    PERF_TEST,
+    PERF_TEST_COLUMNS,
+    STATIC,
+    TX,
+    USERS,
+    USERS_COLUMNS,
+)
 
-WORKLOAD_ORDER = (PERF_TEST, USERS, STATIC)
+WORKLOAD_ORDER = (PERF_TEST, USERS, GRAPHQL, STATIC, TX)
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], align: str | None = None) -> str:
@@ -48,6 +58,8 @@ def _cell_title(workload: str, parameter_name: str | None, parameter: int | None
         return f"perf-test — {load}, {parameter} Record{'s' if parameter != 1 else ''}"
     if workload == USERS:
         return f"users — {load}, limit {parameter}"
+    if workload == GRAPHQL:
+        return f"graphql — {load}, users(limit: {GRAPHQL_LIMIT})"
     return f"{workload} — {load}"
 
 
@@ -64,6 +76,7 @@ def results_tables(results: RunResults) -> str:
     for key in sorted(groups, key=order):
         cells = groups[key]
         measured = sorted((c for c in cells if c.summary), key=lambda c: -c.summary.rps.median)  # type: ignore[union-attr]
+        is_tx = cells[0].workload == TX
         rows = []
         for rank, cell in enumerate(measured, 1):
             s = cell.summary
@@ -73,16 +86,77 @@ def results_tables(results: RunResults) -> str:
                 _ms(s.latency_avg_ms.median), _ms(s.latency_p99_ms.median), _num(s.requests_total),
                 f"{s.failures_total:,} ({s.failure_rate:.1%})" if s.failures_total else "0",
                 _cost(s.stack_cpu_us_per_request, s.db_cpu_us_per_request), _mib(s.stack_rss_peak_bytes),
+                *([_invariants(cell)] if is_tx else []),
                 ", ".join(cell.flags),
             ))
         for cell in cells:
             if not cell.summary:
-                rows.append(("–", cell.stack, "failed", "", "", "", "", "", "", "", cell.error or ""))
+                rows.append(("–", cell.stack, "failed", "", "", "", "", "", "", "", *([""] if is_tx else []),
+                             cell.error or ""))
         first = cells[0]
         sections.append(f"### {_cell_title(first.workload, first.parameter_name, first.parameter, first.vus)}\n\n" + table(
             ["#", "Stack", "Requests/s (median)", "range", "Avg latency", "p99 latency", "Total requests",
-             "Failures", "CPU µs/req (stack + db)", "Peak RSS", "Flags"], rows, "rlrrrrrrrrl"))
+             "Failures", "CPU µs/req (stack + db)", "Peak RSS", *(["TPC-B invariants"] if is_tx else []), "Flags"],
+            rows, "rlrrrrrrrr" + ("l" if is_tx else "") + "l"))
     return "\n\n".join(sections) if sections else "_No load cells in this run._"
+
+
+def _invariants(cell: Cell) -> str:
+    inv = cell.tx_invariants
+    if inv is None:
+        return "not checked"
+    if inv.holds:
+        return f"✅ hold: {inv.history_rows_added:,} history rows = {inv.answered_200:,} answers of 200"
+    return f"❌ {inv.problem}"
+
+
+def graphql_section(results: RunResults) -> str:
+    """REST `users?limit=20` and GraphQL `users(limit: 20)` side by side, per stack that serves both."""
+    by_key = {(c.stack, c.workload, c.parameter, c.vus): c for c in results.cells if c.summary}
+    rows = []
+    for (stack, workload, _, vus), gql in sorted(by_key.items()):
+        if workload != GRAPHQL:
+            continue
+        rest = by_key.get((stack, USERS, GRAPHQL_LIMIT, vus))
+        if rest is None:
+            continue
+        g, r = gql.summary, rest.summary
+        assert g is not None and r is not None
+        rows.append((stack, vus, f"{_num(r.rps.median)}/s", f"{_num(g.rps.median)}/s",
+                     f"{g.rps.median / r.rps.median:.2f}", _ms(r.latency_p99_ms.median), _ms(g.latency_p99_ms.median),
+                     _cost(r.stack_cpu_us_per_request, None).split(" +")[0],
+                     _cost(g.stack_cpu_us_per_request, None).split(" +")[0]))
+    if not rows:
+        return ""
+    return ("Seed 002 projected REST-direct against GraphQL; here both are measured on the same process: "
+            f"`GET /api/users?limit={GRAPHQL_LIMIT}` against `{{ users(limit: {GRAPHQL_LIMIT}) {{ id username fullName }} }}`.\n\n"
+            + table(["Stack", "VUs", "REST req/s", "GraphQL req/s", "GraphQL / REST", "REST p99", "GraphQL p99",
+                     "REST stack CPU µs/req", "GraphQL stack CPU µs/req"], rows, "lrrrrrrrr"))
+
+
+def accounting_section(results: RunResults) -> str:
+    rows, reasons = [], []
+    for v in results.verifications:
+        a = v.accounting
+        if a is None:
+            if v.accounting_unavailable:
+                rows.append((v.stack, v.workload, "–", "–", "–", f"not measured: {v.accounting_unavailable}"))
+            continue
+        rows.append((v.stack, v.workload, f"{a.workload_statements_per_request:g} (expected {a.expected_statements_per_request})",
+                     f"{a.rows_per_request:g}",
+                     f"{a.other_statements_per_request:g} (allowed {a.allowed_other_statements_per_request})",
+                     a.verdict.symbol))
+        if a.reason:
+            reasons.append(f"- {v.stack} · {v.workload} {a.verdict.symbol} {a.reason}")
+    if not rows:
+        return ""
+    text = ("From `pg_stat_statements` around a burst of identical requests: statements that name the "
+            "workload's tables or function, the rows they returned or changed, and every other statement "
+            "(transaction control, resets, session settings). ❌ fewer statements than requests (a cache) or "
+            "more than needed (N+1); ⚠️ extra statements per request.\n\n"
+            + table(["Stack", "Workload", "Statements / request", "Rows / request", "Other statements / request",
+                     "Verdict"], rows, "llrrrl"))
+    return text + ("\n\n" + "\n".join(reasons) if reasons else "")
 
 
 def _column_matrix(verifications: list[WorkloadVerification], columns: dict[str, str], workload: str) -> str:
@@ -132,11 +206,24 @@ def verification_section(results: RunResults) -> str:
         "Legend: ✅ exact (the canonical JSON encoding PostgreSQL's `to_json` gives), ⚠️ the same value in "
         "another encoding, ❌ wrong (e.g. JSON as an escaped string, an array as `{1,2,3}` text, a lost or "
         "rounded value). Rules: docs/verification.md.",
-        table(["Stack", *workloads, "Bad input answered 400"], rows),
+        table(["Stack", *workloads, "Robustness (bad input answered right)"], rows),
         _column_matrix(results.verifications, PERF_TEST_COLUMNS, PERF_TEST),
         _column_matrix(results.verifications, USERS_COLUMNS, USERS),
+        _column_matrix(results.verifications, {f: t for f, (_, t) in GRAPHQL_FIELDS.items()}, GRAPHQL),
+        _robustness_failures(results),
+        "### Database accounting\n\n" + accounting_section(results) if accounting_section(results) else "",
     ]
     return "\n\n".join(p for p in parts if p)
+
+
+def _robustness_failures(results: RunResults) -> str:
+    lines = [f"- {v.stack} · {v.workload} · {case.description}: {case.detail}"
+             for v in results.verifications for case in v.bad_input if not case.ok]
+    if not lines:
+        return ""
+    shown = lines[:40]
+    more = f"\n- … and {len(lines) - len(shown)} more (results.json)" if len(lines) > len(shown) else ""
+    return "### Bad input answered wrongly\n\n" + "\n".join(shown) + more
 
 
 def _yes_no(value: bool | None) -> str:
@@ -190,13 +277,17 @@ def render_markdown(results: RunResults) -> str:
         "level, stacks sorted by median requests/s over the repetitions (range = slowest–fastest repetition). "
         "Latency is request latency measured by the load generator. Flags: `failures>1%` invalid cell, `noisy` "
         "range wider than 20 % of the median, `generator-bound` the generator used >90 % of its CPUs, "
-        "`columns-wrong` the stack's answer has ❌ columns. CPU µs/req: CPU time of the stack's processes and of "
+        "`columns-wrong` the stack's answer has ❌ columns, `queries-wrong` the database accounting found a cache or an "
+        "N+1, `checks-failed>1%` sampled answers had the wrong status or row count, `invariants-broken` a tx cell lost "
+        "or duplicated writes. CPU µs/req: CPU time of the stack's processes and of "
         "PostgreSQL per completed request; Peak RSS: the stack's process tree.",
     ]
     if results.error:
         parts.append(f"> Run error: {results.error}")
+    graphql = graphql_section(results)
     parts += [
         "## Results", results_tables(results),
+        *(["## GraphQL against REST on the same stack", graphql] if graphql else []),
         "## Verification", verification_section(results),
         "## Stacks", stacks_section(results.stacks),
         "## Environment", environment_section(results),

@@ -63,6 +63,11 @@ BEGIN
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = format('_records must be between 1 and 1000, got %s', coalesce(_records::text, 'null'));
     END IF;
+    IF length(_text) > 1000 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'string_data_right_truncation',
+            MESSAGE = format('_text must be at most 1000 characters, got %s', length(_text));
+    END IF;
     RETURN QUERY
     SELECT
         g.i,

@@ -28,6 +28,12 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
   apt_install postgresql
 fi
 
+# pgbouncer, for the stacks that put it in front of PostgreSQL (Debian's package).
+if ! command -v pgbouncer >/dev/null; then
+  say "installing pgbouncer (apt)"
+  apt_install pgbouncer
+fi
+
 # Python 3.11+ venv with pgarena.
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || {
   say "pgarena needs Python >= 3.11 (found $(python3 --version))"; exit 1; }

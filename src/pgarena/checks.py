@@ -35,8 +35,9 @@ def rows_in(body: object, workload: str) -> int | None:
 class AnswerSampler:
     """Samples answers in a background thread for the duration of a `with` block (bounded by it)."""
 
-    def __init__(self, base_url: str, request: wl.Request, workload: str, expected_rows: int, timeout_s: float):
-        self._client = httpx.Client(base_url=base_url, timeout=timeout_s)
+    def __init__(self, base_url: str, request: wl.Request, workload: str, expected_rows: int, timeout_s: float,
+                 routes: dict[str, str] | None = None):
+        self._client = wl.http_client(base_url, timeout_s, routes or {})
         self._request = request
         self._workload = workload
         self._expected = expected_rows

@@ -58,6 +58,15 @@ class DatabaseInfo(_Model):
     url: str = Field(description="application URL, password redacted")
 
 
+class LinesOfCode(_Model):
+    """Code lines (no blanks, no comments) of a stack's own sources."""
+
+    total: int
+    by_language: dict[str, int]
+    files: int
+    counter: str = Field(description="the counting tool")
+
+
 class StackInfo(_Model):
     """A stack's declared facts and what happened to it in this run."""
 
@@ -78,6 +87,8 @@ class StackInfo(_Model):
     log_tail: str | None = Field(None, description="last lines of the failing phase's log")
     build_seconds: float | None = None
     startup_seconds: float | None = Field(None, description="process start → first healthy answer")
+    lines_of_code: LinesOfCode | None = None
+    warmup_seconds: float | None = Field(None, description="warm-up per cell used for this stack")
 
 
 class Check(_Model):

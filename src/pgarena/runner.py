@@ -13,11 +13,11 @@ import zlib
 from contextlib import nullcontext
 from dataclasses import replace
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pgarena import txcheck
+from pgarena import loc, txcheck
 from pgarena import workloads as wl
 from pgarena.checks import AnswerSampler
 from pgarena.config import RunConfig, redact_url
@@ -62,6 +62,7 @@ def new_run_id() -> str:
 def _stack_info(stack: Stack) -> StackInfo:
     d = stack.definition
     return StackInfo(
+        lines_of_code=loc.count(stack.directory, d.source_globs) if d.source_globs else None,
         id=d.id, title=d.title, language=d.language, framework=d.framework, framework_version=d.framework_version,
         driver=d.driver, driver_version=d.driver_version, server=d.server, pooler=d.pooler,
         prepared_statements=d.prepared_statements, workloads=list(d.workloads), notes=list(d.notes),
@@ -192,6 +193,8 @@ class _Context:
     run_dir: Path
     db: Database
     log: Log
+    routes: dict[str, dict[str, str]] = field(default_factory=dict)
+    """stack id → its workload routes (stack.toml `routes`)."""
 
 
 def _measure_cell(ctx: _Context, cell: Cell, server: ServerProcess, base_url: str) -> None:
@@ -207,7 +210,8 @@ def _measure_cell(ctx: _Context, cell: Cell, server: ServerProcess, base_url: st
         seed = zlib.crc32(f"{cell.stack}/{label}".encode())
         bodies_file.write_bytes(b"\n".join(wl.random_tx_bodies(wl.TX_BODIES_PER_FILE, seed)) + b"\n")
     expected_rows = wl.expected_rows(cell.workload, cell.parameter)
-    spec = LoadSpec(url=base_url + request.path, method=request.method, connections=cell.vus, duration_s=0,
+    routes = ctx.routes.get(cell.stack, {})
+    spec = LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=cell.vus, duration_s=0,
                     timeout_s=ctx.config.http_timeout_s, body=request.body, content_type=request.content_type,
                     bodies_file=bodies_file, expected_rows=expected_rows, workload=cell.workload)
 
@@ -234,8 +238,8 @@ def _measure_cell(ctx: _Context, cell: Cell, server: ServerProcess, base_url: st
         if server.exit_code() is not None:
             raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
         stem = f"{label}-rep{index}"
-        sampler = AnswerSampler(base_url, request, cell.workload, expected_rows or 0, ctx.config.http_timeout_s) \
-            if sample else nullcontext()
+        sampler = AnswerSampler(base_url, request, cell.workload, expected_rows or 0, ctx.config.http_timeout_s,
+                                routes) if sample else nullcontext()
         with TreeSampler({"stack": server.pid, "db": ctx.db.postmaster_pid}) as usage, sampler:
             code, generator_cpu = window(cell.duration_seconds, stem)
         outcome = parse(stem, code)
@@ -307,7 +311,7 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
         verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
                                      users_limits=config.users_limits, timeout_s=config.http_timeout_s,
-                                     health_path=definition.run.health_path)
+                                     health_path=definition.run.health_path, routes=dict(definition.routes))
         ctx.results.verifications.extend(verifications)
         for v in verifications:
             ctx.log(f"[{stack.id}] {v.workload}: {_verification_line(v)}")
@@ -315,7 +319,10 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         if kind != "run":
             return
         loadable = {v.workload for v in verifications if v.ok}
+        info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
+        ctx.routes[stack.id] = dict(definition.routes)
         for cell in plan_cells(config, stack, ctx.engine.name):  # type: ignore[union-attr]
+            cell.warmup_seconds = info.warmup_seconds
             if cell.workload not in loadable:
                 cell.status, cell.error = "failed", "verification failed; not loaded"
                 ctx.results.cells.append(cell)

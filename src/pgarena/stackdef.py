@@ -83,6 +83,7 @@ class RunSpec(_Strict):
     startup_timeout_s: float = Field(DEFAULT_STARTUP_TIMEOUT_S, gt=0)
     port: int | None = Field(None, ge=1, le=65535, description="fixed port, for apps that insist")
     env: dict[str, str] = Field(default_factory=dict)
+    min_warmup_s: float = Field(0, ge=0, description="JIT runtimes: the least warm-up per cell this stack needs")
 
     _templates = field_validator("command")(_check_templates)
     _env_templates = field_validator("env")(_check_env_templates)
@@ -115,6 +116,16 @@ class StackDef(_Strict):
     source_globs: list[str] = Field(default_factory=list)
     build: BuildSpec | None = None
     run: RunSpec
+    routes: dict[Literal["perf-test", "users", "static", "tx", "graphql"], str] = Field(
+        default_factory=dict, description="workload → path, for apps that serve a workload elsewhere")
+
+    @field_validator("routes")
+    @classmethod
+    def _absolute_routes(cls, routes: dict[str, str]) -> dict[str, str]:
+        for workload, path in routes.items():
+            if not path.startswith("/"):
+                raise ValueError(f"route of {workload} must start with '/'")
+        return routes
 
 
 @dataclass(frozen=True)
@@ -179,14 +190,46 @@ def _model_for_location(loc: tuple) -> type[BaseModel]:
     return model
 
 
-def parse_stack_toml(path: Path) -> StackDef:
-    """Read and validate one stack.toml; raise StackConfigError with a readable message."""
+def _read_toml(path: Path) -> dict:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise StackConfigError(f"{path}: not valid TOML: {exc}") from exc
     except OSError as exc:
         raise StackConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _merge(parent: dict, child: dict) -> dict:
+    """Child keys win; tables merge key by key (so `[run.env]` adds to the parent's), lists are replaced."""
+    merged = dict(parent)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(parent.get(key), dict):
+            merged[key] = _merge(parent[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _resolve_extends(path: Path, raw: dict, seen: tuple[Path, ...] = ()) -> dict:
+    """A variant's `extends = "../other-stack"` inherits that stack.toml (itself possibly a variant)."""
+    parent_ref = raw.pop("extends", None)
+    if parent_ref is None:
+        return raw
+    if not isinstance(parent_ref, str):
+        raise StackConfigError(f"{path}: key 'extends': must be a folder path like \"../go-nethttp-pgx\"")
+    parent_path = (path.parent / parent_ref / "stack.toml").resolve()
+    if parent_path in seen:
+        raise StackConfigError(f"{path}: key 'extends': circular ({' → '.join(map(str, seen))})")
+    if not parent_path.is_file():
+        raise StackConfigError(f"{path}: key 'extends': no stack.toml at {parent_path}")
+    parent = _resolve_extends(parent_path, _read_toml(parent_path), (*seen, parent_path))
+    parent.pop("id", None)
+    return _merge(parent, raw)
+
+
+def parse_stack_toml(path: Path) -> StackDef:
+    """Read and validate one stack.toml (resolving `extends`); raise StackConfigError readably."""
+    raw = _resolve_extends(path, _read_toml(path), (path.resolve(),))
     try:
         definition = StackDef.model_validate(raw)
     except ValidationError as exc:

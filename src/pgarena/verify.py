@@ -252,6 +252,7 @@ def verify_stack(
     users_limits: Sequence[int],
     timeout_s: float,
     health_path: str = wl.STATIC_PATH,
+    routes: dict[str, str] | None = None,
 ) -> list[WorkloadVerification]:
     """Verify every workload of one running stack: answers, bad input, database accounting.
 
@@ -260,7 +261,7 @@ def verify_stack(
     """
     results = []
     accounting_off = accounting.available(db)
-    with httpx.Client(base_url=base_url, timeout=timeout_s) as client:
+    with wl.http_client(base_url, timeout_s, routes or {}) as client:
         for workload in workloads:
             tx_before = txcheck.snapshot(db) if workload == wl.TX else None
             tx_200 = 0

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import httpx
 from urllib.parse import urlencode
 
 from pgarena.postgres import Database
@@ -212,6 +215,32 @@ def expected_rows(workload: str, parameter: int | None) -> int | None:
     if workload == GRAPHQL:
         return GRAPHQL_LIMIT
     return None
+
+
+DEFAULT_PATHS = {PERF_TEST: PERF_TEST_PATH, USERS: USERS_PATH, STATIC: STATIC_PATH, TX: TX_PATH,
+                 GRAPHQL: GRAPHQL_PATH}
+"""Where the contract puts each workload; a stack.toml's `routes` may move them."""
+
+
+def routed(path: str, routes: Mapping[str, str]) -> str:
+    """`path` (with its query) moved to the stack's route for its workload; query strings are merged."""
+    base, _, query = path.partition("?")
+    for workload, default in DEFAULT_PATHS.items():
+        if base == default and workload in routes:
+            target = routes[workload]
+            return target + (("&" if "?" in target else "?") + query if query else "")
+    return path
+
+
+def http_client(base_url: str, timeout_s: float, routes: Mapping[str, str]) -> httpx.Client:
+    """An httpx client for one stack whose requests follow the stack's routes."""
+
+    def reroute(request: httpx.Request) -> None:
+        target = routed(request.url.raw_path.decode(), routes)
+        if target != request.url.raw_path.decode():
+            request.url = request.url.copy_with(raw_path=target.encode())
+
+    return httpx.Client(base_url=base_url, timeout=timeout_s, event_hooks={"request": [reroute]} if routes else {})
 
 
 PARAMETER_NAMES = {PERF_TEST: "rows", USERS: "limit", STATIC: None, TX: None, GRAPHQL: None}

@@ -364,3 +364,30 @@ def test_real_stacks_all_parse_and_declare_every_workload():
         assert stack.definition.run.health_path.startswith("/")
         if not stack.available:
             assert stack.unavailable_reason.startswith("unavailable here: ")
+
+
+def test_a_variant_extends_its_parent(tmp_path):
+    write_stack(tmp_path, "base", minimal("base", run='command = "./server"\n[run.env]\nA = "1"\nB = "2"'))
+    variant = tmp_path / "base-variant"
+    variant.mkdir()
+    (variant / "stack.toml").write_text(
+        'extends = "../base"\nid = "base-variant"\ntitle = "Variant"\nprepared_statements = false\n'
+        '[run.env]\nB = "3"\n')
+    stacks, errors = load_stacks(tmp_path)
+    assert errors == []
+    child = next(s for s in stacks if s.id == "base-variant").definition
+    parent = next(s for s in stacks if s.id == "base").definition
+    assert child.title == "Variant" and child.prepared_statements is False
+    assert child.language == parent.language and child.run.command == "./server"
+    assert child.run.env == {"A": "1", "B": "3"}
+
+
+def test_extends_errors_name_the_file(tmp_path):
+    folder = tmp_path / "orphan"
+    folder.mkdir()
+    (folder / "stack.toml").write_text('extends = "../nowhere"\nid = "orphan"\n')
+    assert "key 'extends': no stack.toml" in config_error(folder / "stack.toml")
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    (loop / "stack.toml").write_text('extends = "../loop"\nid = "loop"\n')
+    assert "circular" in config_error(loop / "stack.toml")

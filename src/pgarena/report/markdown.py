@@ -234,10 +234,14 @@ def stacks_section(stacks: list[StackInfo]) -> str:
     rows = [(
         s.id, s.language, f"{s.framework} {s.framework_version}", f"{s.driver} {s.driver_version}", s.server,
         s.pooler, _yes_no(s.prepared_statements),
+        "?" if s.lines_of_code is None else f"{s.lines_of_code.total:,}",
+        "–" if s.warmup_seconds is None else f"{s.warmup_seconds:g} s",
         s.status if s.status == "ok" else f"{s.status}: {s.reason}",
     ) for s in stacks]
-    text = table(["Stack", "Language", "Framework", "Driver", "Server", "Pooler", "Prepared statements", "Status"],
-                 rows)
+    text = table(["Stack", "Language", "Framework", "Driver", "Server", "Pooler", "Prepared statements",
+                  "Lines of code", "Warm-up per cell", "Status"], rows, "lllllllrrl")
+    text += ("\n\nLines of code: the stack's own sources (`source_globs`), code lines only, counted by pygount. "
+             "Warm-up: not measured, before every cell; JIT runtimes declare a longer minimum.")
     notes = [f"- **{s.id}**: {note}" for s in stacks for note in s.notes]
     failures = [f"<details><summary>{s.id}: last log lines</summary>\n\n```\n{s.log_tail}\n```\n</details>"
                 for s in stacks if s.log_tail]

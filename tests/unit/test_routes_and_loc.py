@@ -1,0 +1,57 @@
+"""Workload routes of third-party apps, and the lines-of-code count."""
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pgarena.loc import count
+from pgarena.workloads import http_client, routed
+
+POSTGREST = {"perf-test": "/rpc/perf_test", "users": "/users?order=id&select=id,username"}
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("/api/perf-test?_records=1&_text=a", "/rpc/perf_test?_records=1&_text=a"),
+    ("/api/users?limit=20", "/users?order=id&select=id,username&limit=20"),
+    ("/api/users", "/users?order=id&select=id,username"),
+    ("/api/static", "/api/static"),  # no route: the contract's path
+    ("/api/perf-testing", "/api/perf-testing"),  # only whole paths move
+])
+def test_routed(path, expected):
+    assert routed(path, POSTGREST) == expected
+
+
+def test_http_client_sends_requests_to_the_routes():
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.raw_path.decode())
+        return httpx.Response(200, json=[])
+
+    client = http_client("http://app", 5, POSTGREST)
+    client._transport = httpx.MockTransport(handler)
+    client.get("/api/users?limit=3")
+    client.get("/api/static")
+    assert seen == ["/users?order=id&select=id,username&limit=3", "/api/static"]
+
+
+def test_loc_counts_code_lines_only(tmp_path: Path):
+    (tmp_path / "app.py").write_text('"""doc"""\n\nimport os\n# comment\n\ndef f():\n    return os.sep\n')
+    (tmp_path / "server.js").write_text("// c\nconst a = 1;\n\nmodule.exports = a;\n")
+    (tmp_path / "package-lock.json").write_text("{}")
+    result = count(tmp_path, ["*.py", "*.js"])
+    assert result.files == 2
+    assert result.by_language == {"Python": 3, "JavaScript": 2}
+    assert result.total == 5 and result.counter == "pygount"
+    assert count(tmp_path, ["*.go"]) is None
+
+
+def test_every_real_stack_has_countable_sources():
+    stacks = Path(__file__).resolve().parents[2] / "stacks"
+    from pgarena.stackdef import load_stacks
+
+    for stack in load_stacks(stacks)[0]:
+        if stack.definition.source_globs:
+            result = count(stack.directory, stack.definition.source_globs)
+            assert result is not None and result.total > 20, stack.id

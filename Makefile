@@ -3,7 +3,7 @@ PGARENA := .venv/bin/pgarena
 PROFILE ?= quick
 ARGS ?=
 
-.PHONY: bench test test-unit setup schema clean
+.PHONY: bench test test-unit setup schema stacks-doc clean
 
 bench: setup
 	$(PGARENA) run --profile $(PROFILE) $(ARGS)
@@ -19,6 +19,9 @@ setup:
 
 schema: setup
 	$(PGARENA) schema > docs/results.schema.json
+
+stacks-doc: setup
+	.venv/bin/python scripts/stacks_doc.py > docs/stacks.md
 
 clean:
 	rm -rf results .pytest_cache

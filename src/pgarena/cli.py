@@ -97,9 +97,15 @@ def _execute(config: cfg.RunConfig, kind: str) -> Path:
 def list_stacks(
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    as_markdown: Annotated[bool, typer.Option("--markdown", help="a Markdown table (docs/stacks.md)")] = False,
 ) -> None:
     """List stacks (language, framework, driver, availability) and workloads."""
     stacks, errors = load_stacks(stacks_dir)
+    if as_markdown:
+        from pgarena.report.markdown import stacks_catalogue
+
+        print(stacks_catalogue(stacks))
+        return
     if as_json:
         data = {
             "stacks": [{**s.definition.model_dump(mode="json", exclude={"build", "run"}), "available": s.available,
@@ -130,12 +136,14 @@ def verify(
     database_url: DbOpt = None,
     pool_size: Annotated[Optional[int], typer.Option(help="connections per stack")] = None,
     workers: Annotated[Optional[int], typer.Option(help="workers per stack")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
 ) -> None:
     """Build, start and verify stacks against the database; no load."""
     config = _config(profile, stacks=_names(stacks), workloads=_names(workloads), database_url=database_url,
-                     pool_size=pool_size, workers=workers, stacks_dir=stacks_dir, results_dir=results_dir)
+                     pool_size=pool_size, workers=workers, run_id=run_id, stacks_dir=stacks_dir,
+                     results_dir=results_dir)
     run_dir = _execute(config, "verify")
     results = load(run_dir)
     failed = [f"{v.stack}/{v.workload}" for v in results.verifications if not v.ok]

@@ -9,43 +9,32 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
-import zlib
-from contextlib import nullcontext
-from dataclasses import replace
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pgarena import loc, txcheck
+from pgarena import loc
 from pgarena import workloads as wl
-from pgarena.checks import AnswerSampler
 from pgarena.config import RunConfig, redact_url
-from pgarena.engines import Engine, EngineUnavailable, LoadOutcome, LoadSpec, get_engine
+from pgarena.engines import Engine, EngineUnavailable, get_engine
 from pgarena.engines.base import EngineOutputError
 from pgarena.environment import collect
 from pgarena.postgres import SETTINGS_PROFILE_NAME, Database, free_port, load_workload_data, provide_database, server_facts
-from pgarena.process import NotReady, ServerProcess, run_logged, run_measured, tail, wait_until_healthy
-from pgarena.resources import TreeSampler
+from pgarena.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
+from pgarena.measure import measure_cell, summarize
 from pgarena.results import (
     Cell,
-    CellSummary,
     DatabaseInfo,
-    Repetition,
     RunResults,
     StackInfo,
     WorkloadVerification,
     save,
 )
 from pgarena.stackdef import Stack, StackLoadError, load_stacks, render_template
-from pgarena.stats import DEFAULT_NOISY_REL_SPREAD, spread
 from pgarena.values import Verdict
 from pgarena.verify import verify_stack
 
-MAX_FAILURE_RATE = 0.01
-"""A cell with more failed requests than this is flagged invalid (BRIEF.md)."""
-GENERATOR_BOUND_FRACTION = 0.9
-"""Generator CPU above this share of its CPU set: the generator, not the stack, may be the limit."""
 LOG_TAIL_LINES = 15
 
 Log = Callable[[str], None]
@@ -57,6 +46,27 @@ class RunError(Exception):
 
 def new_run_id() -> str:
     return dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def _create_run_dir(config: RunConfig) -> Path:
+    """A new, empty run folder: the given --run-id, or a timestamp (suffixed if another run took it)."""
+    config.results_dir.mkdir(parents=True, exist_ok=True)
+    if config.run_id:
+        run_dir = config.results_dir / config.run_id
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            raise RunError(f"{run_dir} already exists; choose another --run-id") from None
+        return run_dir
+    base = new_run_id()
+    for attempt in range(1, 100):
+        run_dir = config.results_dir / (base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            run_dir.mkdir()  # atomic: two runs started in the same second get different folders
+            return run_dir
+        except FileExistsError:
+            continue
+    raise RunError(f"cannot create a run folder in {config.results_dir}")
 
 
 def _stack_info(stack: Stack) -> StackInfo:
@@ -144,47 +154,6 @@ def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
     return cells
 
 
-def summarize(cell: Cell, config: RunConfig) -> None:
-    """Fill the cell's summary and flags from its repetitions."""
-    reps = cell.repetitions
-    requests = sum(r.requests for r in reps)
-    failures = sum(r.errors.total for r in reps)
-
-    def per_request_us(values: list[float | None]) -> float | None:
-        if any(v is None for v in values) or not requests:
-            return None
-        return sum(values) / requests * 1e6  # type: ignore[arg-type]
-
-    window = sum(r.duration_seconds for r in reps) * len(config.generator_cpus)
-    rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
-    cell.summary = CellSummary(
-        rps=spread([r.rps for r in reps]),
-        latency_avg_ms=spread([r.latency.avg_ms for r in reps]),
-        latency_p99_ms=spread([r.latency.p99_ms for r in reps]),
-        requests_total=requests,
-        failures_total=failures,
-        failure_rate=failures / requests if requests else 1.0,
-        stack_cpu_us_per_request=per_request_us([r.stack_cpu_seconds for r in reps]),
-        db_cpu_us_per_request=per_request_us([r.db_cpu_seconds for r in reps]),
-        stack_rss_peak_bytes=max(rss) if rss else None,
-        generator_cpu_fraction=sum(r.generator_cpu_seconds for r in reps) / window if window else None,
-        generator_cpu_us_per_request=per_request_us([r.generator_cpu_seconds for r in reps]),
-    )
-    flags = []
-    if cell.summary.failure_rate > MAX_FAILURE_RATE:
-        flags.append("failures>1%")
-    if len(reps) > 1 and cell.summary.rps.rel_spread > DEFAULT_NOISY_REL_SPREAD:
-        flags.append("noisy")
-    if (cell.summary.generator_cpu_fraction or 0) > GENERATOR_BOUND_FRACTION:
-        flags.append("generator-bound")
-    if any(r.errors.timeout for r in reps):
-        flags.append("timeouts")
-    checks_total = sum(r.checks_total for r in reps)
-    if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
-        flags.append("checks-failed>1%")
-    cell.flags = sorted(set(cell.flags) | set(flags))
-
-
 @dataclass
 class _Context:
     config: RunConfig
@@ -195,80 +164,6 @@ class _Context:
     log: Log
     routes: dict[str, dict[str, str]] = field(default_factory=dict)
     """stack id → its workload routes (stack.toml `routes`)."""
-
-
-def _measure_cell(ctx: _Context, cell: Cell, server: ServerProcess, base_url: str) -> None:
-    assert ctx.engine is not None
-    engine = ctx.engine
-    request = wl.load_request(cell.workload, cell.parameter)
-    raw_dir = ctx.run_dir / "raw" / cell.stack
-    raw_dir.mkdir(parents=True, exist_ok=True)
-    label = f"{cell.workload}{'' if cell.parameter is None else f'-{cell.parameter_name}{cell.parameter}'}-vus{cell.vus}"
-    bodies_file = None
-    if cell.workload == wl.TX:
-        bodies_file = raw_dir / f"{label}.bodies"
-        seed = zlib.crc32(f"{cell.stack}/{label}".encode())
-        bodies_file.write_bytes(b"\n".join(wl.random_tx_bodies(wl.TX_BODIES_PER_FILE, seed)) + b"\n")
-    expected_rows = wl.expected_rows(cell.workload, cell.parameter)
-    routes = ctx.routes.get(cell.stack, {})
-    spec = LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=cell.vus, duration_s=0,
-                    timeout_s=ctx.config.http_timeout_s, body=request.body, content_type=request.content_type,
-                    bodies_file=bodies_file, expected_rows=expected_rows, workload=cell.workload)
-
-    def window(duration_s: float, stem: str) -> tuple[int, float]:
-        argv = engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)
-        return run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout", stderr_path=raw_dir / f"{stem}.stderr",
-                            cpus=ctx.config.generator_cpus,
-                            timeout_s=duration_s + 2 * ctx.config.http_timeout_s + 60)
-
-    def parse(stem: str, code: int) -> LoadOutcome:
-        try:
-            return engine.parse(raw_dir, stem)
-        except EngineOutputError as exc:
-            raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
-
-    tx_before = txcheck.snapshot(ctx.db) if cell.workload == wl.TX else None
-    answered_200 = 0
-    stem = f"{label}-warmup"
-    code, _ = window(cell.warmup_seconds, stem)
-    if tx_before is not None:
-        answered_200 += parse(stem, code).answered_2xx
-    sample = expected_rows is not None and not engine.checks_answers
-    for index in range(1, ctx.config.repetitions + 1):
-        if server.exit_code() is not None:
-            raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
-        stem = f"{label}-rep{index}"
-        sampler = AnswerSampler(base_url, request, cell.workload, expected_rows or 0, ctx.config.http_timeout_s,
-                                routes) if sample else nullcontext()
-        with TreeSampler({"stack": server.pid, "db": ctx.db.postmaster_pid}) as usage, sampler:
-            code, generator_cpu = window(cell.duration_seconds, stem)
-        outcome = parse(stem, code)
-        answered_200 += outcome.answered_2xx
-        stack_usage = usage.usage.get("stack")
-        db_usage = usage.usage.get("db")
-        checks_total, checks_failed = (sampler.total, sampler.failed) if sample else (  # type: ignore[union-attr]
-            outcome.checks_total, outcome.checks_failed)
-        cell.repetitions.append(Repetition(
-            index=index, requests=outcome.requests, duration_seconds=outcome.duration_seconds, rps=outcome.rps,
-            latency=outcome.latency, errors=outcome.errors, status_codes=outcome.status_codes,
-            stack_cpu_seconds=stack_usage.cpu_seconds if stack_usage else None,
-            db_cpu_seconds=db_usage.cpu_seconds if db_usage else None,
-            stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
-            generator_cpu_seconds=generator_cpu,
-            raw_output=str(engine.raw_output(raw_dir, stem).relative_to(ctx.run_dir)),
-            checks_total=checks_total, checks_failed=checks_failed,
-        ))
-        ctx.log(f"  rep {index}/{ctx.config.repetitions}: {outcome.rps:,.0f} req/s, "
-                f"p99 {outcome.latency.p99_ms:.1f} ms, {outcome.errors.total} failed"
-                + (f", {checks_failed}/{checks_total} checks failed" if checks_total else ""))
-    if tx_before is not None:
-        cell.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(ctx.db), answered_200)
-        if not cell.tx_invariants.holds:
-            cell.flags.append("invariants-broken")
-            cell.status, cell.error = "failed", f"TPC-B invariants broken: {cell.tx_invariants.problem}"
-        ctx.log(f"  TPC-B invariants {'hold' if cell.tx_invariants.holds else 'BROKEN'}: "
-                f"{cell.tx_invariants.history_rows_added} history rows for {answered_200} answers of 200"
-                + ("" if cell.tx_invariants.holds else f" — {cell.tx_invariants.problem}"))
 
 
 def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
@@ -335,7 +230,8 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
             ctx.log(f"[{stack.id}] {cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} "
                     f"@ {cell.vus} VUs".replace("  ", " "))
             try:
-                _measure_cell(ctx, cell, server, base_url)
+                measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
+                             base_url=base_url, run_dir=run_dir, routes=ctx.routes[stack.id], log=ctx.log)
                 if cell.repetitions:
                     summarize(cell, config)
             except (NotReady, EngineOutputError) as exc:
@@ -381,11 +277,8 @@ def execute(
     engine = get_engine(config.engine) if kind == "run" else None
     if engine is not None:
         engine.binary  # noqa: B018 — raises EngineUnavailable early, before any build
-    run_id = config.run_id or new_run_id()
-    run_dir = config.results_dir / run_id
-    if (run_dir / "results.json").exists():
-        raise RunError(f"{run_dir} already holds a run; choose another --run-id")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = _create_run_dir(config)
+    run_id = run_dir.name
     version_commands = [argv for s in stacks if s.available for argv in s.definition.version_commands]
     environment = collect(project_dir, generator_cpus=config.generator_cpus, server_cpus=config.server_cpus,
                           version_commands=version_commands)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -90,13 +89,16 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
         pytest.skip(f"{engine} not installed: {exc}")
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": engine, "stacks": ["fixture-degrading"],
-        "workloads": ["users"], "users_limits": [5], "vus": [2], "repetitions": 1, "warmup_s": 1.0,
+        "workloads": ["users"], "users_limits": [5], "vus": [4], "repetitions": 1, "warmup_s": 1.0,
         "duration_s": 1.5, "engine": engine})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
     rep = cell.repetitions[0]
-    assert rep.checks_total > 0 and rep.checks_failed == rep.checks_total, (rep.checks_total, rep.checks_failed)
+    # the fixture answers wrongly whenever another request is in flight: most sampled answers are wrong
+    assert rep.checks_total > 0 and rep.checks_failed >= max(1, rep.checks_total // 2), (rep.checks_total,
+                                                                                          rep.checks_failed)
     assert "checks-failed>1%" in cell.flags
+    assert rep.errors.total == 0  # every status was 200: only the checks can see the wrong answers
 
 
 def test_tx_cell_checks_the_invariants_and_fails_on_lost_writes(tmp_path, fixture_env):

@@ -54,4 +54,4 @@ def test_every_real_stack_has_countable_sources():
     for stack in load_stacks(stacks)[0]:
         if stack.definition.source_globs:
             result = count(stack.directory, stack.definition.source_globs)
-            assert result is not None and result.total > 20, stack.id
+            assert result is not None and result.total > 0, stack.id

@@ -248,6 +248,24 @@ def stacks_section(stacks: list[StackInfo]) -> str:
     return "\n\n".join([text, *(["Notes:\n\n" + "\n".join(notes)] if notes else []), *failures])
 
 
+def stacks_catalogue(stacks: list) -> str:
+    """The declared facts of every stack (from stack.toml files, not from a run): docs/stacks.md."""
+    from pgarena.loc import count
+
+    rows = []
+    for stack in stacks:
+        d = stack.definition
+        lines = count(stack.directory, d.source_globs) if d.source_globs else None
+        rows.append((f"`{d.id}`", d.language, f"{d.framework} {d.framework_version}", f"{d.driver} {d.driver_version}",
+                     d.server, d.pooler, _yes_no(d.prepared_statements), ", ".join(d.workloads),
+                     "?" if lines is None else f"{lines.total:,}",
+                     "yes" if stack.available else stack.unavailable_reason))
+    text = table(["Stack", "Language", "Framework", "Driver", "Server", "Pooler", "Prepared statements", "Workloads",
+                  "Lines of code", "Available here"], rows, "llllllllrl")
+    notes = [f"- **{s.id}**: {note}" for s in stacks for note in s.definition.notes]
+    return text + "\n\nNotes from each stack.toml:\n\n" + "\n".join(notes)
+
+
 def environment_section(results: RunResults) -> str:
     env, cfg = results.environment, results.config
     rows = [

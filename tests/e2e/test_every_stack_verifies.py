@@ -1,0 +1,55 @@
+"""Every stack in stacks/ builds from this checkout and passes verification on every workload it declares.
+
+One `pgarena verify` over all available stacks (one managed PostgreSQL), then one test per stack reading
+its outcome, so a failure names the stack. Builds are cache-friendly (Go build cache, cargo target dirs,
+~/.m2, the npm cache, pip's cache); the first run on an empty machine downloads every dependency.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pgarena.results import load
+from pgarena.stackdef import load_stacks
+from pgarena.values import Verdict
+from tests.conftest import PROJECT_DIR, needs_postgres
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]
+STACKS, LOAD_ERRORS = load_stacks(PROJECT_DIR / "stacks")
+
+
+def test_every_stack_toml_loads():
+    assert LOAD_ERRORS == [], [e.message for e in LOAD_ERRORS]
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory):
+    available = [s.id for s in STACKS if s.available]
+    results_dir = tmp_path_factory.mktemp("verify-all")
+    done = subprocess.run([sys.executable, "-m", "pgarena", "verify", "--stacks", ",".join(available),
+                           "--results-dir", str(results_dir)], cwd=PROJECT_DIR, capture_output=True, text=True,
+                          timeout=3600)
+    run_dir = next(results_dir.iterdir())
+    return load(run_dir), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("stack", STACKS, ids=[s.id for s in STACKS])
+def test_stack_builds_and_verifies(stack, verified):
+    if not stack.available:
+        pytest.skip(stack.unavailable_reason)
+    results, output = verified
+    info = results.stack(stack.id)
+    assert info.status == "ok", f"{info.status}: {info.reason}\n{info.log_tail}"
+    declared = list(stack.definition.workloads)
+    got = {v.workload: v for v in results.verifications if v.stack == stack.id}
+    assert sorted(got) == sorted(declared)
+    for workload, v in got.items():
+        failed = [f"{c.name}: {c.detail}" for c in v.checks if not c.ok]
+        assert v.ok, (workload, failed)
+        bad = [f"{c.description}: {c.detail}" for c in v.bad_input if not c.ok]
+        assert not bad, (workload, bad)
+        assert v.accounting is not None and v.accounting.verdict is not Verdict.WRONG, (workload, v.accounting)
+    assert info.lines_of_code is not None and info.lines_of_code.total > 0

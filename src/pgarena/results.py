@@ -88,7 +88,7 @@ class StackInfo(_Model):
     build_seconds: float | None = None
     startup_seconds: float | None = Field(None, description="process start → first healthy answer")
     lines_of_code: LinesOfCode | None = None
-    warmup_seconds: float | None = Field(None, description="warm-up per cell used for this stack")
+    warmup_seconds: float | None = Field(None, description="warm-up before the first cell of each workload")
 
 
 class Check(_Model):

@@ -216,8 +216,12 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         loadable = {v.workload for v in verifications if v.ok}
         info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
         ctx.routes[stack.id] = dict(definition.routes)
+        warmed: set[str] = set()
         for cell in plan_cells(config, stack, ctx.engine.name):  # type: ignore[union-attr]
-            cell.warmup_seconds = info.warmup_seconds
+            # NOTE: a JIT stack's longer warm-up runs before the first cell of each workload (its code
+            # paths are compiled then); later cells of the workload get the profile's warm-up.
+            cell.warmup_seconds = config.warmup_s if cell.workload in warmed else info.warmup_seconds
+            warmed.add(cell.workload)
             if cell.workload not in loadable:
                 cell.status, cell.error = "failed", "verification failed; not loaded"
                 ctx.results.cells.append(cell)

@@ -152,3 +152,21 @@ def test_ctrl_c_keeps_finished_cells_and_stops_everything(tmp_path, fixture_env)
     alive = [p for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not alive, [p.cmdline() for p in alive]
     assert (tmp_path / "int" / "report.md").read_text().startswith("# pgarena run int — **interrupted**")
+
+
+def test_a_jit_stack_gets_its_longer_warmup_before_the_first_cell_of_each_workload(tmp_path, monkeypatch,
+                                                                                    fixture_env):
+    stacks_dir = tmp_path / "stacks"
+    (stacks_dir / "fixture-jit").mkdir(parents=True)
+    (stacks_dir / "fixture-jit" / "stack.toml").write_text(
+        f'extends = "{FIXTURE_STACKS / "fixture-good"}"\nid = "fixture-jit"\n'
+        f'[run]\ncommand = \'exec "$FIXTURE_PYTHON" {FIXTURE_STACKS / "fixture-good" / "server.py"}\'\n'
+        'min_warmup_s = 0.4\n')
+    monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": stacks_dir, "results_dir": tmp_path / "results", "run_id": "jit", "workloads": ["static", "users"],
+        "users_limits": [5], "vus": [1, 2], "repetitions": 1, "warmup_s": 0.1, "duration_s": 0.1})
+    results = load(runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lambda _: None))
+    assert [(c.workload, c.vus, c.warmup_seconds) for c in results.cells] == [
+        ("static", 1, 0.4), ("static", 2, 0.1), ("users", 1, 0.4), ("users", 2, 0.1)]
+    assert results.stack("fixture-jit").warmup_seconds == 0.4

@@ -239,9 +239,10 @@ def stacks_section(stacks: list[StackInfo]) -> str:
         s.status if s.status == "ok" else f"{s.status}: {s.reason}",
     ) for s in stacks]
     text = table(["Stack", "Language", "Framework", "Driver", "Server", "Pooler", "Prepared statements",
-                  "Lines of code", "Warm-up per cell", "Status"], rows, "lllllllrrl")
+                  "Lines of code", "First warm-up", "Status"], rows, "lllllllrrl")
     text += ("\n\nLines of code: the stack's own sources (`source_globs`), code lines only, counted by pygount. "
-             "Warm-up: not measured, before every cell; JIT runtimes declare a longer minimum.")
+             "First warm-up: not measured, before the first cell of each workload (JIT runtimes declare a longer "
+             "minimum); later cells get the profile's warm-up.")
     notes = [f"- **{s.id}**: {note}" for s in stacks for note in s.notes]
     failures = [f"<details><summary>{s.id}: last log lines</summary>\n\n```\n{s.log_tail}\n```\n</details>"
                 for s in stacks if s.log_tail]

@@ -1,0 +1,59 @@
+"""Saturation flags of a cell: was the measured figure limited by the stack, or by something else?
+
+A throughput number only ranks stacks when the stack was the bottleneck. These flags say when it may
+not have been (docs/methodology.md, "Flags"). CPU fractions are CPU seconds used during the measured
+window divided by (window seconds × CPUs in the relevant CPU set), so 1.0 is the whole set busy; sampled
+values may slightly exceed 1.0.
+"""
+
+from __future__ import annotations
+
+import math
+
+GENERATOR_BOUND = "generator-bound"
+DATABASE_BOUND = "database-bound"
+TIMEOUTS = "timeouts"
+
+GENERATOR_BOUND_CPU_FRACTION = 0.90
+"""The load generator used more than 90 % of its CPU set: the generator, not the stack, may be the limit."""
+DATABASE_BOUND_DB_CPU_FRACTION = 0.90
+"""PostgreSQL used more than 90 % of the server CPU set ..."""
+DATABASE_BOUND_STACK_CPU_FRACTION = 0.50
+"""... while the stack used less than 50 % of it: the database, not the stack, is the limit, so the cell
+compares PostgreSQL (and the queries the stack sends) more than the stack itself."""
+
+
+def _check(name: str, value: float | None) -> None:
+    if value is not None and (math.isnan(value) or value < 0):
+        raise ValueError(f"{name} must be a non-negative number or None, got {value}")
+
+
+def saturation_flags(generator_cpu_fraction: float | None, db_cpu_fraction: float | None,
+                     stack_cpu_fraction: float | None, timeouts: int) -> list[str]:
+    """The saturation flags of one cell, in this order when present:
+
+    - "generator-bound": generator_cpu_fraction > GENERATOR_BOUND_CPU_FRACTION (0.90) of the generator's
+      CPU set;
+    - "database-bound": db_cpu_fraction > DATABASE_BOUND_DB_CPU_FRACTION (0.90) of the server CPU set and
+      stack_cpu_fraction < DATABASE_BOUND_STACK_CPU_FRACTION (0.50) of the same set;
+    - "timeouts": timeouts > 0 (requests that hit the HTTP timeout, over all repetitions).
+
+    Thresholds are strict: exactly 0.90 is not bound, exactly 0.50 stack CPU is not "< 50 %". A fraction
+    that was not measured is None and raises no flag (database-bound needs both fractions). Negative or
+    NaN fractions and negative timeouts raise ValueError.
+    """
+    _check("generator_cpu_fraction", generator_cpu_fraction)
+    _check("db_cpu_fraction", db_cpu_fraction)
+    _check("stack_cpu_fraction", stack_cpu_fraction)
+    if timeouts < 0:
+        raise ValueError(f"timeouts must be >= 0, got {timeouts}")
+    flags: list[str] = []
+    if generator_cpu_fraction is not None and generator_cpu_fraction > GENERATOR_BOUND_CPU_FRACTION:
+        flags.append(GENERATOR_BOUND)
+    if (db_cpu_fraction is not None and stack_cpu_fraction is not None
+            and db_cpu_fraction > DATABASE_BOUND_DB_CPU_FRACTION
+            and stack_cpu_fraction < DATABASE_BOUND_STACK_CPU_FRACTION):
+        flags.append(DATABASE_BOUND)
+    if timeouts > 0:
+        flags.append(TIMEOUTS)
+    return flags

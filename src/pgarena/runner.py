@@ -123,8 +123,7 @@ def stack_values(config: RunConfig, db: Database, stack: Stack, port: int) -> di
 def stack_environment(values: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     """The process environment of a stack: ours, PGARENA_* and the stack's templated mapping."""
     env = dict(os.environ)
-    env.update({f"PGARENA_{key.upper()}": value for key, value in values.items() if not key.startswith("db_")})
-    env.update({f"PGARENA_{key.upper()}": value for key, value in values.items() if key.startswith("db_")})
+    env.update({f"PGARENA_{key.upper()}": value for key, value in values.items()})
     env.update({key: render_template(value, values) for key, value in extra.items()})
     return env
 

@@ -147,8 +147,7 @@ def _judge(case: Case, response: httpx.Response, elapsed_s: float) -> str | None
         body = parse_json(response.content)
     except ValueError:
         body = None
-    content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
-    json_ok = body is not None and content_type in ("application/json", "application/graphql-response+json")
+    json_ok = body is not None and wl.is_json_content_type(response.headers.get("content-type"), graphql=True)
     if case.expect == "400":
         if response.status_code == 400 and json_ok:
             return None
@@ -172,10 +171,9 @@ def run_battery(client: httpx.Client, workload: str) -> tuple[list[BadInputCase]
     """Send every case of `workload`; return the verdicts and how many answers were 200 (tx writes)."""
     results, answered_200 = [], 0
     for case in CASES[workload]:
-        headers = {"content-type": case.content_type} if case.content_type else {}
         started = time.monotonic()
         try:
-            response = client.request(case.method, case.path, content=case.body, headers=headers)
+            response = wl.send(client, wl.Request(case.method, case.path, case.body, case.content_type))
         except httpx.HTTPError as exc:
             results.append(BadInputCase(description=case.description, path=case.path, status=None, ok=False,
                                         detail=f"{type(exc).__name__}: {exc}"))

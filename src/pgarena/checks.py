@@ -47,10 +47,8 @@ class AnswerSampler:
         self.failed = 0
 
     def _check_once(self) -> bool:
-        headers = {"content-type": self._request.content_type} if self._request.content_type else {}
         try:
-            response = self._client.request(self._request.method, self._request.path, content=self._request.body,
-                                            headers=headers)
+            response = wl.send(self._client, self._request)
             return response.status_code == 200 and rows_in(parse_json(response.content), self._workload) == self._expected
         except (httpx.HTTPError, ValueError):
             return False

@@ -15,6 +15,7 @@ from pgarena.checks import AnswerSampler
 from pgarena.config import RunConfig
 from pgarena.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.engines.base import EngineOutputError
+from pgarena.flags import saturation_flags
 from pgarena.postgres import Database
 from pgarena.process import NotReady, ServerProcess, run_measured
 from pgarena.resources import TreeSampler
@@ -23,8 +24,6 @@ from pgarena.stats import DEFAULT_NOISY_REL_SPREAD, spread
 
 MAX_FAILURE_RATE = 0.01
 """A cell with more failed requests than this is flagged invalid (BRIEF.md)."""
-GENERATOR_BOUND_FRACTION = 0.9
-"""Generator CPU above this share of its CPU set: the generator, not the stack, may be the limit."""
 
 
 def summarize(cell: Cell, config: RunConfig) -> None:
@@ -58,10 +57,7 @@ def summarize(cell: Cell, config: RunConfig) -> None:
         flags.append("failures>1%")
     if len(reps) > 1 and cell.summary.rps.rel_spread > DEFAULT_NOISY_REL_SPREAD:
         flags.append("noisy")
-    if (cell.summary.generator_cpu_fraction or 0) > GENERATOR_BOUND_FRACTION:
-        flags.append("generator-bound")
-    if any(r.errors.timeout for r in reps):
-        flags.append("timeouts")
+    flags += saturation_flags(cell.summary.generator_cpu_fraction, None, None, sum(r.errors.timeout for r in reps))
     checks_total = sum(r.checks_total for r in reps)
     if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
         flags.append("checks-failed>1%")
@@ -129,13 +125,13 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
             checks_total=checks_total, checks_failed=checks_failed,
         ))
         log(f"  rep {index}/{config.repetitions}: {outcome.rps:,.0f} req/s, "
-                f"p99 {outcome.latency.p99_ms:.1f} ms, {outcome.errors.total} failed"
-                + (f", {checks_failed}/{checks_total} checks failed" if checks_total else ""))
+            f"p99 {outcome.latency.p99_ms:.1f} ms, {outcome.errors.total} failed"
+            + (f", {checks_failed}/{checks_total} checks failed" if checks_total else ""))
     if tx_before is not None:
         cell.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(db), answered_200)
         if not cell.tx_invariants.holds:
             cell.flags.append("invariants-broken")
             cell.status, cell.error = "failed", f"TPC-B invariants broken: {cell.tx_invariants.problem}"
         log(f"  TPC-B invariants {'hold' if cell.tx_invariants.holds else 'BROKEN'}: "
-                f"{cell.tx_invariants.history_rows_added} history rows for {answered_200} answers of 200"
-                + ("" if cell.tx_invariants.holds else f" — {cell.tx_invariants.problem}"))
+            f"{cell.tx_invariants.history_rows_added} history rows for {answered_200} answers of 200"
+            + ("" if cell.tx_invariants.holds else f" — {cell.tx_invariants.problem}"))

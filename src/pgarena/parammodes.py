@@ -10,7 +10,6 @@ per-second aggregate log (machine-readable), not from its text summary.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgarena import workloads as wl
-from pgarena.postgres import Database, PostgresError, find_bin_dir
+from pgarena.postgres import Database, PostgresError, pgbench_binary
 from pgarena.postgres import _sql as packaged_sql
 
 CONTRAST_SCHEMA = "pgarena_contrast"
@@ -88,9 +87,7 @@ def measure(
     cpus: Sequence[int] | None = None,
 ) -> list[ModeResult]:
     """Run pgbench for every function × rows × mode; the contrast schema is dropped afterwards."""
-    pgbench = shutil.which("pgbench") or str(find_bin_dir() / "pgbench")
-    if not Path(pgbench).exists():
-        raise PostgresError("pgbench not found (it ships with the PostgreSQL server binaries)")
+    pgbench = pgbench_binary()
     with db.connect() as conn:
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {CONTRAST_SCHEMA}")
         conn.execute(inlinable_variant())

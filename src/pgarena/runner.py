@@ -10,7 +10,7 @@ import datetime as dt
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -161,8 +161,6 @@ class _Context:
     run_dir: Path
     db: Database
     log: Log
-    routes: dict[str, dict[str, str]] = field(default_factory=dict)
-    """stack id → its workload routes (stack.toml `routes`)."""
 
 
 def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
@@ -174,6 +172,7 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         info.status, info.reason = "start_failed", f"its fixed port {port} is already in use"
         return
     values = stack_values(config, ctx.db, stack, port)
+    routes = dict(definition.routes)
     if definition.build:
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
@@ -205,7 +204,7 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
         verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
                                      users_limits=config.users_limits, timeout_s=config.http_timeout_s,
-                                     health_path=definition.run.health_path, routes=dict(definition.routes))
+                                     health_path=definition.run.health_path, routes=routes)
         ctx.results.verifications.extend(verifications)
         for v in verifications:
             ctx.log(f"[{stack.id}] {v.workload}: {_verification_line(v)}")
@@ -214,7 +213,6 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
             return
         loadable = {v.workload for v in verifications if v.ok}
         info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
-        ctx.routes[stack.id] = dict(definition.routes)
         warmed: set[str] = set()
         for cell in plan_cells(config, stack, ctx.engine.name):  # type: ignore[union-attr]
             # NOTE: a JIT stack's longer warm-up runs before the first cell of each workload (its code
@@ -234,7 +232,7 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
                     f"@ {cell.vus} VUs".replace("  ", " "))
             try:
                 measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
-                             base_url=base_url, run_dir=run_dir, routes=ctx.routes[stack.id], log=ctx.log)
+                             base_url=base_url, run_dir=run_dir, routes=routes, log=ctx.log)
                 if cell.repetitions:
                     summarize(cell, config)
             except (NotReady, EngineOutputError) as exc:

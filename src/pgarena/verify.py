@@ -29,10 +29,6 @@ TX_VERIFY_CASES = 10
 TX_VERIFY_SEED = 20240115
 
 
-def is_json_content_type(value: str | None, *, graphql: bool = False) -> bool:
-    """application/json (GraphQL answers may also use GraphQL over HTTP's own JSON media type)."""
-    allowed = ("application/json", "application/graphql-response+json") if graphql else ("application/json",)
-    return bool(value) and value.split(";")[0].strip().lower() in allowed
 
 
 class _ColumnTally:
@@ -60,10 +56,8 @@ class _ColumnTally:
 
 
 def _get(client: httpx.Client, path: str) -> tuple[httpx.Response | None, str | None]:
-    try:
-        return client.get(path), None
-    except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
+    response = _send(client, wl.Request("GET", path))
+    return (None, response) if isinstance(response, str) else (response, None)
 
 
 def _rows_case(
@@ -75,7 +69,7 @@ def _rows_case(
         return
     checks.append(Check(name=f"{case}: status 200", ok=response.status_code == 200, detail=str(response.status_code)))
     content_type = response.headers.get("content-type")
-    checks.append(Check(name=f"{case}: content type JSON", ok=is_json_content_type(content_type), detail=content_type))
+    checks.append(Check(name=f"{case}: content type JSON", ok=wl.is_json_content_type(content_type), detail=content_type))
     try:
         body = parse_json(response.content)
     except ValueError as exc:
@@ -123,7 +117,7 @@ def verify_static(client: httpx.Client) -> WorkloadVerification:
         checks.append(Check(name=f"request {attempt}: status 200", ok=response.status_code == 200,
                             detail=str(response.status_code)))
         content_type = response.headers.get("content-type")
-        checks.append(Check(name=f"request {attempt}: content type JSON", ok=is_json_content_type(content_type),
+        checks.append(Check(name=f"request {attempt}: content type JSON", ok=wl.is_json_content_type(content_type),
                             detail=content_type))
         try:
             body = parse_json(response.content)
@@ -168,7 +162,7 @@ def verify_tx(client: httpx.Client, db: Database, cases: int = TX_VERIFY_CASES) 
         checks.append(Check(name=f"tx {index + 1}: status 200", ok=response.status_code == 200,
                             detail=str(response.status_code)))
         checks.append(Check(name=f"tx {index + 1}: content type JSON",
-                            ok=is_json_content_type(response.headers.get("content-type")),
+                            ok=wl.is_json_content_type(response.headers.get("content-type")),
                             detail=response.headers.get("content-type")))
         try:
             answer = parse_json(response.content)
@@ -188,9 +182,9 @@ def _account_balance(db: Database, aid: int) -> int:
 
 
 def _send(client: httpx.Client, request: wl.Request) -> httpx.Response | str:
-    headers = {"content-type": request.content_type} if request.content_type else {}
+    """The answer, or what went wrong at the HTTP level."""
     try:
-        return client.request(request.method, request.path, content=request.body, headers=headers)
+        return wl.send(client, request)
     except httpx.HTTPError as exc:
         return f"{type(exc).__name__}: {exc}"
 
@@ -206,7 +200,7 @@ def verify_graphql(client: httpx.Client, db: Database) -> WorkloadVerification:
         return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=False, checks=checks)
     checks.append(Check(name="graphql: status 200", ok=response.status_code == 200, detail=str(response.status_code)))
     content_type = response.headers.get("content-type")
-    checks.append(Check(name="graphql: content type JSON", ok=is_json_content_type(content_type, graphql=True),
+    checks.append(Check(name="graphql: content type JSON", ok=wl.is_json_content_type(content_type, graphql=True),
                         detail=content_type))
     try:
         body = parse_json(response.content)

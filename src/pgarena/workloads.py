@@ -156,6 +156,18 @@ class Request:
     content_type: str | None = None
 
 
+def send(client: httpx.Client, request: Request) -> httpx.Response:
+    """Send one request (with its content type, if any) through a stack's client."""
+    headers = {"content-type": request.content_type} if request.content_type else {}
+    return client.request(request.method, request.path, content=request.body, headers=headers)
+
+
+def is_json_content_type(value: str | None, *, graphql: bool = False) -> bool:
+    """application/json (GraphQL answers may also use GraphQL over HTTP's own JSON media type)."""
+    allowed = ("application/json", "application/graphql-response+json") if graphql else ("application/json",)
+    return bool(value) and value.split(";")[0].strip().lower() in allowed
+
+
 def perf_test_request(records: int, values: dict[str, str] | None = None) -> Request:
     """`GET /api/perf-test?...` with all 16 parameters (seed values unless given)."""
     query = {"_records": str(records), **(values or SEED_PERF_TEST_VALUES)}

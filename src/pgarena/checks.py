@@ -32,6 +32,18 @@ def rows_in(body: object, workload: str) -> int | None:
     return len(body) if isinstance(body, list) else None
 
 
+def answer_ok(response: httpx.Response, workload: str, expected_rows: int | None) -> bool:
+    """A correct answer under load: status 200 and, where rows are expected, that many rows."""
+    if response.status_code != 200:
+        return False
+    if expected_rows is None:
+        return True
+    try:
+        return rows_in(parse_json(response.content), workload) == expected_rows
+    except ValueError:
+        return False
+
+
 class AnswerSampler:
     """Samples answers in a background thread for the duration of a `with` block (bounded by it)."""
 
@@ -48,9 +60,8 @@ class AnswerSampler:
 
     def _check_once(self) -> bool:
         try:
-            response = wl.send(self._client, self._request)
-            return response.status_code == 200 and rows_in(parse_json(response.content), self._workload) == self._expected
-        except (httpx.HTTPError, ValueError):
+            return answer_ok(wl.send(self._client, self._request), self._workload, self._expected)
+        except httpx.HTTPError:
             return False
 
     def _loop(self) -> None:

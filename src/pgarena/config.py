@@ -12,7 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pgarena.slo import DEFAULT_MAX_ERROR_RATE
 from pgarena.stackdef import WORKLOAD_NAMES
+from pgarena.stats import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_ENGINE = "oha"
 DEFAULT_POOL_SIZE = 10
@@ -26,6 +28,10 @@ USERS_MAX_LIMIT = 10000
 """Largest `limit` a stack must serve (docs/contract.md); the table has this many rows."""
 
 Engine = Literal["oha", "k6"]
+DEFAULT_OPEN_CONNECTIONS = 100
+"""Open model: the most requests in flight at once (oha connections, k6 VUs), seed 000's top VU level."""
+DEFAULT_SLO_P99_MS = 50.0
+"""The default SLO of the max-sustainable-throughput search: p99 at most 50 ms and < 1 % errors."""
 K6_MIN_WINDOW_S = 1.0
 """k6's constant-VUs executor refuses shorter durations."""
 
@@ -39,10 +45,17 @@ class Profile(BaseModel):
     description: str
     warmup_s: float = Field(gt=0, description="warm-up before each cell, not counted")
     duration_s: float = Field(gt=0, description="measured window of one repetition")
-    repetitions: int = Field(ge=1)
+    repetitions: int = Field(ge=1, description="minimum measured windows per cell")
+    max_repetitions: int = Field(ge=1, description="more windows while the RPS interval is wider than the target")
+    cell_budget_s: float = Field(gt=0, description="measured seconds after which a cell stops repeating")
+    target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
+                                         description="RPS interval half-width (fraction of the mean) to stop at")
     vus: list[int] = Field(description="closed-model load levels: concurrent connections / VUs")
     perf_test_rows: list[int]
     users_limits: list[int]
+    arrival_rates: list[str] = Field(default_factory=list, description="open-model levels (see RunConfig)")
+    slo_p99_ms: float | None = Field(None, description="search max sustainable RPS under this p99 (None: no search)")
+    workloads: list[str] | None = Field(None, description="the profile's workloads (None: all)")
 
 
 PROFILES: dict[str, Profile] = {
@@ -54,6 +67,9 @@ PROFILES: dict[str, Profile] = {
             warmup_s=1,
             duration_s=2,
             repetitions=3,
+            max_repetitions=6,
+            cell_budget_s=12,
+            target_rel_half_width=0.10,  # 2 s windows on a noisy machine: ±2 % is out of reach (README)
             vus=[1, 50],
             perf_test_rows=[1, 100],
             users_limits=[20, 1000],
@@ -64,19 +80,38 @@ PROFILES: dict[str, Profile] = {
             warmup_s=5,
             duration_s=15,
             repetitions=3,
+            max_repetitions=6,
+            cell_budget_s=90,
             vus=[1, 50, 100],
             perf_test_rows=[1, 10, 100, 500],
             users_limits=[20, 50, 250, 1000, 5000],
         ),
         Profile(
             name="seed",
-            description="seed 000's matrix: rows 1/10/100/500 x VUs 1/50/100, 60 s per cell, constant VUs",
+            description="seed 000's matrix: perf-test rows 1/10/100/500 x VUs 1/50/100, 60 s windows, constant VUs",
             warmup_s=10,
             duration_s=60,
             repetitions=3,
+            max_repetitions=5,
+            cell_budget_s=300,
             vus=[1, 50, 100],
             perf_test_rows=[1, 10, 100, 500],
             users_limits=[20, 50, 250, 1000, 5000],
+            workloads=["perf-test"],
+        ),
+        Profile(
+            name="full",
+            description="every workload, closed and open model, SLO search, adaptive repetitions (±2 % at 95 %)",
+            warmup_s=5,
+            duration_s=5,
+            repetitions=3,
+            max_repetitions=10,
+            cell_budget_s=40,
+            vus=[1, 50, 100],
+            perf_test_rows=[1, 100, 500],
+            users_limits=[20, 1000],
+            arrival_rates=["50%", "90%", "150%"],
+            slo_p99_ms=DEFAULT_SLO_P99_MS,
         ),
     )
 }
@@ -104,10 +139,24 @@ class RunConfig(BaseModel):
     workloads: list[str] = Field(default_factory=lambda: list(DEFAULT_WORKLOADS))
     warmup_s: float = Field(gt=0)
     duration_s: float = Field(gt=0)
-    repetitions: int = Field(ge=1)
+    repetitions: int = Field(ge=1, description="minimum measured windows per cell")
+    max_repetitions: int = Field(ge=1, description="most measured windows per cell")
+    target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
+                                         description="stop repeating once the RPS interval is within ± this")
+    confidence_level: float = Field(DEFAULT_CONFIDENCE_LEVEL, gt=0, lt=1)
+    cell_budget_s: float = Field(gt=0, description="stop repeating once this many seconds were measured")
     vus: list[int]
     perf_test_rows: list[int]
     users_limits: list[int]
+    arrival_rates: list[str] = Field(default_factory=list, description=(
+        "open-model levels per cell parameter: '2000' = 2000 requests/s, '90%' = 90 % of the highest median "
+        "RPS the closed-model cells of the same stack, workload and parameter reached"))
+    open_connections: int = Field(DEFAULT_OPEN_CONNECTIONS, ge=1, description="open model: most requests in flight")
+    slo_p99_ms: float | None = Field(None, gt=0, description="max-sustainable search: p99 bound (None = no search)")
+    slo_max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, lt=1)
+    slo_budget_steps: int = Field(8, ge=1, description="measured windows the search may use per stack × workload")
+    headroom: bool = Field(True, description="measure the generator's own ceiling against a trivial endpoint")
+    cold_start_requests: int = Field(20, ge=1, description="first requests timed right after a stack is healthy")
     pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1)
     workers: int = Field(ge=1, description="worker processes/threads for every stack")
     generator_cpus: list[int]
@@ -133,6 +182,13 @@ class RunConfig(BaseModel):
             raise ValueError("load levels must be positive integers")
         return levels
 
+    @field_validator("arrival_rates")
+    @classmethod
+    def _rates(cls, rates: list[str]) -> list[str]:
+        for rate in rates:
+            parse_rate(rate)
+        return rates
+
     @field_validator("perf_test_rows")
     @classmethod
     def _rows_in_range(cls, rows: list[int]) -> list[int]:
@@ -148,6 +204,12 @@ class RunConfig(BaseModel):
         return limits
 
     @model_validator(mode="after")
+    def _repetition_bounds(self) -> RunConfig:
+        if self.max_repetitions < self.repetitions:
+            raise ValueError(f"max_repetitions ({self.max_repetitions}) is below repetitions ({self.repetitions})")
+        return self
+
+    @model_validator(mode="after")
     def _k6_minimum_window(self) -> RunConfig:
         if self.engine == "k6" and min(self.warmup_s, self.duration_s) < K6_MIN_WINDOW_S:
             raise ValueError(f"k6 needs warm-up and duration of at least {K6_MIN_WINDOW_S:g} s "
@@ -160,6 +222,19 @@ class RunConfig(BaseModel):
         if self.database_url:
             data["database_url"] = redact_url(self.database_url)
         return data
+
+
+def parse_rate(text: str) -> tuple[float, bool]:
+    """An arrival-rate level: ('2000' → (2000.0, False) requests/s; '90%' → (0.9, True) of the closed peak)."""
+    raw = str(text).strip()
+    relative = raw.endswith("%")
+    try:
+        value = float(raw[:-1] if relative else raw)
+    except ValueError:
+        raise ValueError(f"arrival rate '{text}' is neither a number of requests/s nor a percentage") from None
+    if not value > 0:
+        raise ValueError(f"arrival rate '{text}' must be positive")
+    return (value / 100, True) if relative else (value, False)
 
 
 def redact_url(url: str) -> str:
@@ -195,14 +270,24 @@ def build_config(
         "warmup_s": base.warmup_s,
         "duration_s": base.duration_s,
         "repetitions": base.repetitions,
+        "max_repetitions": base.max_repetitions,
+        "cell_budget_s": base.cell_budget_s,
+        "target_rel_half_width": base.target_rel_half_width,
         "vus": base.vus,
         "perf_test_rows": base.perf_test_rows,
         "users_limits": base.users_limits,
+        "arrival_rates": base.arrival_rates,
+        "slo_p99_ms": base.slo_p99_ms,
         "generator_cpus": generator_cpus,
         "server_cpus": server_cpus,
         "stacks_dir": project_dir / "stacks",
         "results_dir": project_dir / "results",
     }
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if base.workloads is not None:
+        values["workloads"] = base.workloads
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if "repetitions" in given and "max_repetitions" not in given:
+        given["max_repetitions"] = given["repetitions"]  # an explicit count is exact unless a maximum is given too
+    values.update(given)
     values.setdefault("workers", len(values["server_cpus"]))
     return RunConfig.model_validate(values)

@@ -10,6 +10,16 @@ from __future__ import annotations
 
 import math
 
+FAILURES = "failures>1%"
+"""More than 1 % of requests failed: the cell is invalid and not ranked."""
+NOISY = "noisy"
+"""The RPS confidence interval ended wider than the target: do not rank."""
+DROPPED = "dropped>1%"
+"""Open model: more than 1 % of the offered requests were not completed in the window (invalid)."""
+CHECKS_FAILED = "checks-failed>1%"
+"""More than 1 % of the answers sampled under load were wrong (invalid)."""
+INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", "queries-wrong")
+"""Flags that make a cell's figures not comparable: such cells are shown but never ranked."""
 GENERATOR_BOUND = "generator-bound"
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"

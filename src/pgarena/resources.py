@@ -9,6 +9,8 @@ sample and its exit is not seen (short-lived helpers); cgroup accounting would b
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import psutil
@@ -87,3 +89,25 @@ class TreeSampler:
             _sample(state, first=False)
             cpu = sum(state.last[pid] - state.baseline.get(pid, 0.0) for pid in state.last)
             self.usage[name] = TreeUsage(cpu_seconds=max(cpu, 0.0), rss_peak_bytes=state.rss_peak_bytes)
+
+
+class CpuMeters:
+    """Exact cumulative CPU counters (cgroups) by name; `window()` yields their deltas over a block.
+
+    Each meter is a callable returning cumulative CPU seconds (e.g. `CpuGroup.cpu_seconds`). Names without
+    a meter are absent from the yielded dict, so callers fall back to the psutil sampler for them.
+    """
+
+    def __init__(self, meters: Mapping[str, Callable[[], float]], source: str = "psutil") -> None:
+        self._meters = dict(meters)
+        self.source = source if self._meters else "psutil"
+
+    @contextmanager
+    def window(self) -> Iterator[dict[str, float]]:
+        deltas: dict[str, float] = {}
+        start = {name: meter() for name, meter in self._meters.items()}
+        try:
+            yield deltas
+        finally:
+            for name, meter in self._meters.items():
+                deltas[name] = max(0.0, meter() - start[name])

@@ -6,6 +6,9 @@ The JSON Schema in docs/results.schema.json is generated from these models (`pga
 
 Schema history:
 - 1: first version (perf-test, users, static, tx, graphql; closed model; oha and k6).
+- 2: open model (Cell.model, arrival rates, dropped requests), confidence intervals and adaptive
+  repetitions (CellSummary.rps_interval, stop_reason), CPU fractions and their accounting source, SLO
+  searches, generator headroom, cold starts of stacks.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pgarena.values import Verdict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RESULTS_FILE = "results.json"
 
 
@@ -46,6 +49,8 @@ class Environment(_Model):
     generator_cpus: list[int]
     server_cpus: list[int]
     cpu_sets_shared: bool = Field(description="generator and server share CPUs (a one-CPU machine)")
+    cpu_accounting: str | None = Field(None, description="how stack and PostgreSQL CPU time was measured")
+    headroom_unavailable: str | None = Field(None, description="why the generator headroom was not measured")
 
 
 class DatabaseInfo(_Model):
@@ -65,6 +70,17 @@ class LinesOfCode(_Model):
     by_language: dict[str, int]
     files: int
     counter: str = Field(description="the counting tool")
+
+
+class ColdStart(_Model):
+    """A stack's first moments: from process start to its first correct answer, and its first requests."""
+
+    healthy_seconds: float = Field(description="process start → first answer of the health path")
+    first_correct_seconds: float | None = Field(
+        description="process start → first correct workload answer (None: none was correct)")
+    request: str = Field(description="the request timed (method and path)")
+    first_requests_ms: list[float] = Field(description="latency of each of the first sequential requests")
+    failed: int = Field(0, description="of those, answers that were not correct")
 
 
 class StackInfo(_Model):
@@ -89,6 +105,7 @@ class StackInfo(_Model):
     startup_seconds: float | None = Field(None, description="process start → first healthy answer")
     lines_of_code: LinesOfCode | None = None
     warmup_seconds: float | None = Field(None, description="warm-up before the first cell of each workload")
+    cold_start: ColdStart | None = None
 
 
 class Check(_Model):
@@ -202,6 +219,8 @@ class Repetition(_Model):
     stack_rss_peak_bytes: int | None
     generator_cpu_seconds: float
     raw_output: str = Field(description="generator output, relative to the run directory")
+    offered_requests: int | None = Field(None, description="open model: arrival rate × window")
+    dropped: int = Field(0, description="open model: offered requests that were never completed in the window")
     checks_total: int = Field(0, description="answers sampled during the window and checked (status, row count)")
     checks_failed: int = 0
 
@@ -215,10 +234,25 @@ class Spread(_Model):
     rel_spread: float = Field(description="(max - min) / median; 0 when the median is 0")
 
 
+class Interval(_Model):
+    """A confidence interval for the mean of one figure over the repetitions."""
+
+    mean: float
+    low: float
+    high: float
+    rel_half_width: float = Field(description="(high - low) / 2 / mean")
+    level: float = Field(description="confidence level, e.g. 0.95")
+    method: str = Field(description="how it was computed")
+
+
 class CellSummary(_Model):
     """The cell's figures over its repetitions."""
 
     rps: Spread
+    rps_interval: Interval | None = Field(None, description="None with fewer than 2 repetitions")
+    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed"] = Field(
+        "fixed", description="why repetitions stopped: interval within target, time budget, cap, or fixed count")
+    noisy: bool = Field(False, description="the RPS interval ended wider than the target: do not rank")
     latency_avg_ms: Spread
     latency_p99_ms: Spread
     requests_total: int
@@ -229,6 +263,14 @@ class CellSummary(_Model):
     stack_rss_peak_bytes: int | None = None
     generator_cpu_fraction: float | None = Field(None, description="generator CPU time / (window × its CPUs)")
     generator_cpu_us_per_request: float | None = Field(None, description="the load generator's own CPU cost")
+    stack_cpu_fraction: float | None = Field(None, description="stack CPU time / (window × server CPUs)")
+    db_cpu_fraction: float | None = Field(None, description="PostgreSQL CPU time / (window × server CPUs)")
+    cpu_accounting: str = Field("psutil", description="where CPU times came from: a cgroup backend or psutil")
+    cpu_us_per_request_interval: Interval | None = Field(
+        None, description="interval on each repetition's (stack + PostgreSQL) CPU µs per request")
+    timeouts_total: int = 0
+    offered_total: int | None = Field(None, description="open model: requests the arrival rate asked for")
+    dropped_total: int = Field(0, description="open model: offered requests not completed")
 
 
 class Cell(_Model):
@@ -238,7 +280,10 @@ class Cell(_Model):
     workload: str
     parameter_name: str | None
     parameter: int | None
-    vus: int
+    vus: int = Field(description="closed model: concurrent connections/VUs; open model: most requests in flight")
+    model: Literal["closed", "open"] = "closed"
+    arrival_rate: float | None = Field(None, description="open model: requests per second offered")
+    arrival_rate_spec: str | None = Field(None, description="open model: the level as configured ('90%', '2000')")
     engine: str
     warmup_seconds: float
     duration_seconds: float
@@ -250,8 +295,60 @@ class Cell(_Model):
     error: str | None = None
 
     @property
-    def key(self) -> tuple[str, str, int | None, int]:
-        return (self.stack, self.workload, self.parameter, self.vus)
+    def key(self) -> tuple[str, str, int | None, str, float]:
+        """Identifies the cell within a run (and across runs, for compare and resume)."""
+        level = self.vus if self.model == "closed" else (self.arrival_rate_spec or self.arrival_rate)
+        return (self.stack, self.workload, self.parameter, self.model, str(level))
+
+    @property
+    def level_label(self) -> str:
+        """'50 VUs' or '1,800 req/s (90%)'."""
+        if self.model == "closed":
+            return f"{self.vus} VUs"
+        spec = self.arrival_rate_spec or ""
+        return f"{self.arrival_rate or 0:,.0f} req/s" + (f" ({spec})" if spec.endswith("%") else "")
+
+
+class SloPoint(_Model):
+    """One measured level of an SLO search."""
+
+    level: float = Field(description="arrival rate (requests/s) or VUs")
+    rps: float
+    latency: Latency
+    error_rate: float
+    dropped: int = 0
+    passed: bool
+
+
+class SloSearchResult(_Model):
+    """Max sustainable throughput of one stack × workload × parameter under an SLO (slo.py)."""
+
+    stack: str
+    workload: str
+    parameter_name: str | None
+    parameter: int | None
+    model: Literal["closed", "open"]
+    slo_p99_ms: float
+    slo_max_error_rate: float
+    window_seconds: float
+    curve: list[SloPoint] = Field(description="every measured level in the order measured")
+    answer_level: float | None = Field(description="highest level that met the SLO (None: none did)")
+    answer_rps: float | None
+    bracket_low: float = Field(description="the limit lies between the last passing level ...")
+    bracket_high: float | None = Field(description="... and the first failing one (None: none failed)")
+    stop_reason: str
+    error: str | None = None
+
+
+class Headroom(_Model):
+    """The load generator's own ceiling: its RPS against a trivial endpoint on its CPU set."""
+
+    rps: float
+    latency_p99_ms: float
+    connections: int
+    duration_seconds: float
+    generator_cpu_fraction: float | None
+    endpoint: str = Field(description="what answered (a minimal HTTP server pinned to the server CPUs)")
 
 
 class RunResults(_Model):
@@ -271,6 +368,8 @@ class RunResults(_Model):
     stacks: list[StackInfo] = Field(default_factory=list)
     verifications: list[WorkloadVerification] = Field(default_factory=list)
     cells: list[Cell] = Field(default_factory=list)
+    slo_searches: list[SloSearchResult] = Field(default_factory=list)
+    generator_headroom: Headroom | None = None
 
     def stack(self, stack_id: str) -> StackInfo:
         return next(s for s in self.stacks if s.id == stack_id)

@@ -14,15 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pgarena import loc
+from contextlib import ExitStack
+
+from pgarena import cgroups, loc
+from pgarena.coldstart import cold_start_workload, measure_cold_start
+from pgarena.headroom import HeadroomUnavailable, measure_headroom
+from pgarena.resources import SAMPLE_INTERVAL_S, CpuMeters
 from pgarena import workloads as wl
-from pgarena.config import RunConfig, redact_url
+from pgarena.config import RunConfig, parse_rate, redact_url
 from pgarena.engines import Engine, EngineUnavailable, get_engine
 from pgarena.engines.base import EngineOutputError
 from pgarena.environment import collect
 from pgarena.postgres import SETTINGS_PROFILE_NAME, Database, free_port, load_workload_data, provide_database, server_facts
 from pgarena.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
-from pgarena.measure import measure_cell, summarize
+from pgarena.measure import measure_cell, search_sustainable, summarize
 from pgarena.results import (
     Cell,
     DatabaseInfo,
@@ -144,13 +149,35 @@ def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
             wl.USERS: list(config.users_limits),
         }.get(workload, [None])
         for parameter in parameters:
+            common = dict(stack=stack.id, workload=workload, parameter_name=wl.PARAMETER_NAMES[workload],
+                          parameter=parameter, engine=engine, warmup_seconds=config.warmup_s,
+                          duration_seconds=config.duration_s)
             for vus in config.vus:
-                cells.append(Cell(
-                    stack=stack.id, workload=workload, parameter_name=wl.PARAMETER_NAMES[workload],
-                    parameter=parameter, vus=vus, engine=engine, warmup_seconds=config.warmup_s,
-                    duration_seconds=config.duration_s,
-                ))
+                cells.append(Cell(vus=vus, **common))
+            for spec in config.arrival_rates:  # after the closed cells whose peak a relative rate scales
+                value, relative = parse_rate(spec)
+                cells.append(Cell(vus=config.open_connections, model="open", arrival_rate_spec=spec,
+                                  arrival_rate=None if relative else value, **common))
     return cells
+
+
+def closed_peak(cells: list[Cell], stack: str, workload: str, parameter: int | None) -> float | None:
+    """The highest median RPS of the measured closed-model cells of one stack × workload × parameter."""
+    peaks = [c.summary.rps.median for c in cells
+             if c.stack == stack and c.workload == workload and c.parameter == parameter and c.model == "closed"
+             and c.status == "ok" and c.summary is not None]
+    return max(peaks) if peaks else None
+
+
+def resolve_rate(cell: Cell, cells: list[Cell]) -> None:
+    """Turn a relative arrival rate ('90%') into requests/s from the closed-model peak (ValueError if none)."""
+    if cell.model != "open" or cell.arrival_rate is not None:
+        return
+    value, _ = parse_rate(cell.arrival_rate_spec or "")
+    peak = closed_peak(cells, cell.stack, cell.workload, cell.parameter)
+    if peak is None:
+        raise ValueError(f"no measured closed-model cell to take {cell.arrival_rate_spec} of")
+    cell.arrival_rate = round(value * peak, 1)
 
 
 @dataclass
@@ -161,6 +188,8 @@ class _Context:
     run_dir: Path
     db: Database
     log: Log
+    cgroup_backend: cgroups.CgroupBackend | None = None
+    db_group: cgroups.CpuGroup | None = None
 
 
 def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
@@ -172,7 +201,6 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         info.status, info.reason = "start_failed", f"its fixed port {port} is already in use"
         return
     values = stack_values(config, ctx.db, stack, port)
-    routes = dict(definition.routes)
     if definition.build:
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
@@ -187,64 +215,123 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
             return
     ctx.log(f"[{stack.id}] starting on port {port}")
     run_log = logs / "run.log"
-    base_url = f"http://127.0.0.1:{port}"
-    server = ServerProcess(render_template(definition.run.command, values), cwd=stack.directory,
-                           env=stack_environment(values, definition.run.env), log_path=run_log,
-                           cpus=config.server_cpus)
-    with server:
-        try:
-            info.startup_seconds = round(
-                wait_until_healthy(server, base_url + definition.run.health_path, definition.run.startup_timeout_s), 3)
-        except NotReady as exc:
-            info.status, info.reason = "start_failed", f"{exc} (log: {run_log})"
-            info.log_tail = tail(run_log, LOG_TAIL_LINES)
-            return
-        info.status = "ok"
-        workloads = [w for w in config.workloads if w in definition.workloads]
-        ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
-        verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
-                                     users_limits=config.users_limits, timeout_s=config.http_timeout_s,
-                                     health_path=definition.run.health_path, routes=routes)
-        ctx.results.verifications.extend(verifications)
-        for v in verifications:
-            ctx.log(f"[{stack.id}] {v.workload}: {_verification_line(v)}")
-        save(ctx.results, run_dir)
-        if kind != "run":
-            return
-        loadable = {v.workload for v in verifications if v.ok}
-        info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
-        warmed: set[str] = set()
-        for cell in plan_cells(config, stack, ctx.engine.name):  # type: ignore[union-attr]
-            # NOTE: a JIT stack's longer warm-up runs before the first cell of each workload (its code
-            # paths are compiled then); later cells of the workload get the profile's warm-up.
-            cell.warmup_seconds = config.warmup_s if cell.workload in warmed else info.warmup_seconds
-            warmed.add(cell.workload)
-            if cell.workload not in loadable:
-                cell.status, cell.error = "failed", "verification failed; not loaded"
-                ctx.results.cells.append(cell)
-                continue
-            verification = ctx.results.verification(stack.id, cell.workload)
-            if verification and verification.wrong_columns:
-                cell.flags.append("columns-wrong")
-            if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
-                cell.flags.append("queries-wrong")
-            ctx.log(f"[{stack.id}] {cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} "
-                    f"@ {cell.vus} VUs".replace("  ", " "))
-            try:
-                measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
-                             base_url=base_url, run_dir=run_dir, routes=routes, log=ctx.log)
-                if cell.repetitions:
-                    summarize(cell, config)
-            except (NotReady, EngineOutputError) as exc:
-                cell.status, cell.error = "failed", str(exc)
-                if server.exit_code() is not None:
-                    info.status, info.reason = "crashed", f"exited with code {server.exit_code()} under load"
-                    info.log_tail = tail(run_log, LOG_TAIL_LINES)
+    with ExitStack() as scope:
+        group = scope.enter_context(ctx.cgroup_backend.create(stack.id)) if ctx.cgroup_backend else None
+        server = scope.enter_context(ServerProcess(
+            render_template(definition.run.command, values), cwd=stack.directory,
+            env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
+            preexec=group.preexec_fn() if group else None))
+        meters = {"stack": group.cpu_seconds} if group else {}
+        if ctx.db_group:
+            meters["db"] = ctx.db_group.cpu_seconds
+        cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
+        _serve_stack(ctx, stack, info, kind, server, cpu, values)
+
+
+def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server: ServerProcess, cpu: CpuMeters,
+                 values: dict[str, str]) -> None:
+    """The started stack: health, cold start, verification, then its cells and SLO searches."""
+    config, run_dir, definition = ctx.config, ctx.run_dir, stack.definition
+    run_log = server.log_path
+    base_url = f"http://127.0.0.1:{values['port']}"
+    routes = dict(definition.routes)
+    try:
+        healthy = wait_until_healthy(server, base_url + definition.run.health_path,
+                                     definition.run.startup_timeout_s)
+    except NotReady as exc:
+        info.status, info.reason = "start_failed", f"{exc} (log: {run_log})"
+        info.log_tail = tail(run_log, LOG_TAIL_LINES)
+        return
+    info.startup_seconds = round(healthy, 3)
+    info.status = "ok"
+    workloads = [w for w in config.workloads if w in definition.workloads]
+    first = cold_start_workload(workloads)
+    if first is not None:
+        parameter = {wl.PERF_TEST: config.perf_test_rows[0], wl.USERS: config.users_limits[0]}.get(first)
+        info.cold_start = measure_cold_start(
+            base_url, workload=first, parameter=parameter, healthy_seconds=healthy,
+            healthy_at=server.started_at + healthy, count=config.cold_start_requests,
+            timeout_s=config.http_timeout_s, routes=routes)
+        cs = info.cold_start
+        ctx.log(f"[{stack.id}] healthy after {healthy:.2f} s; first correct answer at "
+                + (f"{cs.first_correct_seconds:.2f} s" if cs.first_correct_seconds is not None else "— (none)")
+                + f"; first request {cs.first_requests_ms[0]:.1f} ms, "
+                  f"request {len(cs.first_requests_ms)} {cs.first_requests_ms[-1]:.1f} ms")
+    ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
+    verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
+                                 users_limits=config.users_limits, timeout_s=config.http_timeout_s,
+                                 health_path=definition.run.health_path, routes=routes)
+    ctx.results.verifications.extend(verifications)
+    for v in verifications:
+        ctx.log(f"[{stack.id}] {v.workload}: {_verification_line(v)}")
+    save(ctx.results, run_dir)
+    if kind != "run":
+        return
+    loadable = {v.workload for v in verifications if v.ok}
+    info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
+    warmed: set[str] = set()
+    cells = plan_cells(config, stack, ctx.engine.name)  # type: ignore[union-attr]
+    for position, cell in enumerate(cells):
+        # NOTE: a JIT stack's longer warm-up runs before the first cell of each workload (its code
+        # paths are compiled then); later cells of the workload get the profile's warm-up.
+        cell.warmup_seconds = config.warmup_s if cell.workload in warmed else info.warmup_seconds
+        warmed.add(cell.workload)
+        if cell.workload not in loadable:
+            cell.status, cell.error = "failed", "verification failed; not loaded"
             ctx.results.cells.append(cell)
+            continue
+        verification = ctx.results.verification(stack.id, cell.workload)
+        if verification and verification.wrong_columns:
+            cell.flags.append("columns-wrong")
+        if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
+            cell.flags.append("queries-wrong")
+        try:
+            resolve_rate(cell, ctx.results.cells)
+        except ValueError as exc:
+            cell.status, cell.error = "failed", str(exc)
+            ctx.results.cells.append(cell)
+            continue
+        ctx.log(f"[{stack.id}] {cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} "
+                f"@ {cell.level_label}".replace("  ", " "))
+        try:
+            measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
+                         base_url=base_url, run_dir=run_dir, routes=routes, log=ctx.log, cpu=cpu)
+            if cell.repetitions:
+                summarize(cell, config, cpu.source)
+        except (NotReady, EngineOutputError) as exc:
+            cell.status, cell.error = "failed", str(exc)
+            if server.exit_code() is not None:
+                info.status, info.reason = "crashed", f"exited with code {server.exit_code()} under load"
+                info.log_tail = tail(run_log, LOG_TAIL_LINES)
+        ctx.results.cells.append(cell)
+        save(ctx.results, run_dir)
+        if info.status == "crashed":
+            ctx.log(f"[{stack.id}] crashed: {info.reason}")
+            return
+        last_of_workload = position + 1 == len(cells) or cells[position + 1].workload != cell.workload
+        if config.slo_p99_ms is not None and last_of_workload and cell.workload in loadable:
+            _slo_search(ctx, stack.id, cell.workload, base_url, routes)
             save(ctx.results, run_dir)
-            if info.status == "crashed":
-                ctx.log(f"[{stack.id}] crashed: {info.reason}")
-                return
+
+
+def _slo_search(ctx: _Context, stack_id: str, workload: str, base_url: str, routes: dict[str, str]) -> None:
+    """Max sustainable throughput of the workload's first parameter under the SLO."""
+    config = ctx.config
+    parameter = {wl.PERF_TEST: config.perf_test_rows[0], wl.USERS: config.users_limits[0]}.get(workload)
+    ctx.log(f"[{stack_id}] {workload}: searching the max sustainable rate (p99 ≤ {config.slo_p99_ms:g} ms, "
+            f"errors ≤ {config.slo_max_error_rate:.0%})")
+    found = search_sustainable(stack=stack_id, workload=workload, parameter=parameter,
+                               peak_rps=closed_peak(ctx.results.cells, stack_id, workload, parameter),
+                               engine=ctx.engine, config=config, base_url=base_url, routes=routes,  # type: ignore[arg-type]
+                               run_dir=ctx.run_dir, log=ctx.log)
+    ctx.results.slo_searches.append(found)
+    if found.answer_level is not None:
+        high = f"{found.bracket_high:,.0f}" if found.bracket_high is not None else "not reached"
+        ctx.log(f"[{stack_id}] {workload}: sustains {found.answer_level:,.0f} req/s offered "
+                f"({found.answer_rps:,.0f} achieved); limit between {found.bracket_low:,.0f} and {high} "
+                f"({found.stop_reason})")
+    else:
+        ctx.log(f"[{stack_id}] {workload}: no level met the SLO ({found.error or found.stop_reason})")
 
 
 def _verification_line(v: WorkloadVerification) -> str:
@@ -261,6 +348,36 @@ def _verification_line(v: WorkloadVerification) -> str:
     else:
         db = f", no database accounting ({v.accounting_unavailable})" if v.accounting_unavailable else ""
     return f"ok, {columns}{bad}{db}"
+
+
+def _cpu_accounting(ctx: _Context, scope: ExitStack) -> None:
+    """Exact CPU accounting through cgroups where the kernel offers it; psutil sampling otherwise."""
+    backend = cgroups.probe()
+    if isinstance(backend, str):
+        ctx.results.environment.cpu_accounting = f"psutil sampling every {SAMPLE_INTERVAL_S:g} s ({backend})"
+        ctx.log(f"CPU accounting: psutil sampling ({backend})")
+        return
+    ctx.cgroup_backend = backend
+    ctx.results.environment.cpu_accounting = backend.description
+    if ctx.db.postmaster_pid:
+        ctx.db_group = scope.enter_context(backend.create("postgres"))
+        ctx.db_group.add_tree(ctx.db.postmaster_pid)
+    ctx.log(f"CPU accounting: {backend.description}")
+
+
+def _generator_headroom(ctx: _Context) -> None:
+    """The generator's ceiling against a trivial endpoint, recorded before any stack runs."""
+    try:
+        headroom = measure_headroom(ctx.engine, ctx.config, ctx.run_dir)  # type: ignore[arg-type]
+    except HeadroomUnavailable as exc:
+        ctx.results.environment.headroom_unavailable = str(exc)
+        ctx.log(f"generator headroom not measured: {exc}")
+        return
+    ctx.results.generator_headroom = headroom
+    ctx.log(f"generator headroom: {headroom.rps:,.0f} req/s against a trivial endpoint "
+            f"({headroom.connections} connections, generator CPU "
+            + (f"{headroom.generator_cpu_fraction:.0%})" if headroom.generator_cpu_fraction is not None else "?)"))
+    save(ctx.results, ctx.run_dir)
 
 
 def execute(
@@ -294,7 +411,8 @@ def execute(
         log(f"[{error.stack_id}] skipped: {error.message}")
     save(results, run_dir)
     try:
-        with provide_database(run_dir, database_url=config.database_url, cpus=config.server_cpus) as db:
+        with ExitStack() as scope, provide_database(run_dir, database_url=config.database_url,
+                                                    cpus=config.server_cpus) as db:
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version
@@ -304,6 +422,10 @@ def execute(
                 url=redact_url(db.url),
             )
             ctx = _Context(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log)
+            if kind == "run":
+                _cpu_accounting(ctx, scope)
+                if config.headroom:
+                    _generator_headroom(ctx)
             for stack in stacks:
                 info = results.stack(stack.id)
                 if not stack.available:

@@ -16,7 +16,7 @@ from pgarena import runner
 from pgarena.config import build_config
 from pgarena.engines.oha import OhaEngine
 from pgarena.report.markdown import render_markdown
-from pgarena.results import load
+from pgarena.results import SCHEMA_VERSION, load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
@@ -48,7 +48,7 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
     lines: list[str] = []
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lines.append)
     results = load(run_dir)
-    assert results.status == "complete" and results.schema_version == 1
+    assert results.status == "complete" and results.schema_version == SCHEMA_VERSION
     status = {s.id: s for s in results.stacks}
     assert status["fixture-good"].status == "ok" and status["fixture-good"].startup_seconds > 0
     assert status["fixture-exits"].status == "start_failed"

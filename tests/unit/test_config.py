@@ -17,6 +17,7 @@ from pgarena.config import (
     DEFAULT_PROFILE,
     PERF_TEST_MAX_ROWS,
     PROFILES,
+    parse_rate,
     USERS_MAX_LIMIT,
     RunConfig,
     build_config,
@@ -84,7 +85,9 @@ def test_build_config_with_each_profile(tmp_path, four_cpus, name):
     assert cfg.engine == DEFAULT_ENGINE
     assert cfg.pool_size == DEFAULT_POOL_SIZE
     assert cfg.http_timeout_s == DEFAULT_HTTP_TIMEOUT_S
-    assert cfg.workloads == list(WORKLOAD_NAMES)
+    assert cfg.workloads == (profile.workloads or list(WORKLOAD_NAMES))
+    assert cfg.max_repetitions == profile.max_repetitions >= cfg.repetitions
+    assert cfg.arrival_rates == profile.arrival_rates and cfg.slo_p99_ms == profile.slo_p99_ms
     assert cfg.stacks is None and cfg.database_url is None and cfg.run_id is None
 
 
@@ -101,6 +104,39 @@ def test_seed_profile_is_the_seed_matrix():
     assert seed.perf_test_rows == [1, 10, 100, 500]
     assert seed.vus == [1, 50, 100]
     assert seed.duration_s == 60
+
+
+def test_seed_profile_runs_only_perf_test_with_constant_vus():
+    seed = PROFILES["seed"]
+    assert seed.workloads == ["perf-test"]
+    assert seed.arrival_rates == [], "seed 000 is a closed-model matrix"
+
+
+def test_full_profile_has_open_model_slo_search_and_adaptive_repetitions():
+    full = PROFILES["full"]
+    assert full.workloads is None, "full runs every workload"
+    assert full.arrival_rates and full.slo_p99_ms is not None
+    assert full.max_repetitions > full.repetitions >= 3
+
+
+def test_an_explicit_repetition_count_is_exact_unless_a_maximum_is_given(tmp_path, four_cpus):
+    assert build_config(project_dir=tmp_path, overrides={"repetitions": 4}).max_repetitions == 4
+    cfg = build_config(project_dir=tmp_path, overrides={"repetitions": 3, "max_repetitions": 7})
+    assert (cfg.repetitions, cfg.max_repetitions) == (3, 7)
+    with pytest.raises(ValueError, match="max_repetitions"):
+        build_config(project_dir=tmp_path, overrides={"repetitions": 5, "max_repetitions": 4})
+
+
+@pytest.mark.parametrize(("text", "parsed"), [("2000", (2000.0, False)), ("90%", (0.9, True)),
+                                               (" 150% ", (1.5, True)), ("12.5", (12.5, False))])
+def test_arrival_rates_are_absolute_or_relative(text, parsed):
+    assert parse_rate(text) == pytest.approx(parsed)
+
+
+@pytest.mark.parametrize("text", ["fast", "0", "-5%", "%"])
+def test_bad_arrival_rates_are_refused_with_the_value(tmp_path, four_cpus, text):
+    with pytest.raises(ValueError, match="arrival rate"):
+        build_config(project_dir=tmp_path, overrides={"arrival_rates": [text]})
 
 
 def test_default_profile(tmp_path, four_cpus):

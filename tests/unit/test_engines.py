@@ -6,6 +6,7 @@ import fnmatch
 import json
 import tomllib
 from importlib import resources
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -485,3 +486,42 @@ def test_k6_summary_without_run_duration_is_an_output_error():
     del data["state"]
     with pytest.raises(EngineOutputError, match="testRunDurationMs"):
         parse_k6_summary(data)
+
+
+# --- open model (issue 5) -------------------------------------------------------------------------------
+
+
+def test_oha_open_model_sets_the_rate_and_latency_correction(fake_binaries, tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:1/", method="GET", connections=100, duration_s=2, timeout_s=10,
+                    rate=1234.5)
+    argv = OhaEngine().command(spec, tmp_path, "s")
+    assert float(_option(argv, "-q")) == pytest.approx(1234.5)
+    assert "--latency-correction" in argv
+    assert _option(argv, "-c") == "100"
+
+
+def test_oha_closed_model_has_no_rate(fake_binaries, tmp_path):
+    argv = OhaEngine().command(LoadSpec(url="http://127.0.0.1:1/", method="GET", connections=4, duration_s=1,
+                                        timeout_s=1), tmp_path, "s")
+    assert "-q" not in argv and "--latency-correction" not in argv
+
+
+def test_k6_open_model_passes_an_integer_rate(fake_binaries, tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:1/", method="GET", connections=100, duration_s=2, timeout_s=10, rate=99.6)
+    env = _k6_env(K6Engine().command(spec, tmp_path, "s"))
+    assert env["PGARENA_RATE"] == "100" and env["PGARENA_VUS"] == "100"
+    closed = _k6_env(K6Engine().command(replace(spec, rate=None), tmp_path, "s"))
+    assert "PGARENA_RATE" not in closed
+
+
+def test_k6_script_switches_to_constant_arrival_rate():
+    script = resources.files("pgarena.engines").joinpath("k6_script.js").read_text()
+    assert "constant-arrival-rate" in script and "PGARENA_RATE" in script and "maxVUs" in script
+
+
+def test_k6_dropped_iterations_are_read_when_present():
+    data = fixture("k6_ok")
+    assert parse_k6_summary(data).dropped is None
+    data["metrics"]["dropped_iterations"] = {"type": "counter", "contains": "default",
+                                             "values": {"count": 42, "rate": 21.0}}
+    assert parse_k6_summary(data).dropped == 42

@@ -23,7 +23,9 @@ class EngineOutputError(Exception):
 
 @dataclass(frozen=True)
 class LoadSpec:
-    """One closed-model window: `connections` concurrent clients repeat one request for `duration_s`."""
+    """One window. Closed model (rate None): `connections` concurrent clients repeat one request for
+    `duration_s`. Open model: requests start at `rate` per second on a fixed schedule whatever the answers
+    do, with at most `connections` in flight; latency counts from each request's scheduled start."""
 
     url: str
     method: str
@@ -37,6 +39,7 @@ class LoadSpec:
     expected_rows: int | None = None
     """Rows a sampled answer must hold (engines that check answers themselves)."""
     workload: str = ""
+    rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ class LoadOutcome:
     status_codes: dict[str, int]
     checks_total: int = 0
     checks_failed: int = 0
+    dropped: int | None = None
+    """Open model: requests the generator itself reports it could not start on schedule (k6's
+    dropped_iterations); None when it does not report them (oha: the caller uses offered − completed)."""
 
     @property
     def answered_2xx(self) -> int:

@@ -1,5 +1,10 @@
 """k6 adapter: a constant-VUs scenario (k6_script.js) whose handleSummary writes the full JSON summary.
 
+Open model: the `constant-arrival-rate` executor with `preAllocatedVUs = maxVUs = connections`; an
+iteration that finds no free VU is not started and counted in k6's `dropped_iterations`. k6 measures
+`http_req_duration` from the actual send, so with the open model a late start shows up as dropped
+iterations rather than as latency; pgarena reports both.
+
 Latency is `http_req_duration` (request time: sending + waiting + receiving), not iteration time.
 The script classifies each request: by status when there is one (2xx or not), otherwise by k6's error
 code (1050 timeout, 12xx TCP connect/refused/reset).
@@ -54,6 +59,8 @@ class K6Engine(Engine):
             "PGARENA_TIMEOUT": _duration(spec.timeout_s),
             "PGARENA_SUMMARY": str(self.raw_output(workdir, stem)),
         }
+        if spec.rate is not None:
+            env["PGARENA_RATE"] = str(max(1, round(spec.rate)))
         if spec.bodies_file is not None:
             env["PGARENA_BODIES_FILE"] = str(spec.bodies_file)
         elif spec.body is not None:
@@ -122,4 +129,5 @@ def parse_k6_summary(summary: dict) -> LoadOutcome:
         status_codes={"2xx": answered, "non-2xx": errors.non_2xx},
         checks_total=_count(metrics, "pgarena_checks"),
         checks_failed=_count(metrics, "pgarena_checks_failed"),
+        dropped=_count(metrics, "dropped_iterations") if "dropped_iterations" in metrics else None,
     )

@@ -1,4 +1,5 @@
-// pgarena's k6 scenario: one request shape, closed model (constant VUs), machine-readable summary.
+// pgarena's k6 scenario: one request shape, closed model (constant VUs) or open model (constant arrival
+// rate when PGARENA_RATE is set), machine-readable summary.
 // Everything comes from PGARENA_* environment variables set by pgarena's k6 adapter.
 import http from 'k6/http';
 import { SharedArray } from 'k6/data';
@@ -39,18 +40,26 @@ function rowCount(text) {
   }
 }
 
+const vus = Number(__ENV.PGARENA_VUS || 1);
+const duration = __ENV.PGARENA_DURATION || '5s';
+// In-flight requests finish when the window closes and are counted (tx: one 200 = one commit).
+const scenario = __ENV.PGARENA_RATE
+  ? {
+      // Open model: iterations start on schedule; one that finds no free VU is dropped (dropped_iterations).
+      executor: 'constant-arrival-rate',
+      rate: Number(__ENV.PGARENA_RATE),
+      timeUnit: '1s',
+      duration: duration,
+      preAllocatedVUs: vus,
+      maxVUs: vus,
+      gracefulStop: timeout,
+    }
+  : { executor: 'constant-vus', vus: vus, duration: duration, gracefulStop: timeout };
+
 export const options = {
   discardResponseBodies: true,
   summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(50)', 'p(90)', 'p(95)', 'p(99)'],
-  scenarios: {
-    load: {
-      executor: 'constant-vus',
-      vus: Number(__ENV.PGARENA_VUS || 1),
-      duration: __ENV.PGARENA_DURATION || '5s',
-      // In-flight requests finish when the window closes and are counted (tx: one 200 = one commit).
-      gracefulStop: timeout,
-    },
-  },
+  scenarios: { load: scenario },
 };
 
 export default function () {

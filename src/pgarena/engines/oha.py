@@ -1,5 +1,10 @@
 """oha adapter: `oha -z <window> -c <connections> --no-tui --output-format json`, parsed from its JSON.
 
+Open model: `-q <rate> --latency-correction`: oha schedules requests at the rate and measures each one's
+latency from its scheduled start, so time spent waiting for a free connection counts (no coordinated
+omission). Requests scheduled but not completed by the deadline are not reported by oha; pgarena counts
+them as dropped (offered = rate × window, minus completed).
+
 oha's JSON reports times in seconds; pgarena stores milliseconds. Requests still in flight when the
 window closes are aborted by oha ("aborted due to deadline"); they are not failures of the stack and
 are left out of both the request count and the errors. Error kinds are read from the keys of
@@ -58,6 +63,8 @@ class OhaEngine(Engine):
             "-m", spec.method,
             "-w",
         ]
+        if spec.rate is not None:
+            argv += ["-q", f"{spec.rate:.3f}", "--latency-correction"]
         if spec.bodies_file is not None:
             argv += ["-Z", str(spec.bodies_file)]
         elif spec.body is not None:

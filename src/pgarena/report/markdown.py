@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from pgarena.report.ranking import efficiency_ranks, throughput_ranks
 from pgarena.results import Cell, RunResults, StackInfo, WorkloadVerification
 from pgarena.values import Verdict
 from pgarena.workloads import (
@@ -52,8 +53,12 @@ def _mib(value: int | None) -> str:
     return "?" if value is None else f"{value / 2**20:,.0f} MiB"
 
 
-def _cell_title(workload: str, parameter_name: str | None, parameter: int | None, vus: int) -> str:
-    load = f"{vus} Virtual User{'s' if vus != 1 else ''}"
+def _cell_title(cell: Cell) -> str:
+    if cell.model == "open":
+        load = f"open model, {cell.level_label} offered, ≤ {cell.vus} in flight"
+    else:
+        load = f"{cell.vus} Virtual User{'s' if cell.vus != 1 else ''}"
+    workload, parameter = cell.workload, cell.parameter
     if workload == PERF_TEST:
         return f"perf-test — {load}, {parameter} Record{'s' if parameter != 1 else ''}"
     if workload == USERS:
@@ -63,42 +68,119 @@ def _cell_title(workload: str, parameter_name: str | None, parameter: int | None
     return f"{workload} — {load}"
 
 
+def _interval(cell: Cell) -> str:
+    s = cell.summary
+    assert s is not None
+    if s.rps_interval is None:
+        return "n/a (1 repetition)"
+    i = s.rps_interval
+    return f"{_num(i.low)}–{_num(i.high)} (±{i.rel_half_width:.1%}, n={len(cell.repetitions)})"
+
+
+def _group_key(cell: Cell) -> tuple:
+    level = cell.vus if cell.model == "closed" else (cell.arrival_rate_spec or "")
+    return (cell.workload, cell.parameter, cell.model, level)
+
+
 def results_tables(results: RunResults) -> str:
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in results.cells:
-        groups[(cell.workload, cell.parameter, cell.vus)].append(cell)
+        groups[_group_key(cell)].append(cell)
 
     def order(key: tuple) -> tuple:
-        workload, parameter, vus = key
-        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, vus, parameter or 0)
+        workload, parameter, model, level = key
+        first = groups[key][0]
+        rate = first.arrival_rate or 0
+        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model,
+                level if model == "closed" else rate, parameter or 0)
 
     sections = []
     for key in sorted(groups, key=order):
         cells = groups[key]
-        measured = sorted((c for c in cells if c.summary), key=lambda c: -c.summary.rps.median)  # type: ignore[union-attr]
         is_tx = cells[0].workload == TX
+        is_open = cells[0].model == "open"
+        efficiency = {id(c): label for c, label in efficiency_ranks(cells)}
         rows = []
-        for rank, cell in enumerate(measured, 1):
+        for cell, rank in throughput_ranks(cells):
             s = cell.summary
             assert s is not None
             rows.append((
-                rank, cell.stack, f"{_num(s.rps.median, 2)}/s", f"{_num(s.rps.min)}–{_num(s.rps.max)}",
+                rank, cell.stack, f"{_num(s.rps.median, 2)}/s", _interval(cell),
+                *([f"{_num(s.offered_total or 0)}", f"{s.dropped_total:,}"] if is_open else []),
                 _ms(s.latency_avg_ms.median), _ms(s.latency_p99_ms.median), _num(s.requests_total),
                 f"{s.failures_total:,} ({s.failure_rate:.1%})" if s.failures_total else "0",
-                _cost(s.stack_cpu_us_per_request, s.db_cpu_us_per_request), _mib(s.stack_rss_peak_bytes),
+                _cost(s.stack_cpu_us_per_request, s.db_cpu_us_per_request), efficiency.get(id(cell), "–"),
+                _mib(s.stack_rss_peak_bytes),
                 *([_invariants(cell)] if is_tx else []),
                 ", ".join(cell.flags),
             ))
+        width = 11 + (2 if is_open else 0)
         for cell in cells:
             if not cell.summary:
-                rows.append(("–", cell.stack, "failed", "", "", "", "", "", "", "", *([""] if is_tx else []),
+                rows.append(("–", cell.stack, "failed", *[""] * (width - 3), *([""] if is_tx else []),
                              cell.error or ""))
-        first = cells[0]
-        sections.append(f"### {_cell_title(first.workload, first.parameter_name, first.parameter, first.vus)}\n\n" + table(
-            ["#", "Stack", "Requests/s (median)", "range", "Avg latency", "p99 latency", "Total requests",
-             "Failures", "CPU µs/req (stack + db)", "Peak RSS", *(["TPC-B invariants"] if is_tx else []), "Flags"],
-            rows, "rlrrrrrrrr" + ("l" if is_tx else "") + "l"))
+        sections.append(f"### {_cell_title(cells[0])}\n\n" + table(
+            ["#", "Stack", "Requests/s (median)", "95 % interval of the mean",
+             *(["Offered", "Dropped"] if is_open else []), "Avg latency", "p99 latency", "Total requests",
+             "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak RSS",
+             *(["TPC-B invariants"] if is_tx else []), "Flags"],
+            rows, "rlrr" + ("rr" if is_open else "") + "rrrrrrr" + ("l" if is_tx else "") + "l"))
     return "\n\n".join(sections) if sections else "_No load cells in this run._"
+
+
+def slo_section(results: RunResults) -> str:
+    """Seed 001's sweep, searched: the max sustainable rate per stack under the SLO, then each curve."""
+    searches = results.slo_searches
+    if not searches:
+        return ""
+    first = searches[0]
+    summary_rows = []
+    for found in sorted(searches, key=lambda f: (f.workload, f.parameter or 0, -(f.answer_rps or 0))):
+        high = "not reached" if found.bracket_high is None else _num(found.bracket_high)
+        summary_rows.append((
+            found.stack, f"{found.workload}{'' if found.parameter is None else f' {found.parameter_name}={found.parameter}'}",
+            "none" if found.answer_level is None else f"{_num(found.answer_level)}/s",
+            "–" if found.answer_rps is None else f"{_num(found.answer_rps)}/s",
+            f"{_num(found.bracket_low)} – {high}", f"{len(found.curve)} ({found.stop_reason})",
+            found.error or ""))
+    parts = [
+        f"SLO: p99 ≤ {first.slo_p99_ms:g} ms and failed + dropped requests ≤ {first.slo_max_error_rate:.0%}, "
+        f"open model ({first.window_seconds:g} s per step). The answer is the highest offered rate that met it; the "
+        "limit lies between it and the lowest rate that failed (the bracket). Each step is one window, so "
+        "noise near the knee can move the answer by about the bracket's width.",
+        table(["Stack", "Workload", "Max sustainable rate", "Achieved", "Limit bracket (req/s)", "Steps", "Error"],
+              summary_rows, "llrrrll"),
+    ]
+    for found in searches:
+        rows = [(_num(p.level), f"{_num(p.rps / 1000, 1)}", _ms(p.latency.avg_ms), _ms(p.latency.p90_ms),
+                 _ms(p.latency.p95_ms), _ms(p.latency.p99_ms), _ms(p.latency.max_ms), f"{p.error_rate:.1%}",
+                 "✅" if p.passed else "❌")
+                for p in sorted(found.curve, key=lambda p: p.level)]
+        title = f"{found.stack} · {found.workload}" + ("" if found.parameter is None else f" {found.parameter_name}={found.parameter}")
+        parts.append(f"#### {title}\n\n" + table(
+            ["Offered req/s", "RPS[K]", "avg", "p90", "p95", "p99", "max", "failed + dropped", "SLO"], rows,
+            "rrrrrrrrl"))
+    return "\n\n".join(parts)
+
+
+def cold_start_section(stacks: list[StackInfo]) -> str:
+    rows = []
+    for s in stacks:
+        cs = s.cold_start
+        if cs is None:
+            continue
+        later = sorted(cs.first_requests_ms[1:]) or cs.first_requests_ms
+        rows.append((s.id, f"{cs.healthy_seconds:.2f} s",
+                     "none correct" if cs.first_correct_seconds is None else f"{cs.first_correct_seconds:.2f} s",
+                     _ms(cs.first_requests_ms[0]), _ms(later[len(later) // 2]), _ms(max(cs.first_requests_ms)),
+                     f"{cs.failed}/{len(cs.first_requests_ms)}",
+                     f"`{cs.request if len(cs.request) <= 48 else cs.request[:47] + '…'}`"))
+    if not rows:
+        return ""
+    return ("Process start → first answer of the health path, and → first correct workload answer; then the "
+            "latency of the first sequential requests (before any warm-up).\n\n"
+            + table(["Stack", "Healthy after", "First correct answer after", "1st request", "Median of the next",
+                     "Slowest", "Wrong answers", "Request"], rows, "lrrrrrrl"))
 
 
 def _invariants(cell: Cell) -> str:
@@ -279,8 +361,10 @@ def environment_section(results: RunResults) -> str:
         ("PostgreSQL", env.postgres_version or "?"),
         *[(f"engine {name}", version) for name, version in env.engine_versions.items()],
         *[(f"`{cmd}`", out) for cmd, out in env.toolchains.items()],
-        ("Profile", f"{cfg.get('profile')}: warm-up {cfg.get('warmup_s')} s, {cfg.get('repetitions')} × "
-                    f"{cfg.get('duration_s')} s per cell, engine {cfg.get('engine')}"),
+        ("Profile", f"{cfg.get('profile')}: warm-up {cfg.get('warmup_s')} s, {_repetitions(cfg)} × "
+                    f"{cfg.get('duration_s')} s windows per cell, engine {cfg.get('engine')}"),
+        ("CPU accounting", env.cpu_accounting or "psutil sampling"),
+        ("Generator headroom", _headroom(results)),
         ("Fairness knobs", f"pool size {cfg.get('pool_size')} connections per stack, {cfg.get('workers')} worker(s)"),
     ]
     if results.database:
@@ -291,26 +375,49 @@ def environment_section(results: RunResults) -> str:
     return table(["", ""], rows) + f"\n\nCommand: `{results.command}`"
 
 
+def _repetitions(cfg: dict) -> str:
+    low, high = cfg.get("repetitions"), cfg.get("max_repetitions", cfg.get("repetitions"))
+    if low == high:
+        return f"{low}"
+    return (f"{low}–{high} (until the 95 % RPS interval is within ±{cfg.get('target_rel_half_width', 0):.0%} "
+            f"or {cfg.get('cell_budget_s')} s measured)")
+
+
+def _headroom(results: RunResults) -> str:
+    h = results.generator_headroom
+    if h is None:
+        return f"not measured ({results.environment.headroom_unavailable or 'disabled'})"
+    cpu = "" if h.generator_cpu_fraction is None else f", generator CPU {h.generator_cpu_fraction:.0%}"
+    return (f"{_num(h.rps)} req/s, p99 {_ms(h.latency_p99_ms)} at {h.connections} connections against a trivial "
+            f"endpoint ({h.endpoint}{cpu})")
+
+
 def render_markdown(results: RunResults) -> str:
     """The whole Markdown report of one run."""
     status = "" if results.status == "complete" else f" — **{results.status}**"
     parts = [
         f"# pgarena {results.kind} {results.run_id}{status}",
         f"Started {results.started_at:%Y-%m-%d %H:%M:%S} UTC. Each table: one workload parameter at one load "
-        "level, stacks sorted by median requests/s over the repetitions (range = slowest–fastest repetition). "
-        "Latency is request latency measured by the load generator. Flags: `failures>1%` invalid cell, `noisy` "
-        "range wider than 20 % of the median, `generator-bound` the generator used >90 % of its CPUs, "
-        "`columns-wrong` the stack's answer has ❌ columns, `queries-wrong` the database accounting found a cache or an "
-        "N+1, `checks-failed>1%` sampled answers had the wrong status or row count, `invariants-broken` a tx cell lost "
-        "or duplicated writes. CPU µs/req: CPU time of the stack's processes and of "
-        "PostgreSQL per completed request; Peak RSS: the stack's process tree.",
+        "level, stacks sorted by median requests/s over the repetitions. `#` ranks throughput only where the 95 % "
+        "confidence intervals of the mean RPS do not overlap (`2–3`: the intervals cannot order these); cells "
+        "flagged `noisy` or invalid get `–` and are never ranked. `Efficiency #` ranks CPU µs per request (stack + "
+        "PostgreSQL, lower is better) the same way — a steadier figure than RPS on a noisy machine. Latency is "
+        "request latency measured by the load generator; in the open model it counts from each request's "
+        "scheduled start (oha) and requests the generator could not start or finish on schedule are `Dropped`. "
+        "Flags: `failures>1%` / `dropped>1%` / `checks-failed>1%` / `invariants-broken` / `columns-wrong` / "
+        "`queries-wrong` invalid cell; `noisy` interval wider than the target; `generator-bound` the generator "
+        "used >90 % of its CPUs; `database-bound` PostgreSQL used >90 % of the server CPUs while the stack used "
+        "<50 %; `timeouts` some requests hit the HTTP timeout. Method: README, \"Methodology\".",
     ]
     if results.error:
         parts.append(f"> Run error: {results.error}")
     graphql = graphql_section(results)
+    slo, cold = slo_section(results), cold_start_section(results.stacks)
     parts += [
         "## Results", results_tables(results),
+        *(["## Max sustainable throughput under the SLO", slo] if slo else []),
         *(["## GraphQL against REST on the same stack", graphql] if graphql else []),
+        *(["## Cold start", cold] if cold else []),
         "## Verification", verification_section(results),
         "## Stacks", stacks_section(results.stacks),
         "## Environment", environment_section(results),

@@ -1,0 +1,60 @@
+"""Ranks shared by the Markdown and HTML reports: throughput and efficiency, with ties where the
+confidence intervals overlap, and no rank at all for cells that must not be ranked.
+
+A cell is ranked only when it was measured, carries no invalidating flag (flags.INVALID) and its RPS
+interval met the target width (not `noisy`). Ranked cells get `stats.rank_with_ties` labels ("1", "2–3");
+the others get "–" and follow, in median order, so they stay visible with their figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pgarena.flags import INVALID
+from pgarena.results import Cell
+from pgarena.stats import rank_with_ties
+
+UNRANKED = "–"
+
+
+def rankable(cell: Cell) -> bool:
+    """Measured, valid and tight enough to rank."""
+    s = cell.summary
+    return (cell.status == "ok" and s is not None and not s.noisy and s.rps_interval is not None
+            and not any(flag in INVALID for flag in cell.flags))
+
+
+def throughput_ranks(cells: Sequence[Cell]) -> list[tuple[Cell, str]]:
+    """Measured cells by median RPS (higher first) with tie-aware rank labels."""
+    measured = [c for c in cells if c.summary is not None]
+    ranked = [c for c in measured if rankable(c)]
+    labels = dict((id(c), label) for c, label in rank_with_ties(
+        [(c, c.summary.rps_interval.low, c.summary.rps_interval.high, c.summary.rps.median)  # type: ignore[union-attr]
+         for c in ranked]))
+    ordered = sorted(measured, key=lambda c: (id(c) not in labels, -c.summary.rps.median))  # type: ignore[union-attr]
+    return [(c, labels.get(id(c), UNRANKED)) for c in ordered]
+
+
+def cost(cell: Cell) -> float | None:
+    """CPU µs per request of the stack and PostgreSQL together."""
+    s = cell.summary
+    if s is None or s.stack_cpu_us_per_request is None or s.db_cpu_us_per_request is None:
+        return None
+    return s.stack_cpu_us_per_request + s.db_cpu_us_per_request
+
+
+def efficiency_ranks(cells: Sequence[Cell]) -> list[tuple[Cell, str]]:
+    """Measured cells by CPU µs per request (lower first), ties where the per-repetition intervals overlap.
+
+    Valid cells with an interval are ranked (noise in RPS does not disqualify: CPU per request is the
+    steadier figure); cells without CPU figures are left out.
+    """
+    measured = [c for c in cells if cost(c) is not None]
+    ranked = [c for c in measured if c.status == "ok" and c.summary.cpu_us_per_request_interval is not None  # type: ignore[union-attr]
+              and not any(flag in INVALID for flag in c.flags)]
+    # lower is better: rank the negated intervals
+    labels = dict((id(c), label) for c, label in rank_with_ties(
+        [(c, -c.summary.cpu_us_per_request_interval.high, -c.summary.cpu_us_per_request_interval.low,  # type: ignore[union-attr]
+          -cost(c)) for c in ranked]))  # type: ignore[operator]
+    ordered = sorted(measured, key=lambda c: (id(c) not in labels, cost(c)))
+    return [(c, labels.get(id(c), UNRANKED)) for c in ordered]

@@ -1,0 +1,3 @@
+module pgarena.invalid/trivial
+
+go 1.21

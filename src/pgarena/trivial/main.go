@@ -1,0 +1,19 @@
+// The generator-headroom endpoint: the cheapest HTTP answer Go's net/http can give, so that a load
+// generator driving it shows its own ceiling. It listens on 127.0.0.1:$PGARENA_PORT and answers every
+// request with a fixed 2-byte body; nothing is computed, nothing touches a database.
+package main
+
+import (
+	"log"
+	"net/http"
+	"os"
+)
+
+func main() {
+	body := []byte("ok")
+	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write(body)
+	})
+	log.Fatal(http.ListenAndServe("127.0.0.1:"+os.Getenv("PGARENA_PORT"), handler))
+}

@@ -1,0 +1,126 @@
+"""A cell's summary (intervals, stop reason, flags, cost) and the report's tie-aware ranks (issue 5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgarena.config import build_config
+from pgarena.flags import DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS
+from pgarena.measure import keep_repeating, summarize
+from pgarena.report.ranking import UNRANKED, efficiency_ranks, throughput_ranks
+from pgarena.results import Cell, Errors, Latency, Repetition
+
+
+@pytest.fixture
+def config(tmp_path, monkeypatch):
+    monkeypatch.setattr("pgarena.config.default_cpu_sets", lambda: ([0], [1]))
+    return build_config(profile="full", project_dir=tmp_path)  # target ±2 %, 3..10 repetitions, 40 s budget
+
+
+def rep(index: int, rps: float, *, seconds: float = 5.0, stack_cpu: float | None = 1.0, db_cpu: float | None = 1.0,
+        generator_cpu: float = 1.0, timeouts: int = 0, failed: int = 0, offered: int | None = None,
+        dropped: int = 0) -> Repetition:
+    requests = round(rps * seconds)
+    return Repetition(index=index, requests=requests, duration_seconds=seconds, rps=rps,
+                      latency=Latency(avg_ms=1, p50_ms=1, p90_ms=2, p95_ms=3, p99_ms=4, max_ms=5),
+                      errors=Errors(timeout=timeouts, other=failed), status_codes={"200": requests},
+                      stack_cpu_seconds=stack_cpu, db_cpu_seconds=db_cpu, stack_rss_peak_bytes=2**20,
+                      generator_cpu_seconds=generator_cpu, raw_output="x", offered_requests=offered,
+                      dropped=dropped)
+
+
+def cell(stack: str, reps: list[Repetition], config, **kw) -> Cell:
+    kw.setdefault("vus", 50)
+    c = Cell(stack=stack, workload="perf-test", parameter_name="rows", parameter=1, engine="oha",
+             warmup_seconds=1, duration_seconds=5, repetitions=reps, **kw)
+    summarize(c, config)
+    return c
+
+
+def test_tight_repetitions_give_a_narrow_interval_and_no_noise_flag(config):
+    c = cell("a", [rep(i, v) for i, v in enumerate([10_000, 10_050, 9_980], 1)], config)
+    s = c.summary
+    assert s.rps_interval.low < 10_010 < s.rps_interval.high
+    assert s.rps_interval.rel_half_width < 0.02 and not s.noisy and NOISY not in c.flags
+    assert s.stop_reason == "interval"
+    assert "t-interval" in s.rps_interval.method
+
+
+def test_wide_repetitions_are_noisy_and_say_why_they_stopped(config):
+    values = [10_000, 7_000, 12_000, 9_000, 11_000, 8_000, 10_500, 9_500, 12_500, 7_500]
+    c = cell("a", [rep(i, v) for i, v in enumerate(values, 1)], config)
+    assert c.summary.noisy and NOISY in c.flags
+    assert c.summary.stop_reason == "max-repetitions"
+    short = cell("a", [rep(i, v) for i, v in enumerate(values[:4], 1)], config)
+    assert short.summary.stop_reason == "budget"
+
+
+def test_cost_per_request_and_cpu_fractions(config):
+    # 2 reps × 5 s × 1,000 req/s = 10,000 requests; stack 0.5 s + 0.5 s CPU → 100 µs/request
+    c = cell("a", [rep(1, 1000, stack_cpu=0.5, db_cpu=4.8), rep(2, 1000, stack_cpu=0.5, db_cpu=4.8)], config)
+    s = c.summary
+    assert s.stack_cpu_us_per_request == pytest.approx(100)
+    assert s.db_cpu_us_per_request == pytest.approx(960)
+    assert s.db_cpu_fraction == pytest.approx(0.96) and s.stack_cpu_fraction == pytest.approx(0.1)
+    assert DATABASE_BOUND in c.flags, "PostgreSQL at 96 % of the server CPU while the stack idles"
+    assert s.cpu_us_per_request_interval.mean == pytest.approx(1060)
+
+
+def test_generator_bound_timeouts_failures_and_drops_are_flagged(config):
+    c = cell("a", [rep(1, 1000, generator_cpu=4.9, timeouts=3, failed=200)], config)
+    assert {GENERATOR_BOUND, TIMEOUTS, FAILURES} <= set(c.flags)
+    assert c.summary.timeouts_total == 3
+    o = cell("a", [rep(1, 1000, offered=6000, dropped=900), rep(2, 1000, offered=6000, dropped=0)], config,
+             model="open", arrival_rate=1200, arrival_rate_spec="1200")
+    assert o.summary.offered_total == 12_000 and o.summary.dropped_total == 900 and DROPPED in o.flags
+
+
+def test_unmeasured_cpu_gives_no_cost_and_no_database_flag(config):
+    c = cell("a", [rep(1, 1000, stack_cpu=None), rep(2, 1000, stack_cpu=None)], config)
+    assert c.summary.stack_cpu_us_per_request is None and c.summary.stack_cpu_fraction is None
+    assert DATABASE_BOUND not in c.flags
+
+
+def test_keep_repeating_follows_minimum_target_cap_and_budget(config):
+    assert keep_repeating([1000, 1000], 10, 5, config), "below the minimum of 3"
+    assert not keep_repeating([1000, 1001, 999], 15, 5, config), "interval within ±2 %"
+    assert keep_repeating([1000, 800, 1200], 15, 5, config), "wide, budget and cap left"
+    assert not keep_repeating([1000, 800, 1200], 36, 5, config), "another 5 s window exceeds the 40 s budget"
+    assert not keep_repeating([1000, 800] * 5, 0, 5, config), "cap of 10 reached"
+
+
+def _ranks(ranked):
+    return [(c.stack, label) for c, label in ranked]
+
+
+def test_overlapping_intervals_tie_and_noisy_or_invalid_cells_are_not_ranked(config):
+    a = cell("a", [rep(i, v) for i, v in enumerate([10_000, 10_020, 9_990], 1)], config)
+    b = cell("b", [rep(i, v) for i, v in enumerate([10_010, 9_995, 10_030], 1)], config)
+    c = cell("c", [rep(i, v) for i, v in enumerate([5_000, 5_010, 4_995], 1)], config)
+    noisy = cell("noisy", [rep(i, v) for i, v in enumerate([20_000, 12_000, 30_000], 1)], config)
+    invalid = cell("invalid", [rep(i, v, failed=5000) for i, v in enumerate([15_000, 15_010, 14_990], 1)], config)
+    ranked = _ranks(throughput_ranks([c, invalid, a, noisy, b]))
+    assert ranked[:3] == [("b", "1–2"), ("a", "1–2"), ("c", "3")]
+    assert dict(ranked)["noisy"] == UNRANKED and dict(ranked)["invalid"] == UNRANKED
+
+
+def test_efficiency_ranks_lower_cpu_per_request_first(config):
+    lean = cell("lean", [rep(i, 1000, stack_cpu=0.5 + i / 1000) for i in (1, 2, 3)], config)
+    heavy = cell("heavy", [rep(i, 3000, stack_cpu=5.0 + i / 1000) for i in (1, 2, 3)], config)
+    assert _ranks(efficiency_ranks([heavy, lean])) == [("lean", "1"), ("heavy", "2")]
+
+
+def test_relative_arrival_rates_scale_the_closed_peak_of_the_same_parameter(config):
+    from pgarena.runner import resolve_rate
+
+    low = cell("a", [rep(i, 1000) for i in (1, 2, 3)], config)
+    high = cell("a", [rep(i, 2000) for i in (1, 2, 3)], config, vus=100)
+    other = cell("a", [rep(i, 9000) for i in (1, 2, 3)], config)
+    other.parameter = 500  # another parameter's peak must not be used
+    opened = Cell(stack="a", workload="perf-test", parameter_name="rows", parameter=1, vus=100, model="open",
+                  arrival_rate_spec="90%", engine="oha", warmup_seconds=1, duration_seconds=5)
+    resolve_rate(opened, [low, high, other])
+    assert opened.arrival_rate == pytest.approx(1800)
+    lonely = opened.model_copy(update={"arrival_rate": None, "stack": "b"})
+    with pytest.raises(ValueError, match="no measured closed-model cell"):
+        resolve_rate(lonely, [low, high])

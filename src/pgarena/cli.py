@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from pgarena import compare as comparing
 from pgarena import config as cfg
 from pgarena.engines import EngineUnavailable, get_engine
 from pgarena.postgres import PostgresError
@@ -159,7 +160,21 @@ def run(
     workloads: WorkloadsOpt = None,
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
     engine: Annotated[str, typer.Option(help="load generator: oha or k6")] = cfg.DEFAULT_ENGINE,
-    repetitions: Annotated[Optional[int], typer.Option(help="measured windows per cell")] = None,
+    repetitions: Annotated[Optional[int], typer.Option(
+        help="measured windows per cell (exact, unless --max-repetitions is given: then the minimum)")] = None,
+    max_repetitions: Annotated[Optional[int], typer.Option(
+        help="repeat up to this many windows while the RPS interval is wider than --target-width")] = None,
+    target_width: Annotated[Optional[float], typer.Option(
+        help="stop repeating once the 95 % RPS interval is within ± this fraction of the mean, e.g. 0.02")] = None,
+    cell_budget: Annotated[Optional[float], typer.Option(help="measured seconds after which a cell stops")] = None,
+    rates: Annotated[Optional[str], typer.Option(
+        help="open-model arrival rates: requests/s or % of the closed-model peak, e.g. 50%,90%,2000")] = None,
+    open_connections: Annotated[Optional[int], typer.Option(help="open model: most requests in flight")] = None,
+    slo_p99: Annotated[Optional[float], typer.Option(
+        help="search each stack's max sustainable rate with p99 at most this many ms (and < 1 % errors)")] = None,
+    slo_steps: Annotated[Optional[int], typer.Option(help="measured windows an SLO search may use")] = None,
+    headroom: Annotated[Optional[bool], typer.Option(
+        "--headroom/--no-headroom", help="measure the generator's ceiling against a trivial endpoint")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
     warmup: Annotated[Optional[float], typer.Option(help="warm-up seconds per cell")] = None,
     vus: Annotated[Optional[str], typer.Option(help="load levels (connections/VUs), e.g. 1,50,100")] = None,
@@ -178,7 +193,9 @@ def run(
     """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
     config = _config(
         profile, stacks=_names(stacks), workloads=_names(workloads), engine=engine, repetitions=repetitions,
-        duration_s=duration, warmup_s=warmup, vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
+        max_repetitions=max_repetitions, target_rel_half_width=target_width, cell_budget_s=cell_budget,
+        arrival_rates=_names(rates), open_connections=open_connections, slo_p99_ms=slo_p99,
+        slo_budget_steps=slo_steps, headroom=headroom, duration_s=duration, warmup_s=warmup, vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
         http_timeout_s=http_timeout, database_url=database_url, run_id=run_id, stacks_dir=stacks_dir,
@@ -199,6 +216,58 @@ def report(run_dir: Annotated[Path, typer.Argument(help="a run folder (or its re
     folder = run_dir if run_dir.is_dir() else run_dir.parent
     for path in write_reports(results, folder):
         out.print(f"Report: {path}")
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="the baseline run folder (or its results.json)")],
+    run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="the run judged against it (folder or results.json)")],
+    fail_on_regression: Annotated[Optional[float], typer.Option(
+        metavar="PCT", min=0, help="exit 1 when a cell's RPS dropped significantly by at least PCT %")] = None,
+    min_change: Annotated[float, typer.Option(
+        metavar="PCT", min=0, help="smallest significant change, in %, that counts as a regression/improvement"
+    )] = comparing.DEFAULT_MIN_CHANGE_PCT,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="refuse (exit 2) when the environments differ in what matters")] = False,
+    out_dir: Annotated[Optional[Path], typer.Option(
+        "--out", help="folder for compare-<run A>.md/.html (default: run B's folder)")] = None,
+) -> None:
+    """Compare two runs cell by cell: change, significance (Welch's t-test) and environment differences.
+
+    Exit codes: 0 compared, 1 a regression reached --fail-on-regression, 2 refused or unreadable.
+    """
+    runs = []
+    for path in (run_a, run_b):
+        try:
+            runs.append(load(path))
+        except ResultsError as exc:
+            raise _fail(str(exc)) from None
+        except ValidationError as exc:
+            raise _fail(f"{path}: not a valid results file: {exc.errors()[0]['msg']}") from None
+    results_a, results_b = runs
+    comparison = comparing.compare_runs(results_a, results_b, min_change=min_change / 100)
+    if comparison.differences:
+        err.print("[bold red]WARNING: the environments differ in what matters:[/]", highlight=False)
+        for line in comparing.warning_lines(comparison):
+            err.print(f"  {line}", style="red", highlight=False, markup=False, soft_wrap=True)
+        if strict:
+            raise _fail("refusing to compare (--strict): the environments differ")
+    if sys.stdout.isatty() and out.width >= comparing.TERMINAL_TABLE_MIN_WIDTH:
+        out.print(comparing.terminal_table(comparison))
+    else:
+        for line in comparing.terminal_lines(comparison):
+            print(line)
+    for label, note in comparison.only_a + comparison.only_b:
+        out.print(f"not compared: {label} ({note})", highlight=False, markup=False)
+    out.print(comparing.summary_text(comparison), highlight=False, markup=False)
+    folder = out_dir or (run_b if run_b.is_dir() else run_b.parent)
+    for path in comparing.write_outputs(comparison, folder):
+        out.print(f"Comparison: {path}", highlight=False, markup=False)
+    if fail_on_regression is not None:
+        failing = comparison.regressions(fail_on_regression / 100)
+        if failing:
+            raise _fail(f"{len(failing)} cell(s) lost at least {fail_on_regression:g} % RPS (significant): "
+                        + "; ".join(f"{c.label} {c.rps.change:+.1%}" for c in failing), code=1)
 
 
 @app.command("param-modes")

@@ -23,7 +23,8 @@ from pgarena.engines import EngineUnavailable, get_engine
 from pgarena.postgres import PostgresError
 from pgarena.report import write_reports
 from pgarena.results import ResultsError, json_schema, load
-from pgarena.runner import RunError, execute, new_run_id
+from pgarena.progress import RunProgress
+from pgarena.runner import RunError, execute, load_for_resume, new_run_id
 from pgarena.stackdef import load_stacks
 
 app = typer.Typer(
@@ -78,7 +79,7 @@ def _config(profile: str, **overrides) -> cfg.RunConfig:
         raise _fail(str(exc)) from None
 
 
-def _execute(config: cfg.RunConfig, kind: str) -> Path:
+def _execute(config: cfg.RunConfig, kind: str, resume: tuple[Path, object] | None = None) -> Path:
     def on_term(signum, frame):  # noqa: ARG001 — SIGTERM ends the run like Ctrl-C
         raise KeyboardInterrupt
 
@@ -86,7 +87,8 @@ def _execute(config: cfg.RunConfig, kind: str) -> Path:
     command_line = shlex.join(["pgarena", *sys.argv[1:]])
     try:
         return execute(config, kind=kind, project_dir=SOURCE_DIR, command_line=command_line,  # type: ignore[arg-type]
-                       log=lambda line: out.print(line, highlight=False, soft_wrap=True, markup=False))
+                       log=lambda line: out.print(line, highlight=False, soft_wrap=True, markup=False),
+                       progress=RunProgress(console=out), resume=resume)  # type: ignore[arg-type]
     except (RunError, EngineUnavailable, PostgresError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -189,8 +191,20 @@ def run(
     run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
+    resume: Annotated[Optional[Path], typer.Option(
+        help="continue an interrupted run in this folder; its stored settings are used (give --database-url "
+             "again if it had one), finished cells are kept")] = None,
 ) -> None:
     """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
+    if resume is not None:
+        try:
+            config, previous = load_for_resume(resume, database_url=database_url)
+        except RunError as exc:
+            raise _fail(str(exc)) from None
+        run_dir = _execute(config, "run", resume=(resume, previous))
+        out.print(f"Results: {run_dir / 'results.json'}")
+        out.print(f"Report:  {run_dir / 'report.md'}")
+        return
     config = _config(
         profile, stacks=_names(stacks), workloads=_names(workloads), engine=engine, repetitions=repetitions,
         max_repetitions=max_repetitions, target_rel_half_width=target_width, cell_budget_s=cell_budget,
@@ -265,6 +279,9 @@ def compare(
         out.print(f"Comparison: {path}", highlight=False, markup=False)
     if fail_on_regression is not None:
         failing = comparison.regressions(fail_on_regression / 100)
+        if comparison.failed_in_b:
+            raise _fail(f"{len(comparison.failed_in_b)} cell(s) measured in A failed in B: "
+                        + "; ".join(comparison.failed_in_b), code=1)
         if failing:
             raise _fail(f"{len(failing)} cell(s) lost at least {fail_on_regression:g} % RPS (significant): "
                         + "; ".join(f"{c.label} {c.rps.change:+.1%}" for c in failing), code=1)

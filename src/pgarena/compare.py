@@ -197,6 +197,8 @@ class Comparison:
     only_b: list[tuple[str, str]]
     differences: list[EnvDifference]
     info: list[EnvDifference]
+    failed_in_b: list[str] = field(default_factory=list)
+    """Cells measured in A that ran and failed in B: a crash fails the --fail-on-regression gate too."""
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for c in self.cells if c.rps.verdict == verdict)
@@ -296,7 +298,9 @@ def compare_runs(a: RunResults, b: RunResults, *, alpha: float = DEFAULT_ALPHA,
     stacks = {k[0] for k in common}
     engines = {ok_a[k].engine for k in common} | {ok_b[k].engine for k in common}
     differences, info = environment_differences(a, b, stacks or None, engines or None)
-    return Comparison(a.run_id, b.run_id, alpha, min_change, compared, only_a, only_b, differences, info)
+    failed_in_b = [cell_label(c) for k, c in ok_a.items() if k in cells_b and not _usable(cells_b[k])]
+    return Comparison(a.run_id, b.run_id, alpha, min_change, compared, only_a, only_b, differences, info,
+                      failed_in_b)
 
 
 def _figure(ca: Cell, cb: Cell, per_rep: Callable, fallback: Callable, higher_is_better: bool, alpha: float,

@@ -185,7 +185,7 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
 
 def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
-                 cpu: CpuMeters | None = None) -> None:
+                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None) -> None:
     """Warm-up and repetitions of one cell; fills cell.repetitions (and, for tx, its invariants).
 
     Repetitions stop once at least `config.repetitions` were measured and the RPS t-interval is within
@@ -235,6 +235,8 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
             checks_total=checks_total, checks_failed=checks_failed,
         ))
         rps = [r.rps for r in cell.repetitions]
+        if on_repetition is not None:
+            on_repetition(index, outcome.rps)
         log(f"  rep {index}: {outcome.rps:,.0f} req/s, p99 {outcome.latency.p99_ms:.1f} ms, "
             f"{outcome.errors.total} failed" + (f", {dropped} dropped" if offered is not None else "")
             + (f", {checks_failed}/{checks_total} checks failed" if checks_total else "")

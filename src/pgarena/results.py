@@ -361,6 +361,7 @@ class RunResults(_Model):
     status: Literal["running", "complete", "interrupted", "failed"]
     started_at: dt.datetime
     finished_at: dt.datetime | None = None
+    resumed: list[dt.datetime] = Field(default_factory=list, description="when `run --resume` continued the run")
     error: str | None = None
     config: dict = Field(description="the full RunConfig, database password redacted")
     environment: Environment

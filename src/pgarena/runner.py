@@ -10,7 +10,7 @@ import datetime as dt
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from pgarena import cgroups, loc
 from pgarena.coldstart import cold_start_workload, measure_cold_start
 from pgarena.headroom import HeadroomUnavailable, measure_headroom
+from pgarena.progress import RunProgress
 from pgarena.resources import SAMPLE_INTERVAL_S, CpuMeters
 from pgarena import workloads as wl
 from pgarena.config import RunConfig, parse_rate, redact_url
@@ -30,12 +31,14 @@ from pgarena.process import NotReady, ServerProcess, run_logged, tail, wait_unti
 from pgarena.measure import measure_cell, search_sustainable, summarize
 from pgarena.results import (
     Cell,
+    ResultsError,
     DatabaseInfo,
     RunResults,
     StackInfo,
     WorkloadVerification,
     save,
 )
+from pgarena.results import load as load_results
 from pgarena.stackdef import Stack, StackLoadError, load_stacks, render_template
 from pgarena.values import Verdict
 from pgarena.verify import verify_stack
@@ -190,6 +193,9 @@ class _Context:
     log: Log
     cgroup_backend: cgroups.CgroupBackend | None = None
     db_group: cgroups.CpuGroup | None = None
+    progress: RunProgress = field(default_factory=RunProgress)
+    done_keys: set[tuple] = field(default_factory=set)
+    """Cells already in results.json (a resumed run): not measured again."""
 
 
 def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
@@ -272,46 +278,56 @@ def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server
     warmed: set[str] = set()
     cells = plan_cells(config, stack, ctx.engine.name)  # type: ignore[union-attr]
     for position, cell in enumerate(cells):
-        # NOTE: a JIT stack's longer warm-up runs before the first cell of each workload (its code
-        # paths are compiled then); later cells of the workload get the profile's warm-up.
-        cell.warmup_seconds = config.warmup_s if cell.workload in warmed else info.warmup_seconds
-        warmed.add(cell.workload)
+        last_of_workload = position + 1 == len(cells) or cells[position + 1].workload != cell.workload
+        if cell.key not in ctx.done_keys:
+            _run_cell(ctx, stack, info, cell, server, cpu, base_url, routes, loadable, warmed)
+            if info.status == "crashed":
+                ctx.log(f"[{stack.id}] crashed: {info.reason}")
+                return
+        searched = any(f.stack == stack.id and f.workload == cell.workload for f in ctx.results.slo_searches)
+        if config.slo_p99_ms is not None and last_of_workload and cell.workload in loadable and not searched:
+            _slo_search(ctx, stack.id, cell.workload, base_url, routes)
+            save(ctx.results, ctx.run_dir)
+
+
+def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: ServerProcess, cpu: CpuMeters,
+              base_url: str, routes: dict[str, str], loadable: set[str], warmed: set[str]) -> None:
+    """Measure one cell (or record why it cannot be measured) and save the results."""
+    config = ctx.config
+    # NOTE: a JIT stack's longer warm-up runs before the first measured cell of each workload (its code
+    # paths are compiled then); later cells of the workload get the profile's warm-up.
+    cell.warmup_seconds = config.warmup_s if cell.workload in warmed else (info.warmup_seconds or config.warmup_s)
+    warmed.add(cell.workload)
+    verification = ctx.results.verification(stack.id, cell.workload)
+    if verification and verification.wrong_columns:
+        cell.flags.append("columns-wrong")
+    if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
+        cell.flags.append("queries-wrong")
+    try:
         if cell.workload not in loadable:
-            cell.status, cell.error = "failed", "verification failed; not loaded"
-            ctx.results.cells.append(cell)
-            continue
-        verification = ctx.results.verification(stack.id, cell.workload)
-        if verification and verification.wrong_columns:
-            cell.flags.append("columns-wrong")
-        if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
-            cell.flags.append("queries-wrong")
-        try:
-            resolve_rate(cell, ctx.results.cells)
-        except ValueError as exc:
-            cell.status, cell.error = "failed", str(exc)
-            ctx.results.cells.append(cell)
-            continue
-        ctx.log(f"[{stack.id}] {cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} "
-                f"@ {cell.level_label}".replace("  ", " "))
+            raise ValueError("verification failed; not loaded")
+        resolve_rate(cell, ctx.results.cells)
+    except ValueError as exc:
+        cell.status, cell.error = "failed", str(exc)
+    else:
+        title = f"{cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} @ {cell.level_label}"
+        title = title.replace("  ", " ")
+        ctx.log(f"[{stack.id}] {title} ({ctx.progress.position()})")
+        ctx.progress.cell_started(stack.id, title)
         try:
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
-                         base_url=base_url, run_dir=run_dir, routes=routes, log=ctx.log, cpu=cpu)
+                         base_url=base_url, run_dir=ctx.run_dir, routes=routes, log=ctx.log, cpu=cpu,
+                         on_repetition=ctx.progress.repetition_done)
             if cell.repetitions:
                 summarize(cell, config, cpu.source)
         except (NotReady, EngineOutputError) as exc:
             cell.status, cell.error = "failed", str(exc)
             if server.exit_code() is not None:
                 info.status, info.reason = "crashed", f"exited with code {server.exit_code()} under load"
-                info.log_tail = tail(run_log, LOG_TAIL_LINES)
-        ctx.results.cells.append(cell)
-        save(ctx.results, run_dir)
-        if info.status == "crashed":
-            ctx.log(f"[{stack.id}] crashed: {info.reason}")
-            return
-        last_of_workload = position + 1 == len(cells) or cells[position + 1].workload != cell.workload
-        if config.slo_p99_ms is not None and last_of_workload and cell.workload in loadable:
-            _slo_search(ctx, stack.id, cell.workload, base_url, routes)
-            save(ctx.results, run_dir)
+                info.log_tail = tail(server.log_path, LOG_TAIL_LINES)
+    ctx.results.cells.append(cell)
+    ctx.progress.cell_done()
+    save(ctx.results, ctx.run_dir)
 
 
 def _slo_search(ctx: _Context, stack_id: str, workload: str, base_url: str, routes: dict[str, str]) -> None:
@@ -380,6 +396,29 @@ def _generator_headroom(ctx: _Context) -> None:
     save(ctx.results, ctx.run_dir)
 
 
+FINISHED_STACK_STATES = ("unavailable", "config_error", "build_failed", "start_failed", "crashed")
+"""Stacks that ended this way are not retried by a resume (an uninterrupted run would not retry them)."""
+
+
+def load_for_resume(run_dir: Path, *, database_url: str | None = None) -> tuple[RunConfig, RunResults]:
+    """The config and results of an unfinished run, to continue it (RunError if it cannot be)."""
+    try:
+        previous = load_results(run_dir)
+    except ResultsError as exc:
+        raise RunError(str(exc)) from None
+    if previous.kind != "run":
+        raise RunError(f"{run_dir} is a '{previous.kind}' run; only load runs can be resumed")
+    if previous.status == "complete":
+        raise RunError(f"{run_dir} is already complete; nothing to resume")
+    stored = dict(previous.config)
+    if stored.get("database_url"):
+        if not database_url:
+            raise RunError("the run used --database-url; pass it again (its password is not stored)")
+        stored["database_url"] = database_url
+    stored["run_id"] = previous.run_id
+    return RunConfig.model_validate(stored), previous
+
+
 def execute(
     config: RunConfig,
     *,
@@ -387,26 +426,41 @@ def execute(
     project_dir: Path,
     command_line: str,
     log: Log = print,
+    progress: RunProgress | None = None,
+    resume: tuple[Path, RunResults] | None = None,
 ) -> Path:
-    """Run (or only verify) the configured stacks; return the run directory with results.json."""
+    """Run (or only verify) the configured stacks; return the run directory with results.json.
+
+    `resume=(run_dir, results)` continues an interrupted run in its folder: cells already in its
+    results.json are kept and not measured again; the cell that was running when it stopped is redone.
+    """
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (stacks folder: {config.stacks_dir})")
     engine = get_engine(config.engine) if kind == "run" else None
     if engine is not None:
         engine.binary  # noqa: B018 — raises EngineUnavailable early, before any build
-    run_dir = _create_run_dir(config)
-    run_id = run_dir.name
-    version_commands = [argv for s in stacks if s.available for argv in s.definition.version_commands]
-    environment = collect(project_dir, generator_cpus=config.generator_cpus, server_cpus=config.server_cpus,
-                          version_commands=version_commands)
-    if engine is not None:
-        environment.engine_versions[engine.name] = engine.version()
-    results = RunResults(
-        run_id=run_id, command=command_line, kind=kind, status="running",
-        started_at=dt.datetime.now(dt.timezone.utc), config=config.redacted(), environment=environment,
-        stacks=[_stack_info(s) for s in stacks] + [_config_error_info(e) for e in load_errors],
-    )
+    progress = progress or RunProgress()
+    if resume is None:
+        run_dir = _create_run_dir(config)
+        version_commands = [argv for s in stacks if s.available for argv in s.definition.version_commands]
+        environment = collect(project_dir, generator_cpus=config.generator_cpus, server_cpus=config.server_cpus,
+                              version_commands=version_commands)
+        if engine is not None:
+            environment.engine_versions[engine.name] = engine.version()
+        results = RunResults(
+            run_id=run_dir.name, command=command_line, kind=kind, status="running",
+            started_at=dt.datetime.now(dt.timezone.utc), config=config.redacted(), environment=environment,
+            stacks=[_stack_info(s) for s in stacks] + [_config_error_info(e) for e in load_errors],
+        )
+    else:
+        run_dir, results = resume
+        environment = results.environment
+        results.status, results.error = "running", None
+        results.resumed.append(dt.datetime.now(dt.timezone.utc))
+        log(f"resuming {run_dir}: {len(results.cells)} cell(s) kept")
+    done_keys = {c.key for c in results.cells}
+    planned = {s.id: plan_cells(config, s, engine.name) for s in stacks if s.available} if engine else {}
     for error in load_errors:
         log(f"[{error.stack_id}] skipped: {error.message}")
     save(results, run_dir)
@@ -421,17 +475,29 @@ def execute(
                 settings_profile=SETTINGS_PROFILE_NAME if db.managed else None, settings=settings,
                 url=redact_url(db.url),
             )
-            ctx = _Context(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log)
+            ctx = _Context(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
+                           progress=progress, done_keys=done_keys)
+            todo = {sid: [c for c in cells if c.key not in done_keys] for sid, cells in planned.items()}
+            progress.begin(sum(len(c) for c in planned.values()), already_done=sum(
+                len(planned[sid]) - len(todo[sid]) for sid in planned))
             if kind == "run":
                 _cpu_accounting(ctx, scope)
-                if config.headroom:
+                if config.headroom and results.generator_headroom is None:
                     _generator_headroom(ctx)
             for stack in stacks:
                 info = results.stack(stack.id)
                 if not stack.available:
                     log(f"[{stack.id}] {stack.unavailable_reason}")
                     continue
+                if resume is not None and (info.status in FINISHED_STACK_STATES or (
+                        kind == "run" and not todo[stack.id] and not _slo_missing(ctx, stack))):
+                    log(f"[{stack.id}] done before the interruption ({info.status}); kept")
+                    continue
+                if resume is not None:  # a new process: verify it again, keep only the new verdicts
+                    results.verifications = [v for v in results.verifications if v.stack != stack.id]
+                before = progress.done
                 _run_stack(ctx, stack, info, kind)
+                progress.skip(max(0, before + len(todo.get(stack.id, [])) - progress.done))
                 if info.status not in ("ok",):
                     log(f"[{stack.id}] {info.status}: {info.reason}")
                     if info.log_tail:
@@ -445,6 +511,7 @@ def execute(
         results.status, results.error = "failed", f"{type(exc).__name__}: {exc}"
         raise
     finally:
+        progress.end()
         results.finished_at = dt.datetime.now(dt.timezone.utc)
         save(results, run_dir)
         from pgarena.report import write_reports
@@ -453,4 +520,13 @@ def execute(
     return run_dir
 
 
-__all__ = ["EngineUnavailable", "RunError", "execute", "plan_cells", "select_stacks", "summarize"]
+def _slo_missing(ctx: _Context, stack: Stack) -> bool:
+    """A resumed stack still owes an SLO search (the run was stopped during it)."""
+    if ctx.config.slo_p99_ms is None:
+        return False
+    workloads = {c.workload for c in ctx.results.cells if c.stack == stack.id and c.status == "ok"}
+    return any(not any(f.stack == stack.id and f.workload == w for f in ctx.results.slo_searches)
+               for w in workloads)
+
+
+__all__ = ["EngineUnavailable", "RunError", "execute", "load_for_resume", "plan_cells", "select_stacks", "summarize"]

@@ -125,11 +125,12 @@ def test_report_command_rerenders_from_stored_json_only(tmp_path, monkeypatch, f
     assert (run_dir / "report.md").read_text() == original
 
 
-def test_ctrl_c_keeps_finished_cells_and_stops_everything(tmp_path, fixture_env):
-    """A real run (k6) interrupted after its first cell: results are kept, the cluster and stack stop."""
+def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_path, fixture_env):
+    """A real run (k6) interrupted mid-cell after its first cell: results are kept, the cluster and stack
+    stop; `run --resume` then redoes only the missing cells and ends with the uninterrupted run's set."""
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
             "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "1", "--repetitions", "1",
-            "--engine", "k6", "--results-dir", str(tmp_path), "--run-id", "int"]
+            "--engine", "k6", "--no-headroom", "--results-dir", str(tmp_path), "--run-id", "int"]
     proc = subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     results_path = tmp_path / "int" / "results.json"
     deadline = time.monotonic() + 120
@@ -152,6 +153,24 @@ def test_ctrl_c_keeps_finished_cells_and_stops_everything(tmp_path, fixture_env)
     alive = [p for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not alive, [p.cmdline() for p in alive]
     assert (tmp_path / "int" / "report.md").read_text().startswith("# pgarena run int — **interrupted**")
+
+    kept = {c.key: c for c in results.cells}
+    done = subprocess.run([sys.executable, "-m", "pgarena", "run", "--resume", str(tmp_path / "int")], cwd=PROJECT_DIR,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"{len(kept)} cell(s) kept" in done.stdout
+    # not a terminal: line-oriented progress, counting the kept cells as done
+    assert f"(cell {len(kept) + 1}/4" in done.stdout and "ETA" in done.stdout
+    resumed = load(tmp_path / "int")
+    assert resumed.status == "complete" and len(resumed.resumed) == 1
+    keys = [c.key for c in resumed.cells]
+    assert sorted(keys) == sorted(("fixture-good", "static", None, "closed", str(v)) for v in (1, 2, 3, 4))
+    for key, cell in kept.items():
+        assert next(c for c in resumed.cells if c.key == key) == cell, "finished cells are kept as they were"
+    assert all(c.status == "ok" and c.summary for c in resumed.cells)
+    again = subprocess.run([sys.executable, "-m", "pgarena", "run", "--resume", str(tmp_path / "int")],
+                           cwd=PROJECT_DIR, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and "already complete" in again.stderr
 
 
 def test_a_jit_stack_gets_its_longer_warmup_before_the_first_cell_of_each_workload(tmp_path, monkeypatch,

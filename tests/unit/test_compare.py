@@ -150,6 +150,7 @@ def test_cells_on_one_side_only_are_listed() -> None:
     assert [c.a.stack for c in comparison.cells] == ["s1"]
     assert comparison.only_a == [("s2 · perf-test rows=10 · 50 VUs", "not in B"),
                                  ("s3 · perf-test rows=10 · 50 VUs", "failed in B: stack crashed")]
+    assert comparison.failed_in_b == ["s3 · perf-test rows=10 · 50 VUs"], "a crash must fail the CI gate"
     assert [label for label, _ in comparison.only_b] == ["s4 · perf-test rows=10 · 50 VUs",
                                                         "s1 · perf-test rows=10 · 100 VUs"]
     markdown = render_markdown(comparison)

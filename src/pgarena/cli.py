@@ -204,6 +204,7 @@ def run(
         run_dir = _execute(config, "run", resume=(resume, previous))
         out.print(f"Results: {run_dir / 'results.json'}")
         out.print(f"Report:  {run_dir / 'report.md'}")
+        out.print(f"HTML:    {run_dir / 'report.html'}")
         return
     config = _config(
         profile, stacks=_names(stacks), workloads=_names(workloads), engine=engine, repetitions=repetitions,
@@ -218,6 +219,7 @@ def run(
     run_dir = _execute(config, "run")
     out.print(f"Results: {run_dir / 'results.json'}")
     out.print(f"Report:  {run_dir / 'report.md'}")
+    out.print(f"HTML:    {run_dir / 'report.html'}")
 
 
 @app.command()

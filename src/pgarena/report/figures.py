@@ -1,0 +1,479 @@
+"""Plotly figure specifications of the HTML report, as plain JSON-serialisable dicts.
+
+Each figure is `{"id", "kind", "title", "data", "layout", "notes"}`: `data` and `layout` are handed to
+`Plotly.newPlot` by the page's script unchanged (plus a shared base layout), `kind` becomes the chart
+div's `data-chart` attribute, `notes` are captions printed under the chart (e.g. cells that failed and
+so have no bar). Figures are built from results.json only; a figure with no data is not built at all.
+
+Sizes are fixed (width × height in CSS pixels) so the page prints the same as it shows. Cells that must
+not be ranked stay visible and are marked: noisy cells with a hatched bar or an open marker, invalid
+cells (flags.INVALID) with a crossed bar or an ×.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from pgarena.flags import INVALID, NOISY
+from pgarena.results import Cell, RunResults, SloSearchResult
+from pgarena.workloads import GRAPHQL, PERF_TEST, STATIC, TX, USERS
+
+WORKLOAD_ORDER = (PERF_TEST, USERS, GRAPHQL, STATIC, TX)
+"""Sections follow this order; unknown workloads come after, by name."""
+
+CHART_WIDTH_PX = 960
+"""Every chart's width: fits an A4 landscape page (the print stylesheet) and a laptop screen."""
+CHART_HEIGHT_PX = 420
+ROW_HEIGHT_PX = 18
+"""Horizontal charts (one row per stack × level) grow by this much per row."""
+
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+    "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#e6550d", "#31a354",
+    "#756bb1", "#636363", "#843c39", "#5254a3", "#b5cf6b", "#e7ba52",
+)
+"""Distinct colours, one per stack in results order (wraps after 24 stacks)."""
+
+PASS_COLOR, FAIL_COLOR, REFERENCE_COLOR = "#2ca02c", "#d62728", "#9a9a9a"
+
+
+def _r(value: float | None, digits: int = 2) -> float | None:
+    """Rounded for the payload (keeps it small and stable); None stays None."""
+    return None if value is None else round(float(value), digits)
+
+
+def log_axis(values: Iterable[float | None]) -> dict:
+    """A log axis labelled at 1-2-5 steps spanning `values` (plain numbers, not Plotly's abbreviated digits)."""
+    present = [v for v in values if v is not None and v > 0]
+    if not present:
+        return {"type": "log"}
+    low, high = min(present), max(present)
+    ticks, exponent = [], math.floor(math.log10(low)) - 1
+    while not ticks or ticks[-1] < high:
+        for step in (1, 2, 5):
+            tick = step * 10.0**exponent
+            if tick >= low / 2.5 and (not ticks or ticks[-1] < high):
+                ticks.append(tick)
+        exponent += 1
+    return {"type": "log", "tickvals": [_r(t, 6) for t in ticks],
+            "ticktext": [f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks]}
+
+
+def cell_marks(cell: Cell) -> list[str]:
+    """Why a cell is shown apart: 'failed' (no figures), 'invalid' (an INVALID flag), 'noisy'."""
+    if cell.summary is None or cell.status == "failed":
+        return ["failed"]
+    marks = []
+    if any(flag in INVALID for flag in cell.flags):
+        marks.append("invalid")
+    if cell.summary.noisy or NOISY in cell.flags:
+        marks.append("noisy")
+    return marks
+
+
+def rps_bounds(cell: Cell) -> tuple[float, float, str]:
+    """The cell's RPS interval (low, high, what it is): the confidence interval, else the repetitions' range."""
+    s = cell.summary
+    assert s is not None
+    if s.rps_interval is not None:
+        return s.rps_interval.low, s.rps_interval.high, f"{s.rps_interval.level:.0%} CI"
+    return s.rps.min, s.rps.max, "range"
+
+
+def latency_medians(cell: Cell) -> dict[str, float] | None:
+    """Median over the repetitions of each latency percentile (ms); None without repetitions."""
+    reps = cell.repetitions
+    if not reps:
+        return None
+    return {name: statistics.median(getattr(r.latency, f"{name}_ms") for r in reps)
+            for name in ("avg", "p50", "p90", "p95", "p99", "max")}
+
+
+def level_sort_key(cell: Cell) -> tuple[int, float]:
+    """Closed-model levels by VUs, then open-model levels by arrival rate."""
+    return (0, cell.vus) if cell.model == "closed" else (1, cell.arrival_rate or 0.0)
+
+
+def level_label(cell: Cell) -> str:
+    """'1 VU', '50 VUs' or the open model's '1,800 req/s (90%)'."""
+    if cell.model == "closed":
+        return f"{cell.vus} VU{'s' if cell.vus != 1 else ''}"
+    return cell.level_label
+
+
+def parameter_label(workload: str, parameter_name: str | None, parameter: int | None) -> str:
+    """'1 row', 'limit 20', '' (static, tx)."""
+    if parameter is None:
+        return ""
+    if parameter_name == "rows":
+        return f"{parameter} row{'s' if parameter != 1 else ''}"
+    return f"{parameter_name or 'parameter'} {parameter}"
+
+
+@dataclass
+class Family:
+    """The cells of one workload × parameter, at every load level (closed and open)."""
+
+    workload: str
+    parameter_name: str | None
+    parameter: int | None
+    cells: list[Cell] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        label = parameter_label(self.workload, self.parameter_name, self.parameter)
+        return f"{self.workload} · {label}" if label else self.workload
+
+    @property
+    def slug(self) -> str:
+        return "-".join(str(p) for p in (self.workload, self.parameter_name, self.parameter) if p is not None)
+
+    def levels(self) -> list[Cell]:
+        """One cell per load level (the first seen), in level order."""
+        seen: dict[tuple, Cell] = {}
+        for cell in sorted(self.cells, key=level_sort_key):
+            seen.setdefault((cell.model, cell.level_label), cell)
+        return list(seen.values())
+
+
+def families(cells: Iterable[Cell]) -> list[Family]:
+    """Cells grouped by workload × parameter, in report order."""
+    groups: dict[tuple, Family] = {}
+    for cell in cells:
+        key = (cell.workload, cell.parameter_name, cell.parameter)
+        groups.setdefault(key, Family(*key)).cells.append(cell)
+
+    def order(f: Family) -> tuple:
+        w = WORKLOAD_ORDER.index(f.workload) if f.workload in WORKLOAD_ORDER else len(WORKLOAD_ORDER)
+        return (w, f.workload, f.parameter if f.parameter is not None else -1)
+
+    return sorted(groups.values(), key=order)
+
+
+def stack_colors(results: RunResults) -> dict[str, str]:
+    """A colour per stack: declared stacks in results order, then any other stack seen, by name."""
+    ids = list(dict.fromkeys(s.id for s in results.stacks))
+    ids += sorted({c.stack for c in results.cells} - set(ids))
+    ids += sorted({s.stack for s in results.slo_searches} - set(ids))
+    return {stack: PALETTE[i % len(PALETTE)] for i, stack in enumerate(ids)}
+
+
+def _figure(kind: str, fid: str, title: str, data: list[dict], layout: dict, notes: Sequence[str] = ()) -> dict:
+    layout = {"title": {"text": title}, "width": CHART_WIDTH_PX, "height": CHART_HEIGHT_PX, "showlegend": True, **layout}
+    return {"id": f"{kind}-{fid}", "kind": kind, "title": title, "data": data, "layout": layout, "notes": list(notes)}
+
+
+def _legend_entry(stack: str, color: str, x: object, mode: str = "markers") -> dict:
+    """A plain legend entry for a stack whose own trace mixes marks (its first point would set the legend's
+    look): an empty scatter trace in the stack's legend group, so clicking it still hides the stack."""
+    return {"type": "scatter", "mode": mode, "name": stack, "legendgroup": stack, "x": [x], "y": [None],
+            "marker": {"color": color, "symbol": "square" if mode == "markers" else "circle", "size": 10},
+            "line": {"color": color}, "hoverinfo": "skip"}
+
+
+def _mark_suffix(cell: Cell) -> str:
+    marks = cell_marks(cell)
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def _hover(cell: Cell, rank: str | None = None) -> str:
+    s = cell.summary
+    assert s is not None
+    low, high, what = rps_bounds(cell)
+    lines = [f"<b>{cell.stack}</b> · {level_label(cell)}",
+             f"{s.rps.median:,.0f} req/s (median; {what} {low:,.0f}–{high:,.0f})",
+             f"p99 {s.latency_p99_ms.median:,.2f} ms"]
+    if rank is not None:
+        lines.append(f"rank {rank}")
+    if cell.flags:
+        lines.append("flags: " + ", ".join(cell.flags))
+    return "<br>".join(lines)
+
+
+def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, str]) -> dict | None:
+    """Grouped bars: x = load level, one bar per stack (median RPS) with its interval as error bars."""
+    measured = [c for c in family.cells if c.summary is not None]
+    if not measured:
+        return None
+    levels = [level_label(c) for c in family.levels()]
+    by_stack: dict[str, dict[str, Cell]] = defaultdict(dict)
+    for cell in measured:
+        by_stack[cell.stack].setdefault(level_label(cell), cell)
+    data = []
+    for stack in sorted(by_stack, key=list(colors).index):
+        cells = [by_stack[stack].get(level) for level in levels]
+        y, plus, minus, shapes, hover = [], [], [], [], []
+        for cell in cells:
+            if cell is None:
+                for column, empty in ((y, None), (plus, 0), (minus, 0), (shapes, ""), (hover, "")):
+                    column.append(empty)
+                continue
+            median = cell.summary.rps.median  # type: ignore[union-attr]
+            low, high, _ = rps_bounds(cell)
+            marks = cell_marks(cell)
+            y.append(_r(median))
+            plus.append(_r(max(high - median, 0.0)))
+            minus.append(_r(max(median - low, 0.0)))
+            shapes.append("x" if "invalid" in marks else "/" if "noisy" in marks else "")
+            hover.append(_hover(cell, ranks.get(id(cell))))
+        data.append(_legend_entry(stack, colors[stack], levels[0]))
+        data.append({
+            "type": "bar", "name": stack, "legendgroup": stack, "showlegend": False, "x": levels, "y": y,
+            "marker": {"color": colors[stack], "pattern": {"shape": shapes, "solidity": 0.4}},
+            "error_y": {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus,
+                        "color": "#333", "thickness": 1.2, "width": 3},
+            "hovertext": hover, "hoverinfo": "text",
+        })
+    notes = [f"{c.stack} at {level_label(c)}: failed — {c.error or 'no measurement'}"
+             for c in family.cells if c.summary is None]
+    notes.append("Bars: median requests/s; whiskers: the confidence interval of the mean (the repetitions' "
+                 "range where there is none). Hatched: noisy; crossed: invalid — neither is ranked.")
+    return _figure("throughput", family.slug, f"Throughput — {family.title}", data, {
+        "barmode": "group", "bargap": round(max(0.18, 1 - 0.12 * len(levels) * len(by_stack)), 2),
+        "xaxis": {"type": "category", "title": {"text": "load level"}},
+        "yaxis": {"title": {"text": "requests/s"}, "rangemode": "tozero"},
+    }, notes)
+
+
+def _scaling_figure(family: Family, colors: dict[str, str], model: str) -> dict | None:
+    """RPS and p99 against VUs (closed) or arrival rate (open), one line per stack."""
+    cells = sorted((c for c in family.cells if c.model == model and c.summary is not None), key=level_sort_key)
+    if len({level_label(c) for c in cells}) < 2:
+        return None  # one level shows no scaling
+    by_stack: dict[str, list[Cell]] = defaultdict(list)
+    for cell in cells:
+        by_stack[cell.stack].append(cell)
+    x_of = (lambda c: c.vus) if model == "closed" else (lambda c: _r(c.arrival_rate))
+    data: list[dict] = []
+    for stack in sorted(by_stack, key=list(colors).index):
+        points = by_stack[stack]
+        symbols = ["x" if "invalid" in cell_marks(c) else "circle-open" if "noisy" in cell_marks(c) else "circle"
+                   for c in points]
+        common = {"type": "scatter", "mode": "lines+markers", "x": [x_of(c) for c in points],
+                  "line": {"color": colors[stack]}, "legendgroup": stack,
+                  "marker": {"symbol": symbols, "size": 8}, "hovertext": [_hover(c) for c in points],
+                  "hoverinfo": "text"}
+        data.append(_legend_entry(stack, colors[stack], x_of(points[0]), "lines+markers"))
+        data.append({**common, "name": stack, "showlegend": False,
+                     "y": [_r(c.summary.rps.median) for c in points]})  # type: ignore[union-attr]
+        data.append({**common, "name": stack, "showlegend": False, "xaxis": "x2", "yaxis": "y2",
+                     "y": [_r(c.summary.latency_p99_ms.median, 3) for c in points]})  # type: ignore[union-attr]
+    xs = [x_of(c) for c in cells]
+    axis_type = "log" if min(xs) > 0 and max(xs) / min(xs) >= 10 else "linear"
+    x_axis = {"title": {"text": "VUs (concurrent connections)" if model == "closed"
+                        else "offered arrival rate (requests/s)"}, "type": axis_type}
+    if model == "closed":
+        x_axis["tickvals"] = sorted(set(xs))
+    if model == "open":
+        line = [min(xs), max(xs)]
+        data.append({"type": "scatter", "mode": "lines", "name": "achieved = offered", "x": line, "y": line,
+                     "line": {"color": REFERENCE_COLOR, "dash": "dash"}, "hoverinfo": "skip"})
+    title = ("Scaling with VUs" if model == "closed" else "Scaling with arrival rate") + f" — {family.title}"
+    return _figure(f"scaling-{model}", family.slug, title, data, {
+        "grid": {"rows": 1, "columns": 2, "pattern": "independent"},
+        "xaxis": x_axis, "xaxis2": x_axis,
+        "yaxis": {"title": {"text": "requests/s (median)"}, "rangemode": "tozero"},
+        "yaxis2": {"title": {"text": "p99 latency (ms, median)"},
+                   **log_axis(c.summary.latency_p99_ms.median for c in cells)},  # type: ignore[union-attr]
+    }, ["Open marker: noisy; ×: invalid."])
+
+
+def scaling_closed_figure(family: Family, colors: dict[str, str]) -> dict | None:
+    return _scaling_figure(family, colors, "closed")
+
+
+def scaling_open_figure(family: Family, colors: dict[str, str]) -> dict | None:
+    return _scaling_figure(family, colors, "open")
+
+
+def _rows(family: Family, keep: Callable[[Cell], bool]) -> list[Cell]:
+    """Measured cells of a family that `keep`, by level then stack (the rows of a horizontal chart)."""
+    return sorted((c for c in family.cells if c.summary is not None and keep(c)),
+                  key=lambda c: (level_sort_key(c), c.stack))
+
+
+def _row_label(cell: Cell) -> str:
+    return f"{cell.stack} · {level_label(cell)}{_mark_suffix(cell)}"
+
+
+def _horizontal(kind: str, family: Family, title: str, rows: list[Cell], data: list[dict], x_axis: dict,
+                **layout: object) -> dict:
+    """One row per stack × level, labelled on the left, first row on top."""
+    longest = max(len(_row_label(c)) for c in rows)
+    return _figure(kind, family.slug, title, data, {
+        "height": max(200, 120 + ROW_HEIGHT_PX * len(rows)),
+        "margin": {"l": min(420, 24 + 7 * longest)},
+        "yaxis": {"type": "category", "autorange": "reversed", "automargin": True},
+        "xaxis": x_axis, "legend": {"traceorder": "normal"},
+        **layout,
+    })
+
+
+def latency_figure(family: Family) -> dict | None:
+    """p50 / p90 / p99 / max per stack × level (medians over the repetitions), on a log axis."""
+    rows = _rows(family, lambda c: bool(c.repetitions))
+    if not rows:
+        return None
+    labels = [_row_label(c) for c in rows]
+    lat = [latency_medians(c) for c in rows]
+    symbols = {"p50": "circle", "p90": "diamond", "p99": "square", "max": "triangle-right"}
+    colors = {"p50": "#1f77b4", "p90": "#2ca02c", "p99": "#ff7f0e", "max": "#d62728"}
+    data = [{"type": "scatter", "mode": "markers", "name": name, "y": labels,
+             "x": [_r(m[name], 3) for m in lat],  # type: ignore[index]
+             "marker": {"symbol": symbols[name], "color": colors[name], "size": 9},
+             "hovertemplate": f"%{{y}}<br>{name} %{{x:.2f}} ms<extra></extra>"} for name in symbols]
+    return _horizontal("latency", family, f"Latency percentiles — {family.title}", rows, data,
+                       {"title": {"text": "request latency (ms, median over repetitions; log scale)"},
+                        **log_axis(v for m in lat for v in m.values())})  # type: ignore[union-attr]
+
+
+def cost_figure(family: Family, eff_ranks: dict[int, str]) -> dict | None:
+    """CPU µs per request, stack and PostgreSQL stacked, per stack × level."""
+    rows = _rows(family, lambda c: c.summary.stack_cpu_us_per_request is not None  # type: ignore[union-attr]
+                 or c.summary.db_cpu_us_per_request is not None)  # type: ignore[union-attr]
+    if not rows:
+        return None
+    labels = [_row_label(c) for c in rows]
+    hover = [f"efficiency rank {eff_ranks.get(id(c), '–')}" for c in rows]
+    data = [{"type": "bar", "orientation": "h", "name": name, "y": labels, "marker": {"color": color},
+             "x": [_r(getattr(c.summary, attr), 1) for c in rows], "customdata": hover,
+             "hovertemplate": f"%{{y}}<br>{name}: %{{x:,.0f}} µs/request<br>%{{customdata}}<extra></extra>"}
+            for name, attr, color in (("stack CPU", "stack_cpu_us_per_request", "#4c78a8"),
+                                      ("PostgreSQL CPU", "db_cpu_us_per_request", "#f58518"))]
+    return _horizontal("cost", family, f"CPU per request — {family.title}", rows, data,
+                       {"title": {"text": "CPU µs per request (stack + PostgreSQL)"}}, barmode="stack")
+
+
+def memory_figure(family: Family, colors: dict[str, str]) -> dict | None:
+    """Peak RSS of the stack's process tree per stack × level."""
+    rows = _rows(family, lambda c: c.summary.stack_rss_peak_bytes is not None)  # type: ignore[union-attr]
+    if not rows:
+        return None
+    data = [{"type": "bar", "orientation": "h", "name": "peak RSS", "y": [_row_label(c) for c in rows],
+             "x": [_r(c.summary.stack_rss_peak_bytes / 2**20, 1) for c in rows],  # type: ignore[union-attr,operator]
+             "marker": {"color": [colors[c.stack] for c in rows]},
+             "hovertemplate": "%{y}<br>%{x:,.1f} MiB<extra></extra>"}]
+    return _horizontal("memory", family, f"Peak memory — {family.title}", rows, data,
+                       {"title": {"text": "peak RSS of the stack's processes (MiB)"}, "rangemode": "tozero"},
+                       showlegend=False)
+
+
+def scatter_figure(family: Family, colors: dict[str, str]) -> dict | None:
+    """Requests/s against CPU µs per request: up and to the left is better."""
+    rows = _rows(family, lambda c: c.summary.stack_cpu_us_per_request is not None  # type: ignore[union-attr]
+                 and c.summary.db_cpu_us_per_request is not None)  # type: ignore[union-attr]
+    if not rows:
+        return None
+    by_stack: dict[str, list[Cell]] = defaultdict(list)
+    for cell in rows:
+        by_stack[cell.stack].append(cell)
+    data = []
+    for stack in sorted(by_stack, key=list(colors).index):
+        points = by_stack[stack]
+        data.append(_legend_entry(stack, colors[stack], None))
+        data.append({
+            "type": "scatter", "mode": "markers", "name": stack, "legendgroup": stack, "showlegend": False,
+            "x": [_r(c.summary.stack_cpu_us_per_request + c.summary.db_cpu_us_per_request, 1)  # type: ignore[union-attr,operator]
+                  for c in points],
+            "y": [_r(c.summary.rps.median) for c in points],  # type: ignore[union-attr]
+            "marker": {"color": colors[stack], "size": 10,
+                       "symbol": ["x" if "invalid" in cell_marks(c) else "circle-open" if "noisy" in cell_marks(c)
+                                  else "circle" for c in points]},
+            "hovertext": [_hover(c) for c in points], "hoverinfo": "text",
+        })
+    return _figure("scatter", family.slug, f"Throughput against CPU cost — {family.title}", data, {
+        "xaxis": {"title": {"text": "CPU µs per request (stack + PostgreSQL)"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "requests/s (median)"}, "rangemode": "tozero"},
+    }, ["One point per load level. Open marker: noisy; ×: invalid."])
+
+
+def slo_title(search: SloSearchResult) -> str:
+    label = parameter_label(search.workload, search.parameter_name, search.parameter)
+    what = f"{search.workload} · {label}" if label else search.workload
+    return (f"{search.stack} · {what} ({search.model} model) — SLO p99 ≤ {search.slo_p99_ms:g} ms, "
+            f"errors ≤ {search.slo_max_error_rate:.1%}")
+
+
+def slo_figure(index: int, search: SloSearchResult) -> dict | None:
+    """Offered level against achieved RPS and against p99, the SLO line, the answer and its bracket."""
+    if not search.curve:
+        return None
+    points = sorted(search.curve, key=lambda p: p.level)
+    order = {id(p): i for i, p in enumerate(search.curve, 1)}
+    xs = [_r(p.level) for p in points]
+    colors = [PASS_COLOR if p.passed else FAIL_COLOR for p in points]
+    hover = [f"step {order[id(p)]}: level {p.level:,.0f}<br>{p.rps:,.0f} req/s, p99 {p.latency.p99_ms:,.2f} ms<br>"
+             f"errors {p.error_rate:.2%}, dropped {p.dropped:,}<br>{'passed' if p.passed else 'failed'}"
+             for p in points]
+    common = {"type": "scatter", "mode": "lines+markers", "x": xs, "hovertext": hover, "hoverinfo": "text",
+              "line": {"color": "#555"}, "marker": {"color": colors, "size": 9}}
+    data: list[dict] = [
+        {**common, "name": "achieved requests/s", "y": [_r(p.rps) for p in points]},
+        {**common, "name": "p99 latency", "xaxis": "x2", "yaxis": "y2",
+         "y": [_r(p.latency.p99_ms, 3) for p in points], "line": {"color": "#888", "dash": "dot"}},
+        {"type": "scatter", "mode": "lines", "name": f"SLO p99 {search.slo_p99_ms:g} ms", "xaxis": "x2", "yaxis": "y2",
+         "x": [xs[0], xs[-1]], "y": [search.slo_p99_ms] * 2, "line": {"color": FAIL_COLOR, "dash": "dash"},
+         "hoverinfo": "skip"},
+    ]
+    if search.model == "open":
+        data.append({"type": "scatter", "mode": "lines", "name": "achieved = offered", "x": [xs[0], xs[-1]],
+                     "y": [xs[0], xs[-1]], "line": {"color": REFERENCE_COLOR, "dash": "dash"}, "hoverinfo": "skip"})
+    shapes = []
+    if search.answer_level is not None:
+        answer = next(p for p in search.curve if p.level == search.answer_level)
+        star = {"type": "scatter", "mode": "markers", "marker": {"symbol": "star", "size": 18, "color": "#f2b701",
+                                                                   "line": {"color": "#333", "width": 1}},
+                "x": [_r(answer.level)], "hoverinfo": "text",
+                "hovertext": [f"answer: {answer.level:,.0f} → {answer.rps:,.0f} req/s"]}
+        data.append({**star, "name": "answer (highest passing level)", "y": [_r(answer.rps)]})
+        data.append({**star, "name": "answer", "showlegend": False, "xaxis": "x2", "yaxis": "y2",
+                     "y": [_r(answer.latency.p99_ms, 3)]})
+        if search.bracket_high is not None:
+            for x, y in (("x", "y"), ("x2", "y2")):
+                shapes.append({"type": "rect", "xref": x, "yref": f"{y} domain", "x0": _r(search.bracket_low),
+                               "x1": _r(search.bracket_high), "y0": 0, "y1": 1, "layer": "below",
+                               "fillcolor": "rgba(242,183,1,0.15)", "line": {"width": 0}})
+    x_title = "offered arrival rate (requests/s)" if search.model == "open" else "VUs"
+    return _figure("slo", f"{index}-{search.stack}", slo_title(search), data, {
+        "grid": {"rows": 1, "columns": 2, "pattern": "independent"},
+        "xaxis": {"title": {"text": x_title}}, "xaxis2": {"title": {"text": x_title}},
+        "yaxis": {"title": {"text": "achieved requests/s"}, "rangemode": "tozero"},
+        "yaxis2": {"title": {"text": "p99 latency (ms)"},
+                   **log_axis([*(p.latency.p99_ms for p in points), search.slo_p99_ms])},
+        "shapes": shapes,
+    }, ["Green: the level met the SLO; red: it did not. Star: the answer; shaded: the bracket "
+        "[last pass, first fail] the limit lies in."])
+
+
+def cold_start_figure(results: RunResults, colors: dict[str, str]) -> dict | None:
+    """Latency of each stack's first sequential requests after its process started."""
+    stacks = [s for s in results.stacks if s.cold_start is not None and s.cold_start.first_requests_ms]
+    if not stacks:
+        return None
+    data = [{"type": "scatter", "mode": "lines+markers", "name": s.id,
+             "x": list(range(1, len(s.cold_start.first_requests_ms) + 1)),  # type: ignore[union-attr]
+             "y": [_r(v, 3) for v in s.cold_start.first_requests_ms],  # type: ignore[union-attr]
+             "line": {"color": colors[s.id]},
+             "hovertemplate": f"{s.id}<br>request %{{x}}: %{{y:.2f}} ms<extra></extra>"} for s in stacks]
+    return _figure("cold-start", "stacks", "Cold start — the first sequential requests", data, {
+        "height": 360,
+        "xaxis": {"title": {"text": "request number after start"}},
+        "yaxis": {"title": {"text": "latency (ms, log scale)"},
+                  **log_axis(v for s in stacks for v in s.cold_start.first_requests_ms)},  # type: ignore[union-attr]
+    })
+
+
+def family_figures(family: Family, colors: dict[str, str], ranks: dict[int, str],
+                   eff_ranks: dict[int, str]) -> dict[str, list[dict]]:
+    """Every figure of one workload × parameter, by report section."""
+    sections = {
+        "throughput": [throughput_figure(family, colors, ranks)],
+        "scaling": [scaling_closed_figure(family, colors), scaling_open_figure(family, colors)],
+        "latency": [latency_figure(family)],
+        "cost": [cost_figure(family, eff_ranks), memory_figure(family, colors), scatter_figure(family, colors)],
+    }
+    return {name: [f for f in figs if f is not None] for name, figs in sections.items()}

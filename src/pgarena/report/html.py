@@ -1,0 +1,384 @@
+"""The HTML report: one self-contained file (Plotly's JavaScript inline, no network at view time) with the
+headline, charts, sortable tables of every cell, verification, stacks, cost and the environment.
+
+`html_payload` gathers everything the page shows from results.json only, as plain JSON-serialisable data
+(deterministic: the golden test compares it); `render_html` puts it through the Jinja template
+`templates/report.html.j2`. Tables are rendered by the template (they print and read without JavaScript);
+charts are drawn in the page by `Plotly.newPlot` from the figure specs of figures.py embedded as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter, defaultdict
+from functools import cache
+
+import jinja2
+
+from pgarena import flags as F
+from pgarena.report import figures
+from pgarena.report.figures import Family, cell_marks, latency_medians, rps_bounds
+from pgarena.report.ranking import UNRANKED, cost, efficiency_ranks, throughput_ranks
+from pgarena.results import Cell, RunResults, StackInfo
+from pgarena.values import Verdict
+
+TEMPLATE = "report.html.j2"
+
+FLAG_MEANINGS = {
+    F.FAILURES: "more than 1 % of requests failed (invalid, not ranked)",
+    F.NOISY: "the RPS confidence interval ended wider than the target (not ranked)",
+    F.DROPPED: "open model: more than 1 % of offered requests were not completed (invalid, not ranked)",
+    F.CHECKS_FAILED: "more than 1 % of the answers sampled under load were wrong (invalid, not ranked)",
+    "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
+    "columns-wrong": "the stack's answers have ❌ columns (invalid, not ranked)",
+    "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
+    F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs: it may be the limit",
+    F.DATABASE_BOUND: "PostgreSQL used more than 90 % of the server CPUs while the stack used under 50 %",
+    F.TIMEOUTS: "some requests hit the HTTP timeout",
+}
+"""One line per flag for the legend; docs/methodology.md has the long form."""
+
+
+def _r(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def _level_value(cell: Cell) -> float:
+    return cell.vus if cell.model == "closed" else (cell.arrival_rate or 0.0)
+
+
+def _groups(cells: list[Cell]) -> dict[tuple, list[Cell]]:
+    """Cells measured under the same conditions (workload × parameter × model × level): ranks compare these."""
+    groups: dict[tuple, list[Cell]] = defaultdict(list)
+    for cell in cells:
+        groups[(cell.workload, cell.parameter, cell.model, cell.level_label)].append(cell)
+    return groups
+
+
+def _ranks(results: RunResults) -> tuple[dict[int, str], dict[int, str]]:
+    """Throughput and efficiency rank labels by id(cell), within each group of comparable cells."""
+    tput: dict[int, str] = {}
+    eff: dict[int, str] = {}
+    for cells in _groups(results.cells).values():
+        tput.update((id(c), label) for c, label in throughput_ranks(cells))
+        eff.update((id(c), label) for c, label in efficiency_ranks(cells))
+    return tput, eff
+
+
+def _why_unranked(cell: Cell) -> str:
+    marks = cell_marks(cell)
+    if "failed" in marks:
+        return "failed"
+    reasons = [f for f in cell.flags if f in F.INVALID] + (["noisy"] if "noisy" in marks else [])
+    if not reasons and cell.summary is not None and cell.summary.rps_interval is None:
+        reasons.append("no interval (fewer than 2 repetitions)")
+    return ", ".join(dict.fromkeys(reasons)) or "not ranked"
+
+
+def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
+    """Per workload × parameter × load level: the stacks ranked first (ties included) and what was left out."""
+    rows = []
+    for family in figures.families(results.cells):
+        for level_cell in family.levels():
+            cells = [c for c in family.cells if c.model == level_cell.model and c.level_label == level_cell.level_label]
+            best, unranked = [], []
+            for cell in sorted(cells, key=lambda c: -(c.summary.rps.median if c.summary else -1)):
+                label = ranks.get(id(cell), UNRANKED)
+                if label == UNRANKED:
+                    unranked.append({"stack": cell.stack, "why": _why_unranked(cell)})
+                elif label.split("–")[0] == "1":
+                    low, high, what = rps_bounds(cell)
+                    best.append({"stack": cell.stack, "rank": label, "rps_median": _r(cell.summary.rps.median),  # type: ignore[union-attr]
+                                 "rps_low": _r(low), "rps_high": _r(high), "interval": what})
+            rows.append({"family": family.title, "level": figures.level_label(level_cell), "model": level_cell.model,
+                         "stacks": len(cells), "best": best, "unranked": unranked})
+    return rows
+
+
+def cell_tables(results: RunResults, ranks: dict[int, str], eff: dict[int, str]) -> list[dict]:
+    """Per workload × parameter, one row per cell for its sortable table (by level, then median RPS)."""
+    return [{"title": family.title, "slug": family.slug, "rows": cell_rows(family, ranks, eff)}
+            for family in figures.families(results.cells)]
+
+
+def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> list[dict]:
+    """One row per cell of one workload × parameter."""
+    rows = []
+    for cell in sorted(family.cells, key=lambda c: (figures.level_sort_key(c),
+                                                      -(c.summary.rps.median if c.summary else -1), c.stack)):
+        row = {"family": family.title, "workload": cell.workload, "level": figures.level_label(cell),
+               "level_value": _r(_level_value(cell)), "model": cell.model, "stack": cell.stack,
+               "rank": ranks.get(id(cell), UNRANKED), "efficiency_rank": eff.get(id(cell), UNRANKED),
+               "marks": cell_marks(cell), "flags": list(cell.flags), "error": cell.error,
+               "repetitions": len(cell.repetitions)}
+        s = cell.summary
+        if s is not None:
+            low, high, what = rps_bounds(cell)
+            lat = latency_medians(cell) or {}
+            inv = cell.tx_invariants
+            row.update({
+                "rps_median": _r(s.rps.median), "rps_low": _r(low), "rps_high": _r(high), "interval": what,
+                "rps_rel_half_width": _r(s.rps_interval.rel_half_width, 4) if s.rps_interval else None,
+                "stop_reason": s.stop_reason,
+                "latency_avg_ms": _r(s.latency_avg_ms.median, 3), "latency_p50_ms": _r(lat.get("p50"), 3),
+                "latency_p99_ms": _r(s.latency_p99_ms.median, 3), "requests_total": s.requests_total,
+                "failures_total": s.failures_total, "failure_rate": _r(s.failure_rate, 4),
+                "offered_total": s.offered_total, "dropped_total": s.dropped_total,
+                "stack_cpu_us": _r(s.stack_cpu_us_per_request, 1), "db_cpu_us": _r(s.db_cpu_us_per_request, 1),
+                "cpu_us": _r(cost(cell), 1),
+                "rss_mib": None if s.stack_rss_peak_bytes is None else _r(s.stack_rss_peak_bytes / 2**20, 1),
+                "generator_cpu_fraction": _r(s.generator_cpu_fraction, 3),
+                "tx_invariants": None if inv is None else {"holds": inv.holds, "problem": inv.problem},
+            })
+        rows.append(row)
+    return rows
+
+
+def flags_present(results: RunResults) -> list[dict]:
+    counts = Counter(flag for cell in results.cells for flag in cell.flags)
+    failed = sum(1 for cell in results.cells if "failed" in cell_marks(cell))
+    rows = [{"flag": flag, "meaning": FLAG_MEANINGS.get(flag, ""), "cells": n, "not_ranked": flag in F.INVALID
+             or flag == F.NOISY} for flag, n in sorted(counts.items())]
+    if failed:
+        rows.append({"flag": "failed", "meaning": "the cell produced no measurement", "cells": failed, "not_ranked": True})
+    return rows
+
+
+def slo_tables(results: RunResults) -> list[dict]:
+    """Per SLO search: the answer and the seed-001-style sweep table (one row per level, by level)."""
+    out = []
+    for index, search in enumerate(results.slo_searches, 1):
+        order = {id(p): i for i, p in enumerate(search.curve, 1)}
+        out.append({
+            "title": figures.slo_title(search), "figure": f"slo-{index}-{search.stack}" if search.curve else None,
+            "stack": search.stack, "model": search.model, "unit": "req/s" if search.model == "open" else "VUs",
+            "answer_level": _r(search.answer_level), "answer_rps": _r(search.answer_rps),
+            "bracket_low": _r(search.bracket_low), "bracket_high": _r(search.bracket_high),
+            "stop_reason": search.stop_reason, "error": search.error, "window_seconds": search.window_seconds,
+            "rows": [{"step": order[id(p)], "level": _r(p.level), "rps": _r(p.rps),
+                      **{f"{k}_ms": _r(getattr(p.latency, f"{k}_ms"), 3) for k in ("avg", "p50", "p90", "p95", "p99", "max")},
+                      "error_rate": _r(p.error_rate, 5), "dropped": p.dropped, "passed": p.passed,
+                      "answer": p.level == search.answer_level}
+                     for p in sorted(search.curve, key=lambda p: p.level)],
+        })
+    return out
+
+
+def _status_title(results: RunResults, stack: str, workload: str) -> dict:
+    v = results.verification(stack, workload)
+    if v is None:
+        return {"symbol": "–", "text": "not verified", "title": ""}
+    if not v.ok:
+        failed = [c for c in v.checks if not c.ok]
+        return {"symbol": "❌", "text": failed[0].name if failed else "failed",
+                "title": "; ".join(f"{c.name}: {c.detail}" for c in failed)}
+    wrong = [c for c in v.columns if c.verdict is Verdict.WRONG]
+    if wrong:
+        return {"symbol": "❌", "text": f"{len(wrong)} wrong column(s)",
+                "title": "; ".join(f"{c.column}: {c.reason}" for c in wrong)}
+    equivalent = [c for c in v.columns if c.verdict is Verdict.EQUIVALENT]
+    if equivalent:
+        return {"symbol": "⚠️", "text": f"ok, {len(equivalent)} column(s) in another encoding",
+                "title": "; ".join(f"{c.column}: {c.reason}" for c in equivalent)}
+    return {"symbol": "✅", "text": "ok", "title": f"{len(v.checks)} checks passed"}
+
+
+def verification(results: RunResults) -> dict:
+    """The stack × workload overview, the column matrices, robustness, tx invariants and accounting."""
+    vs = results.verifications
+    stacks = list(dict.fromkeys(v.stack for v in vs))
+    workloads = [w for w in figures.WORKLOAD_ORDER if any(v.workload == w for v in vs)]
+    workloads += sorted({v.workload for v in vs} - set(workloads))
+    overview = [{"stack": stack, "cells": [_status_title(results, stack, w) for w in workloads],
+                 "robustness": f"{sum(c.ok for v in vs if v.stack == stack for c in v.bad_input)}/"
+                               f"{sum(len(v.bad_input) for v in vs if v.stack == stack)}"} for stack in stacks]
+    matrices = []
+    for workload in workloads:
+        relevant = [v for v in vs if v.workload == workload and v.columns]
+        if not relevant:
+            continue
+        columns = list(dict.fromkeys((c.column, c.pg_type) for v in relevant for c in v.columns))
+        rows = []
+        for v in relevant:
+            by_name = {c.column: c for c in v.columns}
+            rows.append({"stack": v.stack, "cells": [
+                {"symbol": by_name[name].verdict.symbol, "verdict": by_name[name].verdict.value,
+                 "title": by_name[name].reason or by_name[name].verdict.value} if name in by_name
+                else {"symbol": "–", "verdict": "", "title": "not compared"} for name, _ in columns]})
+        reasons = [{"stack": v.stack, "column": c.column, "symbol": c.verdict.symbol, "reason": c.reason}
+                   for v in relevant for c in v.columns if c.verdict is not Verdict.EXACT]
+        matrices.append({"workload": workload, "columns": [{"name": n, "pg_type": t} for n, t in columns],
+                         "rows": rows, "reasons": reasons})
+    robustness = [{"stack": v.stack, "workload": v.workload, "ok": sum(c.ok for c in v.bad_input),
+                   "total": len(v.bad_input),
+                   "failures": [{"description": c.description, "path": c.path, "status": c.status, "detail": c.detail}
+                                for c in v.bad_input if not c.ok]} for v in vs if v.bad_input]
+    tx = [{"stack": v.stack, "where": "verification requests", **v.tx_invariants.model_dump()}
+          for v in vs if v.tx_invariants is not None]
+    tx += [{"stack": c.stack, "where": f"cell at {figures.level_label(c)}", **c.tx_invariants.model_dump()}
+           for c in results.cells if c.tx_invariants is not None]
+    accounting = []
+    for v in vs:
+        a = v.accounting
+        if a is None:
+            if v.accounting_unavailable:
+                accounting.append({"stack": v.stack, "workload": v.workload, "unavailable": v.accounting_unavailable})
+            continue
+        accounting.append({"stack": v.stack, "workload": v.workload, "unavailable": None, "requests": a.requests,
+                           "statements": _r(a.workload_statements_per_request, 3),
+                           "expected": a.expected_statements_per_request, "rows": _r(a.rows_per_request, 3),
+                           "other": _r(a.other_statements_per_request, 3),
+                           "allowed_other": a.allowed_other_statements_per_request,
+                           "top_other": dict(a.top_other_statements), "symbol": a.verdict.symbol, "reason": a.reason})
+    return {"workloads": workloads, "overview": overview, "matrices": matrices, "robustness": robustness,
+            "tx": tx, "accounting": accounting}
+
+
+def _stack_row(s: StackInfo, config: dict) -> dict:
+    cs = s.cold_start
+    return {
+        "id": s.id, "title": s.title, "language": s.language, "framework": f"{s.framework} {s.framework_version}",
+        "driver": f"{s.driver} {s.driver_version}", "server": s.server, "pooler": s.pooler,
+        "pool_size": config.get("pool_size"), "workers": config.get("workers"),
+        "prepared_statements": s.prepared_statements, "workloads": s.workloads, "status": s.status,
+        "reason": s.reason, "log_tail": s.log_tail, "notes": s.notes,
+        "lines_of_code": None if s.lines_of_code is None else s.lines_of_code.total,
+        "loc_by_language": None if s.lines_of_code is None else dict(s.lines_of_code.by_language),
+        "build_seconds": _r(s.build_seconds, 3), "startup_seconds": _r(s.startup_seconds, 3),
+        "warmup_seconds": s.warmup_seconds,
+        "cold_start": None if cs is None else {
+            "healthy_seconds": _r(cs.healthy_seconds, 3), "first_correct_seconds": _r(cs.first_correct_seconds, 3),
+            "request": cs.request, "first_ms": _r(cs.first_requests_ms[0], 3) if cs.first_requests_ms else None,
+            "median_ms": _r(statistics.median(cs.first_requests_ms), 3) if cs.first_requests_ms else None,
+            "count": len(cs.first_requests_ms), "failed": cs.failed},
+    }
+
+
+def headroom(results: RunResults) -> dict:
+    """The generator's own ceiling beside the fastest cell, or why it was not measured."""
+    h = results.generator_headroom
+    if h is None:
+        return {"measured": False, "unavailable": results.environment.headroom_unavailable or "not measured in this run"}
+    fastest = max((c for c in results.cells if c.summary is not None), key=lambda c: c.summary.rps.median,  # type: ignore[union-attr]
+                  default=None)
+    out = {"measured": True, "rps": _r(h.rps), "latency_p99_ms": _r(h.latency_p99_ms, 3), "connections": h.connections,
+           "duration_seconds": _r(h.duration_seconds, 3), "generator_cpu_fraction": _r(h.generator_cpu_fraction, 3),
+           "endpoint": h.endpoint, "fastest_cell": None}
+    if fastest is not None and h.rps > 0:
+        rps = fastest.summary.rps.median  # type: ignore[union-attr]
+        out["fastest_cell"] = {"stack": fastest.stack, "family": Family(fastest.workload, fastest.parameter_name,
+                                                                          fastest.parameter).title,
+                               "level": figures.level_label(fastest), "rps": _r(rps), "share": _r(rps / h.rps, 4)}
+    return out
+
+
+def environment_line(results: RunResults) -> str:
+    env = results.environment
+    parts = [f"{env.cpu_model} × {env.cpu_count}", f"{env.memory_bytes / 2**30:.0f} GiB", f"Linux {env.kernel}",
+             f"PostgreSQL {env.postgres_version or '?'}", *env.engine_versions.values(),
+             f"generator CPUs {env.generator_cpus}, stack + PostgreSQL CPUs {env.server_cpus}"
+             + (" (shared)" if env.cpu_sets_shared else ""),
+             f"CPU accounting: {env.cpu_accounting or 'psutil'}"]
+    return " · ".join(parts)
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def environment(results: RunResults) -> dict:
+    """Every environment field, the full configuration and the database, as (name, value) rows."""
+    env = results.environment.model_dump()
+    engines, toolchains = env.pop("engine_versions"), env.pop("toolchains")
+    rows = [[k, f"{v / 2**30:.1f} GiB ({v:,} bytes)" if k == "memory_bytes" else _text(v)] for k, v in env.items()]
+    rows += [[f"engine {k}", v] for k, v in engines.items()] + [[f"toolchain: {k}", v] for k, v in toolchains.items()]
+    db = results.database
+    return {
+        "rows": rows,
+        "config": [[k, _text(v)] for k, v in results.config.items()],
+        "database": None if db is None else {"mode": db.mode, "version": db.version, "url": db.url,
+                                             "settings_profile": db.settings_profile,
+                                             "settings": [[k, v] for k, v in db.settings.items()]},
+    }
+
+
+def html_payload(results: RunResults) -> dict:
+    """Everything the page shows, from results.json only: JSON-serialisable and deterministic."""
+    ranks, eff = _ranks(results)
+    colors = figures.stack_colors(results)
+    sections: dict[str, list[dict]] = {"throughput": [], "scaling": [], "slo": [], "latency": [], "cost": [],
+                                       "stacks": []}
+    for family in figures.families(results.cells):
+        for name, figs in figures.family_figures(family, colors, ranks, eff).items():
+            sections[name] += figs
+    sections["slo"] = [f for i, s in enumerate(results.slo_searches, 1) if (f := figures.slo_figure(i, s))]
+    sections["stacks"] = [f for f in [figures.cold_start_figure(results, colors)] if f]
+    cell_sources = Counter(c.summary.cpu_accounting for c in results.cells if c.summary is not None)
+    return {
+        "title": f"pgarena {results.kind} {results.run_id}",
+        "run": {"run_id": results.run_id, "kind": results.kind, "status": results.status,
+                "schema_version": results.schema_version, "started_at": results.started_at.isoformat(),
+                "finished_at": results.finished_at.isoformat() if results.finished_at else None,
+                "duration_seconds": _r((results.finished_at - results.started_at).total_seconds(), 1)
+                if results.finished_at else None,
+                "error": results.error, "command": results.command},
+        "environment_line": environment_line(results),
+        "flags": flags_present(results),
+        "headline": headline(results, ranks),
+        "cells": cell_tables(results, ranks, eff),
+        "sections": sections,
+        "slo": slo_tables(results),
+        "verification": verification(results),
+        "stacks": [_stack_row(s, results.config) for s in results.stacks],
+        "headroom": headroom(results),
+        "cpu_accounting": {"environment": results.environment.cpu_accounting,
+                           "cells": dict(sorted(cell_sources.items()))},
+        "environment": environment(results),
+        "stack_colors": colors,
+    }
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f} ms" if value < 100 else f"{value:,.0f} ms"
+
+
+def _script_json(value: object) -> str:
+    """JSON safe inside a <script> element: '<' is escaped so no '</script>' can end it early."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("pgarena.report", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=_fmt, ms=_ms, pct=lambda v, d=1: "–" if v is None else f"{v:.{d}%}")
+    return env
+
+
+@cache
+def plotly_js() -> str:
+    """The plotly.js bundle shipped with the `plotly` package (inlined: the report needs no network)."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def render_html(results: RunResults) -> str:
+    """The whole HTML report of one run (self-contained)."""
+    payload = html_payload(results)
+    figures_json = _script_json([{"id": f["id"], "data": f["data"], "layout": f["layout"]}
+                                 for figs in payload["sections"].values() for f in figs])
+    return _environment().get_template(TEMPLATE).render(
+        p=payload, figures_json=figures_json, plotly_js=plotly_js(), flag_meanings=FLAG_MEANINGS)

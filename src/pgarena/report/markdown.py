@@ -128,6 +128,36 @@ def results_tables(results: RunResults) -> str:
     return "\n\n".join(sections) if sections else "_No load cells in this run._"
 
 
+def cost_section(results: RunResults) -> str:
+    """CPU µs per request (stack, PostgreSQL) and peak memory at each workload parameter's highest
+    closed-model load, ranked by efficiency with ties — the steadier twin of the throughput ranking."""
+    groups: dict[tuple, list[Cell]] = defaultdict(list)
+    for cell in results.cells:
+        if cell.model == "closed" and cell.summary is not None:
+            groups[(cell.workload, cell.parameter)].append(cell)
+    rows = []
+    for (workload, parameter), cells in sorted(groups.items(), key=lambda kv: (
+            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0)):
+        top = max(c.vus for c in cells)
+        for cell, rank in efficiency_ranks([c for c in cells if c.vus == top]):
+            s = cell.summary
+            assert s is not None
+            interval = s.cpu_us_per_request_interval
+            rows.append((
+                f"{workload}{'' if parameter is None else f' {cell.parameter_name}={parameter}'} @ {top} VUs",
+                rank, cell.stack, _num(s.stack_cpu_us_per_request or 0), _num(s.db_cpu_us_per_request or 0),
+                _num((s.stack_cpu_us_per_request or 0) + (s.db_cpu_us_per_request or 0)),
+                "–" if interval is None else f"{_num(interval.low)}–{_num(interval.high)}",
+                _mib(s.stack_rss_peak_bytes), f"{_num(s.rps.median)}/s"))
+    if not rows:
+        return ""
+    source = results.environment.cpu_accounting or "psutil sampling"
+    return (f"CPU time per answered request at the highest closed-model load of each workload parameter "
+            f"({source}). Lower is better; ranks tie where the 95 % intervals over the repetitions overlap.\n\n"
+            + table(["Cell", "#", "Stack", "Stack µs/req", "PostgreSQL µs/req", "Total µs/req", "95 % interval",
+                     "Peak RSS", "Requests/s"], rows, "lrlrrrrrr"))
+
+
 def slo_section(results: RunResults) -> str:
     """Seed 001's sweep, searched: the max sustainable rate per stack under the SLO, then each curve."""
     searches = results.slo_searches
@@ -412,9 +442,10 @@ def render_markdown(results: RunResults) -> str:
     if results.error:
         parts.append(f"> Run error: {results.error}")
     graphql = graphql_section(results)
-    slo, cold = slo_section(results), cold_start_section(results.stacks)
+    slo, cold, cost = slo_section(results), cold_start_section(results.stacks), cost_section(results)
     parts += [
         "## Results", results_tables(results),
+        *(["## Cost per request", cost] if cost else []),
         *(["## Max sustainable throughput under the SLO", slo] if slo else []),
         *(["## GraphQL against REST on the same stack", graphql] if graphql else []),
         *(["## Cold start", cold] if cold else []),

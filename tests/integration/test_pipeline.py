@@ -131,7 +131,10 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
             "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "1", "--repetitions", "1",
             "--engine", "k6", "--no-headroom", "--results-dir", str(tmp_path), "--run-id", "int"]
-    proc = subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # As from a terminal: a test run started in the background by a non-interactive shell inherits SIGINT
+    # ignored (POSIX), and Python keeps an ignored SIGINT ignored, so restore the default for the child.
+    proc = subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     results_path = tmp_path / "int" / "results.json"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from pgarena.rankcheck import RankAgreement, ranking_agreement
 from pgarena.results import Cell, RunResults
 from pgarena.stats import confidence_interval, t_critical
 
@@ -198,6 +199,8 @@ class Comparison:
     differences: list[EnvDifference]
     info: list[EnvDifference]
     failed_in_b: list[str] = field(default_factory=list)
+    ranking: RankAgreement = field(default_factory=RankAgreement)
+    """Whether the two runs order the stacks the same way wherever both claim an order (rankcheck.py)."""
     """Cells measured in A that ran and failed in B: a crash fails the --fail-on-regression gate too."""
 
     def count(self, verdict: Verdict) -> int:
@@ -300,7 +303,7 @@ def compare_runs(a: RunResults, b: RunResults, *, alpha: float = DEFAULT_ALPHA,
     differences, info = environment_differences(a, b, stacks or None, engines or None)
     failed_in_b = [cell_label(c) for k, c in ok_a.items() if k in cells_b and not _usable(cells_b[k])]
     return Comparison(a.run_id, b.run_id, alpha, min_change, compared, only_a, only_b, differences, info,
-                      failed_in_b)
+                      failed_in_b, ranking_agreement(a, b))
 
 
 def _figure(ca: Cell, cb: Cell, per_rep: Callable, fallback: Callable, higher_is_better: bool, alpha: float,
@@ -374,7 +377,8 @@ def summary_text(comparison: Comparison) -> str:
     """'12 common cells: 1 regression, 2 improvements, 9 within noise; 1 only in A, 0 only in B.'"""
     return (f"{len(comparison.cells)} common cells: {comparison.count('regression')} regression(s), "
             f"{comparison.count('improvement')} improvement(s), {comparison.count('within noise')} within noise "
-            f"(RPS); {len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B.")
+            f"(RPS); {len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B. "
+            + comparison.ranking.summary())
 
 
 def warning_lines(comparison: Comparison) -> list[str]:
@@ -400,6 +404,8 @@ def render_markdown(comparison: Comparison) -> str:
                            "".join(a for _, _, a in COLUMNS)))
     else:
         parts.append("_No cell was measured in both runs._")
+    if comparison.ranking.disagreements:
+        parts.append("## Ranking disagreements\n\n" + "\n".join(f"- {d}" for d in comparison.ranking.disagreements))
     for title, missing in (("Only in A", comparison.only_a), ("Only in B", comparison.only_b)):
         if missing:
             parts.append(f"## {title}\n\n" + "\n".join(f"- {label} ({note})" for label, note in missing))

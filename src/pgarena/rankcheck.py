@@ -1,0 +1,76 @@
+"""Do two runs agree on the ranking? Checked only where the ranking claims an order.
+
+Within each table of a run (workload × parameter × load level), two stacks are ordered when both cells
+are rankable (report.ranking.rankable: valid, not noisy) and their RPS intervals do not overlap. For every
+pair of stacks ordered in *both* runs, the order must be the same; a pair ordered in one run only is a
+tie in the other, which is not a contradiction. Two runs of the same stacks a minute apart should
+therefore never disagree — a disagreement means an interval was too optimistic.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from pgarena.report.ranking import rankable
+from pgarena.results import Cell, RunResults
+
+
+@dataclass
+class RankAgreement:
+    ordered_in_both: int = 0
+    ordered_in_one: int = 0
+    disagreements: list[str] = field(default_factory=list)
+
+    @property
+    def agree(self) -> int:
+        return self.ordered_in_both - len(self.disagreements)
+
+    def summary(self) -> str:
+        """'Ranking: 14 stack pairs ordered in both runs, 14 agree, 0 disagree (3 ordered in one run only).'"""
+        return (f"Ranking: {self.ordered_in_both} stack pair(s) ordered in both runs (intervals apart in each): "
+                f"{self.agree} agree, {len(self.disagreements)} disagree; {self.ordered_in_one} ordered in one "
+                "run only (a tie in the other).")
+
+
+def _order(x: Cell, y: Cell) -> int:
+    """+1 when x is surely faster, -1 when surely slower, 0 when the intervals overlap."""
+    ix, iy = x.summary.rps_interval, y.summary.rps_interval  # type: ignore[union-attr]
+    assert ix is not None and iy is not None
+    if ix.low > iy.high:
+        return 1
+    if iy.low > ix.high:
+        return -1
+    return 0
+
+
+def _tables(results: RunResults) -> dict[tuple, dict[str, Cell]]:
+    tables: dict[tuple, dict[str, Cell]] = defaultdict(dict)
+    for cell in results.cells:
+        if rankable(cell):
+            stack, *rest = cell.key
+            tables[tuple(rest)][stack] = cell
+    return tables
+
+
+def ranking_agreement(a: RunResults, b: RunResults) -> RankAgreement:
+    """Compare the orders the two runs establish, pair by pair, table by table."""
+    result = RankAgreement()
+    tables_b = _tables(b)
+    for key, cells_a in _tables(a).items():
+        cells_b = tables_b.get(key, {})
+        common = sorted(set(cells_a) & set(cells_b))
+        for x, y in combinations(common, 2):
+            oa, ob = _order(cells_a[x], cells_a[y]), _order(cells_b[x], cells_b[y])
+            if oa and ob:
+                result.ordered_in_both += 1
+                if oa != ob:
+                    workload, parameter, _, level = key
+                    where = f"{workload}{'' if parameter is None else f' {parameter}'} @ {level}"
+                    faster_a, faster_b = (x, y) if oa > 0 else (y, x), (x, y) if ob > 0 else (y, x)
+                    result.disagreements.append(f"{where}: A has {faster_a[0]} above {faster_a[1]}, "
+                                                f"B has {faster_b[0]} above {faster_b[1]}")
+            elif oa or ob:
+                result.ordered_in_one += 1
+    return result

@@ -1,0 +1,56 @@
+"""Two runs agree on the ranking wherever both claim an order (pgarena.rankcheck)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgarena.config import build_config
+from pgarena.measure import summarize
+from pgarena.rankcheck import ranking_agreement
+from pgarena.results import Cell, Errors, Latency, Repetition
+from tests.unit.test_compare import make_run
+
+
+@pytest.fixture
+def config(tmp_path, monkeypatch):
+    monkeypatch.setattr("pgarena.config.default_cpu_sets", lambda: ([0], [1]))
+    return build_config(profile="quick", project_dir=tmp_path)  # ±10 % target
+
+
+def measured(stack: str, rps: list[float], config, vus: int = 50) -> Cell:
+    reps = [Repetition(index=i, requests=int(r * 2), duration_seconds=2, rps=r,
+                       latency=Latency(avg_ms=1, p50_ms=1, p90_ms=1, p95_ms=1, p99_ms=1, max_ms=1), errors=Errors(),
+                       status_codes={"200": int(r * 2)}, stack_cpu_seconds=1, db_cpu_seconds=1,
+                       stack_rss_peak_bytes=None, generator_cpu_seconds=1, raw_output="x")
+            for i, r in enumerate(rps, 1)]
+    cell = Cell(stack=stack, workload="perf-test", parameter_name="rows", parameter=1, vus=vus, engine="oha",
+                warmup_seconds=1, duration_seconds=2, repetitions=reps)
+    summarize(cell, config)
+    return cell
+
+
+def test_same_order_agrees_and_ties_are_not_contradictions(config):
+    a = make_run("a", [measured("go", [9000, 9100, 9050], config), measured("py", [1000, 1010, 1005], config),
+                       measured("node", [3000, 3020, 3010], config)])
+    b = make_run("b", [measured("go", [8800, 8900, 8850], config), measured("py", [1020, 1000, 1010], config),
+                       measured("node", [3050, 2990, 3000], config)])
+    result = ranking_agreement(a, b)
+    assert (result.ordered_in_both, result.agree, result.disagreements) == (3, 3, [])
+    assert "3 agree, 0 disagree" in result.summary()
+
+
+def test_a_swapped_order_is_a_disagreement(config):
+    a = make_run("a", [measured("go", [9000, 9100, 9050], config), measured("py", [1000, 1010, 1005], config)])
+    b = make_run("b", [measured("go", [900, 910, 905], config), measured("py", [1000, 1010, 1005], config)])
+    result = ranking_agreement(a, b)
+    assert result.ordered_in_both == 1 and len(result.disagreements) == 1
+    assert "A has go above py, B has py above go" in result.disagreements[0]
+
+
+def test_overlap_in_one_run_and_noisy_cells_are_not_counted(config):
+    a = make_run("a", [measured("go", [1000, 1010, 1005], config), measured("py", [1003, 1012, 1001], config),
+                       measured("noisy", [500, 2000, 3000], config)])
+    b = make_run("b", [measured("go", [1500, 1510, 1505], config), measured("py", [1000, 1010, 1005], config),
+                       measured("noisy", [100, 110, 105], config)])
+    result = ranking_agreement(a, b)
+    assert (result.ordered_in_both, result.ordered_in_one, result.disagreements) == (0, 1, [])

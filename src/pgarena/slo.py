@@ -7,7 +7,8 @@ randomness; the time budget is a number of measured steps (one step = one measur
 so budget_steps × window length bounds the search's time).
 
 Method: exponential growth from `start` (level × `growth`, capped at `max_level`) until a level breaks the
-SLO, then bisection between the last passing and the first failing level until the bracket is narrower
+SLO — or, when `start` itself breaks it, exponential descent (level ÷ `growth`, down to `min_level`) until
+a level meets it — then bisection between the last passing and the first failing level until the bracket is narrower
 than `rel_precision` of the passing level (or one unit, with integer levels) or the budget is spent.
 Bisection, not interpolation: one noisy p99 near the knee moves the bracket by at most one halving.
 
@@ -37,7 +38,7 @@ BUDGET = "budget"
 MAX_LEVEL = "max-level"
 """`max_level` itself passed: the limit is at or above it (no failing level, no upper bound)."""
 START_FAILS = "start-fails"
-"""`start` already broke the SLO: no passing level, the limit is below `start`."""
+"""`start` and every level down to `min_level` broke the SLO: no passing level, the limit is below them."""
 
 
 @dataclass(frozen=True)
@@ -121,13 +122,15 @@ class SloSearch:
 def search_max_sustainable(measure: Callable[[float], LevelResult], *, start: float, max_level: float,
                            target: SloTarget, budget_steps: int, growth: float = 2.0,
                            rel_precision: float = DEFAULT_REL_PRECISION,
-                           integer_levels: bool = False) -> SloSearch:
+                           integer_levels: bool = False, min_level: float | None = None) -> SloSearch:
     """Search the highest level in [start, max_level] that meets `target`, measuring at most
     `budget_steps` levels.
 
     1. Growth: measure start, start·growth, start·growth², … (the last one capped at `max_level`) until a
-       level fails (→ 2), `max_level` passes (stop: MAX_LEVEL), `start` fails (stop: START_FAILS) or the
-       budget is spent (stop: BUDGET). Levels in this phase strictly increase.
+       level fails (→ 2), `max_level` passes (stop: MAX_LEVEL) or the budget is spent (stop: BUDGET).
+       Levels in this phase strictly increase. If `start` fails, descend instead: start/growth,
+       start/growth², … (the last one raised to `min_level`, default start/growth⁴) until a level passes
+       (→ 2), `min_level` fails too (stop: START_FAILS) or the budget is spent (stop: BUDGET).
     2. Bisection: while first_fail − last_pass > rel_precision · last_pass (and, with integer levels,
        > 1), measure the midpoint; a pass raises the lower end, a failure lowers the upper end. Stops
        CONVERGED, or BUDGET when the steps run out first.
@@ -147,8 +150,13 @@ def search_max_sustainable(measure: Callable[[float], LevelResult], *, start: fl
         raise ValueError(f"growth must be > 1, got {growth}")
     if not rel_precision > 0:
         raise ValueError(f"rel_precision must be positive, got {rel_precision}")
+    if min_level is None:
+        min_level = start / growth**4
+    if not 0 < min_level <= start:
+        raise ValueError(f"min_level must be in (0, start], got {min_level}")
     if integer_levels:
         start, max_level = float(math.ceil(start)), float(math.floor(max_level))
+        min_level = float(max(1, math.ceil(min_level)))
         if max_level < start:
             raise ValueError("no integer level between start and max_level")
 
@@ -185,8 +193,17 @@ def search_max_sustainable(measure: Callable[[float], LevelResult], *, start: fl
         else:
             failure, high = curve[-1], level
             break
-    if best is None:
-        return done(START_FAILS)
+    while best is None:  # descent: `start` failed
+        if level <= min_level:
+            return done(START_FAILS)
+        if len(curve) >= budget_steps:
+            return done(BUDGET)
+        nxt = level / growth
+        level = max(float(math.floor(nxt)) if integer_levels else nxt, min_level)
+        if step(level):
+            best, low = curve[-1], level
+        else:
+            failure, high = curve[-1], level
 
     # 2. bisection
     assert low is not None and high is not None

@@ -104,12 +104,21 @@ def test_the_step_budget_is_respected(budget: int) -> None:
         assert low <= TRUE_LIMIT_LOW and high >= TRUE_LIMIT_HIGH
 
 
-def test_a_start_level_that_fails_reports_no_answer() -> None:
-    search, stack = run(start=5000.0)
-    assert stack.calls == [5000.0]
+def test_a_start_level_that_fails_reports_no_answer_when_nothing_down_to_min_level_passes() -> None:
+    search, stack = run(start=5000.0, min_level=2500.0)
+    assert stack.calls == [5000.0, 2500.0]
     assert search.stop_reason == START_FAILS
     assert search.best is None and search.answer_level is None and search.answer_rps is None
-    assert search.bracket == (0.0, 5000.0)
+    assert search.bracket == (0.0, 2500.0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_failing_start_descends_then_bisects_to_the_true_limit(seed: int) -> None:
+    search, stack = run(seed=seed, start=5000.0)  # 4 × capacity: a noisy first step, as on a busy machine
+    assert stack.calls[:3] == [5000.0, 2500.0, 1250.0] and stack.calls[3] == 625.0
+    assert search.stop_reason == CONVERGED
+    low, high = search.bracket
+    assert low <= TRUE_LIMIT_LOW and high >= TRUE_LIMIT_HIGH and (high - low) <= 0.01 * low
 
 
 class ErroringStack:

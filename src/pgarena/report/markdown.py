@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from pgarena.flags import GENERATOR_BOUND_CPU_FRACTION
 from pgarena.report.ranking import efficiency_ranks, throughput_ranks
 from pgarena.results import Cell, RunResults, StackInfo, WorkloadVerification
 from pgarena.values import Verdict
@@ -418,8 +419,11 @@ def _headroom(results: RunResults) -> str:
     if h is None:
         return f"not measured ({results.environment.headroom_unavailable or 'disabled'})"
     cpu = "" if h.generator_cpu_fraction is None else f", generator CPU {h.generator_cpu_fraction:.0%}"
-    return (f"{_num(h.rps)} req/s, p99 {_ms(h.latency_p99_ms)} at {h.connections} connections against a trivial "
+    text = (f"{_num(h.rps)} req/s, p99 {_ms(h.latency_p99_ms)} at {h.connections} connections against a trivial "
             f"endpoint ({h.endpoint}{cpu})")
+    if h.generator_cpu_fraction is not None and h.generator_cpu_fraction <= GENERATOR_BOUND_CPU_FRACTION:
+        text += "; the generator was not saturated, so its ceiling is higher still"
+    return text
 
 
 def render_markdown(results: RunResults) -> str:

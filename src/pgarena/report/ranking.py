@@ -1,9 +1,11 @@
 """Ranks shared by the Markdown and HTML reports: throughput and efficiency, with ties where the
 confidence intervals overlap, and no rank at all for cells that must not be ranked.
 
-A cell is ranked only when it was measured, carries no invalidating flag (flags.INVALID) and its RPS
-interval met the target width (not `noisy`). Ranked cells get `stats.rank_with_ties` labels ("1", "2–3");
-the others get "–" and follow, in median order, so they stay visible with their figures.
+Ranks are positions in the *field*: the measured, valid cells (no flags.INVALID flag) with an interval.
+`stats.rank_with_ties` over the field gives each cell every position it could take ("1", "2–3"), so a
+noisy cell's wide interval still pushes the cells it surely beats down. A rank is *shown* only for a
+rankable cell (in the field and not `noisy`); the others get "–". Every measured cell is listed, in
+median order, so the table reads top to bottom as measured.
 """
 
 from __future__ import annotations
@@ -24,15 +26,21 @@ def rankable(cell: Cell) -> bool:
             and not any(flag in INVALID for flag in cell.flags))
 
 
+def in_field(cell: Cell) -> bool:
+    """Measured, valid and with an interval: it takes part in the ranking (noisy or not)."""
+    s = cell.summary
+    return (cell.status == "ok" and s is not None and s.rps_interval is not None
+            and not any(flag in INVALID for flag in cell.flags))
+
+
 def throughput_ranks(cells: Sequence[Cell]) -> list[tuple[Cell, str]]:
-    """Measured cells by median RPS (higher first) with tie-aware rank labels."""
+    """Measured cells by median RPS (higher first) with tie-aware rank labels ("–" where not rankable)."""
     measured = [c for c in cells if c.summary is not None]
-    ranked = [c for c in measured if rankable(c)]
     labels = dict((id(c), label) for c, label in rank_with_ties(
         [(c, c.summary.rps_interval.low, c.summary.rps_interval.high, c.summary.rps.median)  # type: ignore[union-attr]
-         for c in ranked]))
-    ordered = sorted(measured, key=lambda c: (id(c) not in labels, -c.summary.rps.median))  # type: ignore[union-attr]
-    return [(c, labels.get(id(c), UNRANKED)) for c in ordered]
+         for c in measured if in_field(c)]))
+    ordered = sorted(measured, key=lambda c: -c.summary.rps.median)  # type: ignore[union-attr]
+    return [(c, labels[id(c)] if rankable(c) else UNRANKED) for c in ordered]
 
 
 def cost(cell: Cell) -> float | None:

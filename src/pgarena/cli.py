@@ -268,6 +268,9 @@ def compare(
             err.print(f"  {line}", style="red", highlight=False, markup=False, soft_wrap=True)
         if strict:
             raise _fail("refusing to compare (--strict): the environments differ")
+    if comparing.noise_warning(comparison):
+        err.print(f"note: {comparing.noise_warning(comparison)}", style="yellow", highlight=False, markup=False,
+                  soft_wrap=True)
     if sys.stdout.isatty() and out.width >= comparing.TERMINAL_TABLE_MIN_WIDTH:
         out.print(comparing.terminal_table(comparison))
     else:

@@ -1,7 +1,8 @@
 """Do two runs agree on the ranking? Checked only where the ranking claims an order.
 
 Within each table of a run (workload × parameter × load level), two stacks are ordered when both cells
-are rankable (report.ranking.rankable: valid, not noisy) and their RPS intervals do not overlap. For every
+are valid with an interval (report.ranking.in_field; noisy cells included) and their RPS intervals do not
+overlap. For every
 pair of stacks ordered in *both* runs, the order must be the same; a pair ordered in one run only is a
 tie in the other, which is not a contradiction. Two runs of the same stacks a minute apart should
 therefore never disagree — a disagreement means an interval was too optimistic.
@@ -13,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from pgarena.report.ranking import rankable
+from pgarena.report.ranking import in_field
 from pgarena.results import Cell, RunResults
 
 
@@ -48,7 +49,7 @@ def _order(x: Cell, y: Cell) -> int:
 def _tables(results: RunResults) -> dict[tuple, dict[str, Cell]]:
     tables: dict[tuple, dict[str, Cell]] = defaultdict(dict)
     for cell in results.cells:
-        if rankable(cell):
+        if in_field(cell):
             stack, *rest = cell.key
             tables[tuple(rest)][stack] = cell
     return tables

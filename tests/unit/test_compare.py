@@ -229,3 +229,19 @@ def test_terminal_table_shows_every_column_at_its_minimum_width() -> None:
     for expected in ("110,000", "[107,267–112,733]", "-27.3%", "regression", "1,310", "+8.2%", "100 → 100",
                      "B: failures>1%"):
         assert expected in text, expected
+
+
+def test_drift_is_the_median_change_and_quick_runs_get_a_noise_note() -> None:
+    from pgarena.compare import noise_warning
+
+    a = make_run("a", [make_cell("s1", [100, 101, 99]), make_cell("s2", [200, 202, 198]),
+                       make_cell("s3", [300, 303, 297])])
+    b = make_run("b", [make_cell("s1", [110, 111, 109]), make_cell("s2", [180, 182, 178]),
+                       make_cell("s3", [303, 306, 300])])
+    comparison = compare_runs(a, b)
+    assert comparison.drift == pytest.approx(0.10)
+    assert "run-to-run drift): 10.0%" in render_markdown(comparison)
+    assert noise_warning(comparison) and "'standard' or 'full'" in noise_warning(comparison)
+    full = compare_runs(make_run("a", a.cells, config={"profile": "full"}), make_run("b", b.cells,
+                                                                                      config={"profile": "full"}))
+    assert noise_warning(full) is None

@@ -47,10 +47,11 @@ def test_a_swapped_order_is_a_disagreement(config):
     assert "A has go above py, B has py above go" in result.disagreements[0]
 
 
-def test_overlap_in_one_run_and_noisy_cells_are_not_counted(config):
+def test_overlap_in_one_run_is_a_tie_not_a_contradiction_and_noisy_cells_take_part(config):
     a = make_run("a", [measured("go", [1000, 1010, 1005], config), measured("py", [1003, 1012, 1001], config),
                        measured("noisy", [500, 2000, 3000], config)])
     b = make_run("b", [measured("go", [1500, 1510, 1505], config), measured("py", [1000, 1010, 1005], config),
                        measured("noisy", [100, 110, 105], config)])
     result = ranking_agreement(a, b)
-    assert (result.ordered_in_both, result.ordered_in_one, result.disagreements) == (0, 1, [])
+    # go/py: overlap in A, ordered in B; noisy's wide A interval overlaps both, B's tight one is below both
+    assert (result.ordered_in_both, result.ordered_in_one, result.disagreements) == (0, 3, [])

@@ -168,6 +168,26 @@ class CgroupBackend:
                 continue
             return CpuGroup(self, path)
 
+    def sweep_stale(self) -> list[Path]:
+        """Remove empty groups left by pgarena processes that no longer exist (a run killed with SIGKILL
+        cannot clean up); return the removed paths. Groups of live processes and non-empty groups stay."""
+        removed: list[Path] = []
+        parent = self.mount / self.parent
+        if not parent.is_dir():
+            return removed
+        for path in parent.iterdir():
+            parts = path.name.rsplit("-", 2)
+            if not path.is_dir() or len(parts) != 3 or not parts[1].isdigit():
+                continue
+            if psutil.pid_exists(int(parts[1])):
+                continue
+            try:
+                path.rmdir()  # fails (EBUSY / ENOTEMPTY) if processes are still in it
+            except OSError:
+                continue
+            removed.append(path)
+        return removed
+
     def check(self) -> str | None:
         """None if groups can be made, joined, read and removed here; else why not, in plain words.
 
@@ -364,6 +384,7 @@ def probe(mounts_file: Path = MOUNTS_FILE, parent: str = PARENT_GROUP) -> Cgroup
     for backend in candidates:
         reason = backend.check()
         if reason is None:
+            backend.sweep_stale()
             return backend
         reasons.append(reason)
     return "; ".join(reasons)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import pytest
 
 from pgarena import cgroups
@@ -141,3 +143,16 @@ def test_probe_reports_a_mount_point_that_is_no_directory(tmp_path):
     (tmp_path / "gone").touch()  # a file where the hierarchy should be: mkdir under it fails
     reason = probe(mounts)
     assert isinstance(reason, str) and "cannot create a group" in reason
+
+
+def test_sweep_removes_empty_groups_of_dead_processes_only(tmp_path, monkeypatch):
+    backend = CgroupBackend(1, tmp_path)
+    parent = tmp_path / backend.parent
+    dead, alive, busy, foreign = (parent / "stack-999999-1", parent / f"stack-{os.getpid()}-1",
+                                  parent / "postgres-999998-2", parent / "not-ours")
+    for path in (dead, alive, busy, foreign):
+        path.mkdir(parents=True)
+    (busy / "cgroup.procs").write_text("123\n")  # a real group with processes cannot be removed
+    monkeypatch.setattr("pgarena.cgroups.psutil.pid_exists", lambda pid: pid == os.getpid())
+    assert backend.sweep_stale() == [dead]
+    assert not dead.exists() and alive.exists() and busy.exists() and foreign.exists()

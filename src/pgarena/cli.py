@@ -201,22 +201,23 @@ def run(
             config, previous = load_for_resume(resume, database_url=database_url)
         except RunError as exc:
             raise _fail(str(exc)) from None
-        run_dir = _execute(config, "run", resume=(resume, previous))
-        out.print(f"Results: {run_dir / 'results.json'}")
-        out.print(f"Report:  {run_dir / 'report.md'}")
-        out.print(f"HTML:    {run_dir / 'report.html'}")
+        _print_outputs(_execute(config, "run", resume=(resume, previous)))
         return
     config = _config(
         profile, stacks=_names(stacks), workloads=_names(workloads), engine=engine, repetitions=repetitions,
         max_repetitions=max_repetitions, target_rel_half_width=target_width, cell_budget_s=cell_budget,
         arrival_rates=_names(rates), open_connections=open_connections, slo_p99_ms=slo_p99,
-        slo_budget_steps=slo_steps, headroom=headroom, duration_s=duration, warmup_s=warmup, vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
+        slo_budget_steps=slo_steps, headroom=headroom, duration_s=duration, warmup_s=warmup,
+        vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
         http_timeout_s=http_timeout, database_url=database_url, run_id=run_id, stacks_dir=stacks_dir,
         results_dir=results_dir,
     )
-    run_dir = _execute(config, "run")
+    _print_outputs(_execute(config, "run"))
+
+
+def _print_outputs(run_dir: Path) -> None:
     out.print(f"Results: {run_dir / 'results.json'}")
     out.print(f"Report:  {run_dir / 'report.md'}")
     out.print(f"HTML:    {run_dir / 'report.html'}")

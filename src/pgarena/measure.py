@@ -39,14 +39,13 @@ def keep_repeating(rps: list[float], measured_s: float, window_s: float, config:
     return len(rps) < config.max_repetitions and measured_s + window_s <= config.cell_budget_s
 
 
-def stop_reason(rps: list[float], config: RunConfig) -> str:
-    """Why a cell's repetitions stopped, read back from its RPS values and the config."""
+def stop_reason(repetitions: int, noisy: bool, config: RunConfig) -> str:
+    """Why a cell's repetitions stopped, read back from their count, the interval and the config."""
     if config.max_repetitions == config.repetitions:
         return "fixed"
-    if len(rps) >= config.repetitions and not interval_too_wide(
-            rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level):
+    if repetitions >= config.repetitions and not noisy:
         return "interval"
-    return "max-repetitions" if len(rps) >= config.max_repetitions else "budget"
+    return "max-repetitions" if repetitions >= config.max_repetitions else "budget"
 
 
 def rps_interval(values: list[float], level: float) -> Interval | None:
@@ -81,15 +80,14 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> 
     generator_cpu = sum(r.generator_cpu_seconds for r in reps)
     rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
     rps = [r.rps for r in reps]
-    interval = rps_interval(rps, config.confidence_level)
-    noisy = interval is None or interval.rel_half_width > config.target_rel_half_width
+    noisy = interval_too_wide(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
     offered = total([r.offered_requests for r in reps]) if cell.model == "open" else None
     per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / r.requests * 1e6 for r in reps
                     if r.requests and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
     cell.summary = CellSummary(
         rps=spread(rps),
-        rps_interval=interval,
-        stop_reason=stop_reason(rps, config),  # type: ignore[arg-type]
+        rps_interval=rps_interval(rps, config.confidence_level),
+        stop_reason=stop_reason(len(rps), noisy, config),  # type: ignore[arg-type]
         noisy=noisy,
         latency_avg_ms=spread([r.latency.avg_ms for r in reps]),
         latency_p99_ms=spread([r.latency.p99_ms for r in reps]),
@@ -126,11 +124,15 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> 
     cell.flags = sorted(set(cell.flags) | set(flags))
 
 
+def _workload_stem(workload: str, parameter: int | None) -> str:
+    """'perf-test-rows100', 'static': the start of every raw-output file name."""
+    return workload if parameter is None else f"{workload}-{wl.PARAMETER_NAMES[workload]}{parameter}"
+
+
 def cell_label(cell: Cell) -> str:
     """File-name stem of a cell's raw outputs."""
-    parameter = "" if cell.parameter is None else f"-{cell.parameter_name}{cell.parameter}"
     level = f"vus{cell.vus}" if cell.model == "closed" else f"rate{cell.arrival_rate:.0f}"
-    return f"{cell.workload}{parameter}-{level}"
+    return f"{_workload_stem(cell.workload, cell.parameter)}-{level}"
 
 
 def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, routes: dict[str, str],
@@ -275,7 +277,7 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
     raw_dir = run_dir / "raw" / stack
     raw_dir.mkdir(parents=True, exist_ok=True)
     name = wl.PARAMETER_NAMES[workload]
-    label = f"{workload}{'' if parameter is None else f'-{name}{parameter}'}-slo"
+    label = f"{_workload_stem(workload, parameter)}-slo"
     bodies = write_tx_bodies(raw_dir, stack, label) if workload == wl.TX else None
     base = load_spec(workload, parameter, base_url=base_url, routes=routes, connections=config.open_connections,
                      config=config, bodies_file=bodies)

@@ -10,11 +10,10 @@ therefore never disagree — a disagreement means an interval was too optimistic
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from pgarena.report.ranking import in_field
+from pgarena.report.ranking import comparable_groups, in_field
 from pgarena.results import Cell, RunResults
 
 
@@ -47,12 +46,8 @@ def _order(x: Cell, y: Cell) -> int:
 
 
 def _tables(results: RunResults) -> dict[tuple, dict[str, Cell]]:
-    tables: dict[tuple, dict[str, Cell]] = defaultdict(dict)
-    for cell in results.cells:
-        if in_field(cell):
-            stack, *rest = cell.key
-            tables[tuple(rest)][stack] = cell
-    return tables
+    return {key: {c.stack: c for c in cells if in_field(c)}
+            for key, cells in comparable_groups(results.cells).items()}
 
 
 def ranking_agreement(a: RunResults, b: RunResults) -> RankAgreement:

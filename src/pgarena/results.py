@@ -302,9 +302,9 @@ class Cell(_Model):
 
     @property
     def level_label(self) -> str:
-        """'50 VUs' or '1,800 req/s (90%)'."""
+        """'1 VU', '50 VUs' or '1,800 req/s (90%)'."""
         if self.model == "closed":
-            return f"{self.vus} VUs"
+            return f"{self.vus} VU{'s' if self.vus != 1 else ''}"
         spec = self.arrival_rate_spec or ""
         return f"{self.arrival_rate or 0:,.0f} req/s" + (f" ({spec})" if spec.endswith("%") else "")
 

@@ -10,18 +10,17 @@ import datetime as dt
 import os
 import socket
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from contextlib import ExitStack
-
 from pgarena import cgroups, loc
+from pgarena import workloads as wl
 from pgarena.coldstart import cold_start_workload, measure_cold_start
 from pgarena.headroom import HeadroomUnavailable, measure_headroom
 from pgarena.progress import RunProgress
 from pgarena.resources import SAMPLE_INTERVAL_S, CpuMeters
-from pgarena import workloads as wl
 from pgarena.config import RunConfig, parse_rate, redact_url
 from pgarena.engines import Engine, EngineUnavailable, get_engine
 from pgarena.engines.base import EngineOutputError
@@ -141,17 +140,19 @@ def port_in_use(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def workload_parameters(config: RunConfig, workload: str) -> list[int | None]:
+    """The parameters a workload is measured at (perf-test rows, users limits; [None] for the others).
+    The first is the workload's headline parameter: cold start and the SLO search use it."""
+    return {wl.PERF_TEST: list(config.perf_test_rows), wl.USERS: list(config.users_limits)}.get(workload, [None])
+
+
 def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
     """Every cell of one stack, in the order they run."""
     cells = []
     for workload in config.workloads:
         if workload not in stack.definition.workloads:
             continue
-        parameters: list[int | None] = {
-            wl.PERF_TEST: list(config.perf_test_rows),
-            wl.USERS: list(config.users_limits),
-        }.get(workload, [None])
-        for parameter in parameters:
+        for parameter in workload_parameters(config, workload):
             common = dict(stack=stack.id, workload=workload, parameter_name=wl.PARAMETER_NAMES[workload],
                           parameter=parameter, engine=engine, warmup_seconds=config.warmup_s,
                           duration_seconds=config.duration_s)
@@ -253,9 +254,8 @@ def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server
     workloads = [w for w in config.workloads if w in definition.workloads]
     first = cold_start_workload(workloads)
     if first is not None:
-        parameter = {wl.PERF_TEST: config.perf_test_rows[0], wl.USERS: config.users_limits[0]}.get(first)
         info.cold_start = measure_cold_start(
-            base_url, workload=first, parameter=parameter, healthy_seconds=healthy,
+            base_url, workload=first, parameter=workload_parameters(config, first)[0], healthy_seconds=healthy,
             healthy_at=server.started_at + healthy, count=config.cold_start_requests,
             timeout_s=config.http_timeout_s, routes=routes)
         cs = info.cold_start
@@ -333,7 +333,7 @@ def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: 
 def _slo_search(ctx: _Context, stack_id: str, workload: str, base_url: str, routes: dict[str, str]) -> None:
     """Max sustainable throughput of the workload's first parameter under the SLO."""
     config = ctx.config
-    parameter = {wl.PERF_TEST: config.perf_test_rows[0], wl.USERS: config.users_limits[0]}.get(workload)
+    parameter = workload_parameters(config, workload)[0]
     ctx.log(f"[{stack_id}] {workload}: searching the max sustainable rate (p99 ≤ {config.slo_p99_ms:g} ms, "
             f"errors ≤ {config.slo_max_error_rate:.0%})")
     found = search_sustainable(stack=stack_id, workload=workload, parameter=parameter,

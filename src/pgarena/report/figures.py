@@ -19,11 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pgarena.flags import INVALID, NOISY
+from pgarena.report.markdown import WORKLOAD_ORDER
 from pgarena.results import Cell, RunResults, SloSearchResult
-from pgarena.workloads import GRAPHQL, PERF_TEST, STATIC, TX, USERS
-
-WORKLOAD_ORDER = (PERF_TEST, USERS, GRAPHQL, STATIC, TX)
-"""Sections follow this order; unknown workloads come after, by name."""
 
 CHART_WIDTH_PX = 960
 """Every chart's width: fits an A4 landscape page (the print stylesheet) and a laptop screen."""
@@ -41,7 +38,7 @@ PALETTE = (
 PASS_COLOR, FAIL_COLOR, REFERENCE_COLOR = "#2ca02c", "#d62728", "#9a9a9a"
 
 
-def _r(value: float | None, digits: int = 2) -> float | None:
+def rounded(value: float | None, digits: int = 2) -> float | None:
     """Rounded for the payload (keeps it small and stable); None stays None."""
     return None if value is None else round(float(value), digits)
 
@@ -59,7 +56,7 @@ def log_axis(values: Iterable[float | None]) -> dict:
             if tick >= low / 2.5 and (not ticks or ticks[-1] < high):
                 ticks.append(tick)
         exponent += 1
-    return {"type": "log", "tickvals": [_r(t, 6) for t in ticks],
+    return {"type": "log", "tickvals": [rounded(t, 6) for t in ticks],
             "ticktext": [f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks]}
 
 
@@ -96,13 +93,6 @@ def latency_medians(cell: Cell) -> dict[str, float] | None:
 def level_sort_key(cell: Cell) -> tuple[int, float]:
     """Closed-model levels by VUs, then open-model levels by arrival rate."""
     return (0, cell.vus) if cell.model == "closed" else (1, cell.arrival_rate or 0.0)
-
-
-def level_label(cell: Cell) -> str:
-    """'1 VU', '50 VUs' or the open model's '1,800 req/s (90%)'."""
-    if cell.model == "closed":
-        return f"{cell.vus} VU{'s' if cell.vus != 1 else ''}"
-    return cell.level_label
 
 
 def parameter_label(workload: str, parameter_name: str | None, parameter: int | None) -> str:
@@ -184,7 +174,7 @@ def _hover(cell: Cell, rank: str | None = None) -> str:
     s = cell.summary
     assert s is not None
     low, high, what = rps_bounds(cell)
-    lines = [f"<b>{cell.stack}</b> · {level_label(cell)}",
+    lines = [f"<b>{cell.stack}</b> · {cell.level_label}",
              f"{s.rps.median:,.0f} req/s (median; {what} {low:,.0f}–{high:,.0f})",
              f"p99 {s.latency_p99_ms.median:,.2f} ms"]
     if rank is not None:
@@ -199,10 +189,10 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
     measured = [c for c in family.cells if c.summary is not None]
     if not measured:
         return None
-    levels = [level_label(c) for c in family.levels()]
+    levels = [c.level_label for c in family.levels()]
     by_stack: dict[str, dict[str, Cell]] = defaultdict(dict)
     for cell in measured:
-        by_stack[cell.stack].setdefault(level_label(cell), cell)
+        by_stack[cell.stack].setdefault(cell.level_label, cell)
     data = []
     for stack in sorted(by_stack, key=list(colors).index):
         cells = [by_stack[stack].get(level) for level in levels]
@@ -215,9 +205,9 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
             median = cell.summary.rps.median  # type: ignore[union-attr]
             low, high, _ = rps_bounds(cell)
             marks = cell_marks(cell)
-            y.append(_r(median))
-            plus.append(_r(max(high - median, 0.0)))
-            minus.append(_r(max(median - low, 0.0)))
+            y.append(rounded(median))
+            plus.append(rounded(max(high - median, 0.0)))
+            minus.append(rounded(max(median - low, 0.0)))
             shapes.append("x" if "invalid" in marks else "/" if "noisy" in marks else "")
             hover.append(_hover(cell, ranks.get(id(cell))))
         data.append(_legend_entry(stack, colors[stack], levels[0]))
@@ -228,7 +218,7 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
                         "color": "#333", "thickness": 1.2, "width": 3},
             "hovertext": hover, "hoverinfo": "text",
         })
-    notes = [f"{c.stack} at {level_label(c)}: failed — {c.error or 'no measurement'}"
+    notes = [f"{c.stack} at {c.level_label}: failed — {c.error or 'no measurement'}"
              for c in family.cells if c.summary is None]
     notes.append("Bars: median requests/s; whiskers: the confidence interval of the mean (the repetitions' "
                  "range where there is none). Hatched: noisy; crossed: invalid — neither is ranked.")
@@ -242,12 +232,12 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
 def _scaling_figure(family: Family, colors: dict[str, str], model: str) -> dict | None:
     """RPS and p99 against VUs (closed) or arrival rate (open), one line per stack."""
     cells = sorted((c for c in family.cells if c.model == model and c.summary is not None), key=level_sort_key)
-    if len({level_label(c) for c in cells}) < 2:
+    if len({c.level_label for c in cells}) < 2:
         return None  # one level shows no scaling
     by_stack: dict[str, list[Cell]] = defaultdict(list)
     for cell in cells:
         by_stack[cell.stack].append(cell)
-    x_of = (lambda c: c.vus) if model == "closed" else (lambda c: _r(c.arrival_rate))
+    x_of = (lambda c: c.vus) if model == "closed" else (lambda c: rounded(c.arrival_rate))
     data: list[dict] = []
     for stack in sorted(by_stack, key=list(colors).index):
         points = by_stack[stack]
@@ -259,9 +249,9 @@ def _scaling_figure(family: Family, colors: dict[str, str], model: str) -> dict 
                   "hoverinfo": "text"}
         data.append(_legend_entry(stack, colors[stack], x_of(points[0]), "lines+markers"))
         data.append({**common, "name": stack, "showlegend": False,
-                     "y": [_r(c.summary.rps.median) for c in points]})  # type: ignore[union-attr]
+                     "y": [rounded(c.summary.rps.median) for c in points]})  # type: ignore[union-attr]
         data.append({**common, "name": stack, "showlegend": False, "xaxis": "x2", "yaxis": "y2",
-                     "y": [_r(c.summary.latency_p99_ms.median, 3) for c in points]})  # type: ignore[union-attr]
+                     "y": [rounded(c.summary.latency_p99_ms.median, 3) for c in points]})  # type: ignore[union-attr]
     xs = [x_of(c) for c in cells]
     axis_type = "log" if min(xs) > 0 and max(xs) / min(xs) >= 10 else "linear"
     x_axis = {"title": {"text": "VUs (concurrent connections)" if model == "closed"
@@ -297,7 +287,7 @@ def _rows(family: Family, keep: Callable[[Cell], bool]) -> list[Cell]:
 
 
 def _row_label(cell: Cell) -> str:
-    return f"{cell.stack} · {level_label(cell)}{_mark_suffix(cell)}"
+    return f"{cell.stack} · {cell.level_label}{_mark_suffix(cell)}"
 
 
 def _horizontal(kind: str, family: Family, title: str, rows: list[Cell], data: list[dict], x_axis: dict,
@@ -323,7 +313,7 @@ def latency_figure(family: Family) -> dict | None:
     symbols = {"p50": "circle", "p90": "diamond", "p99": "square", "max": "triangle-right"}
     colors = {"p50": "#1f77b4", "p90": "#2ca02c", "p99": "#ff7f0e", "max": "#d62728"}
     data = [{"type": "scatter", "mode": "markers", "name": name, "y": labels,
-             "x": [_r(m[name], 3) for m in lat],  # type: ignore[index]
+             "x": [rounded(m[name], 3) for m in lat],  # type: ignore[index]
              "marker": {"symbol": symbols[name], "color": colors[name], "size": 9},
              "hovertemplate": f"%{{y}}<br>{name} %{{x:.2f}} ms<extra></extra>"} for name in symbols]
     return _horizontal("latency", family, f"Latency percentiles — {family.title}", rows, data,
@@ -340,7 +330,7 @@ def cost_figure(family: Family, eff_ranks: dict[int, str]) -> dict | None:
     labels = [_row_label(c) for c in rows]
     hover = [f"efficiency rank {eff_ranks.get(id(c), '–')}" for c in rows]
     data = [{"type": "bar", "orientation": "h", "name": name, "y": labels, "marker": {"color": color},
-             "x": [_r(getattr(c.summary, attr), 1) for c in rows], "customdata": hover,
+             "x": [rounded(getattr(c.summary, attr), 1) for c in rows], "customdata": hover,
              "hovertemplate": f"%{{y}}<br>{name}: %{{x:,.0f}} µs/request<br>%{{customdata}}<extra></extra>"}
             for name, attr, color in (("stack CPU", "stack_cpu_us_per_request", "#4c78a8"),
                                       ("PostgreSQL CPU", "db_cpu_us_per_request", "#f58518"))]
@@ -354,7 +344,7 @@ def memory_figure(family: Family, colors: dict[str, str]) -> dict | None:
     if not rows:
         return None
     data = [{"type": "bar", "orientation": "h", "name": "peak RSS", "y": [_row_label(c) for c in rows],
-             "x": [_r(c.summary.stack_rss_peak_bytes / 2**20, 1) for c in rows],  # type: ignore[union-attr,operator]
+             "x": [rounded(c.summary.stack_rss_peak_bytes / 2**20, 1) for c in rows],  # type: ignore[union-attr,operator]
              "marker": {"color": [colors[c.stack] for c in rows]},
              "hovertemplate": "%{y}<br>%{x:,.1f} MiB<extra></extra>"}]
     return _horizontal("memory", family, f"Peak memory — {family.title}", rows, data,
@@ -377,9 +367,9 @@ def scatter_figure(family: Family, colors: dict[str, str]) -> dict | None:
         data.append(_legend_entry(stack, colors[stack], None))
         data.append({
             "type": "scatter", "mode": "markers", "name": stack, "legendgroup": stack, "showlegend": False,
-            "x": [_r(c.summary.stack_cpu_us_per_request + c.summary.db_cpu_us_per_request, 1)  # type: ignore[union-attr,operator]
+            "x": [rounded(c.summary.stack_cpu_us_per_request + c.summary.db_cpu_us_per_request, 1)  # type: ignore[union-attr,operator]
                   for c in points],
-            "y": [_r(c.summary.rps.median) for c in points],  # type: ignore[union-attr]
+            "y": [rounded(c.summary.rps.median) for c in points],  # type: ignore[union-attr]
             "marker": {"color": colors[stack], "size": 10,
                        "symbol": ["x" if "invalid" in cell_marks(c) else "circle-open" if "noisy" in cell_marks(c)
                                   else "circle" for c in points]},
@@ -404,7 +394,7 @@ def slo_figure(index: int, search: SloSearchResult) -> dict | None:
         return None
     points = sorted(search.curve, key=lambda p: p.level)
     order = {id(p): i for i, p in enumerate(search.curve, 1)}
-    xs = [_r(p.level) for p in points]
+    xs = [rounded(p.level) for p in points]
     colors = [PASS_COLOR if p.passed else FAIL_COLOR for p in points]
     hover = [f"step {order[id(p)]}: level {p.level:,.0f}<br>{p.rps:,.0f} req/s, p99 {p.latency.p99_ms:,.2f} ms<br>"
              f"errors {p.error_rate:.2%}, dropped {p.dropped:,}<br>{'passed' if p.passed else 'failed'}"
@@ -412,9 +402,9 @@ def slo_figure(index: int, search: SloSearchResult) -> dict | None:
     common = {"type": "scatter", "mode": "lines+markers", "x": xs, "hovertext": hover, "hoverinfo": "text",
               "line": {"color": "#555"}, "marker": {"color": colors, "size": 9}}
     data: list[dict] = [
-        {**common, "name": "achieved requests/s", "y": [_r(p.rps) for p in points]},
+        {**common, "name": "achieved requests/s", "y": [rounded(p.rps) for p in points]},
         {**common, "name": "p99 latency", "xaxis": "x2", "yaxis": "y2",
-         "y": [_r(p.latency.p99_ms, 3) for p in points], "line": {"color": "#888", "dash": "dot"}},
+         "y": [rounded(p.latency.p99_ms, 3) for p in points], "line": {"color": "#888", "dash": "dot"}},
         {"type": "scatter", "mode": "lines", "name": f"SLO p99 {search.slo_p99_ms:g} ms", "xaxis": "x2", "yaxis": "y2",
          "x": [xs[0], xs[-1]], "y": [search.slo_p99_ms] * 2, "line": {"color": FAIL_COLOR, "dash": "dash"},
          "hoverinfo": "skip"},
@@ -427,15 +417,15 @@ def slo_figure(index: int, search: SloSearchResult) -> dict | None:
         answer = next(p for p in search.curve if p.level == search.answer_level)
         star = {"type": "scatter", "mode": "markers", "marker": {"symbol": "star", "size": 18, "color": "#f2b701",
                                                                    "line": {"color": "#333", "width": 1}},
-                "x": [_r(answer.level)], "hoverinfo": "text",
+                "x": [rounded(answer.level)], "hoverinfo": "text",
                 "hovertext": [f"answer: {answer.level:,.0f} → {answer.rps:,.0f} req/s"]}
-        data.append({**star, "name": "answer (highest passing level)", "y": [_r(answer.rps)]})
+        data.append({**star, "name": "answer (highest passing level)", "y": [rounded(answer.rps)]})
         data.append({**star, "name": "answer", "showlegend": False, "xaxis": "x2", "yaxis": "y2",
-                     "y": [_r(answer.latency.p99_ms, 3)]})
+                     "y": [rounded(answer.latency.p99_ms, 3)]})
         if search.bracket_high is not None:
             for x, y in (("x", "y"), ("x2", "y2")):
-                shapes.append({"type": "rect", "xref": x, "yref": f"{y} domain", "x0": _r(search.bracket_low),
-                               "x1": _r(search.bracket_high), "y0": 0, "y1": 1, "layer": "below",
+                shapes.append({"type": "rect", "xref": x, "yref": f"{y} domain", "x0": rounded(search.bracket_low),
+                               "x1": rounded(search.bracket_high), "y0": 0, "y1": 1, "layer": "below",
                                "fillcolor": "rgba(242,183,1,0.15)", "line": {"width": 0}})
     x_title = "offered arrival rate (requests/s)" if search.model == "open" else "VUs"
     return _figure("slo", f"{index}-{search.stack}", slo_title(search), data, {
@@ -456,7 +446,7 @@ def cold_start_figure(results: RunResults, colors: dict[str, str]) -> dict | Non
         return None
     data = [{"type": "scatter", "mode": "lines+markers", "name": s.id,
              "x": list(range(1, len(s.cold_start.first_requests_ms) + 1)),  # type: ignore[union-attr]
-             "y": [_r(v, 3) for v in s.cold_start.first_requests_ms],  # type: ignore[union-attr]
+             "y": [rounded(v, 3) for v in s.cold_start.first_requests_ms],  # type: ignore[union-attr]
              "line": {"color": colors[s.id]},
              "hovertemplate": f"{s.id}<br>request %{{x}}: %{{y:.2f}} ms<extra></extra>"} for s in stacks]
     return _figure("cold-start", "stacks", "Cold start — the first sequential requests", data, {

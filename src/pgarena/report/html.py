@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections import Counter, defaultdict
+from collections import Counter
 from functools import cache
 
 import jinja2
 
 from pgarena import flags as F
 from pgarena.report import figures
-from pgarena.report.figures import Family, cell_marks, latency_medians, rps_bounds
-from pgarena.report.ranking import UNRANKED, cost, efficiency_ranks, throughput_ranks
+from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
+from pgarena.report.ranking import UNRANKED, comparable_groups, cost, efficiency_ranks, throughput_ranks
 from pgarena.results import Cell, RunResults, StackInfo
 from pgarena.values import Verdict
 
@@ -40,27 +40,15 @@ FLAG_MEANINGS = {
 """One line per flag for the legend; docs/methodology.md has the long form."""
 
 
-def _r(value: float | None, digits: int = 2) -> float | None:
-    return None if value is None else round(float(value), digits)
-
-
 def _level_value(cell: Cell) -> float:
     return cell.vus if cell.model == "closed" else (cell.arrival_rate or 0.0)
-
-
-def _groups(cells: list[Cell]) -> dict[tuple, list[Cell]]:
-    """Cells measured under the same conditions (workload × parameter × model × level): ranks compare these."""
-    groups: dict[tuple, list[Cell]] = defaultdict(list)
-    for cell in cells:
-        groups[(cell.workload, cell.parameter, cell.model, cell.level_label)].append(cell)
-    return groups
 
 
 def _ranks(results: RunResults) -> tuple[dict[int, str], dict[int, str]]:
     """Throughput and efficiency rank labels by id(cell), within each group of comparable cells."""
     tput: dict[int, str] = {}
     eff: dict[int, str] = {}
-    for cells in _groups(results.cells).values():
+    for cells in comparable_groups(results.cells).values():
         tput.update((id(c), label) for c, label in throughput_ranks(cells))
         eff.update((id(c), label) for c, label in efficiency_ranks(cells))
     return tput, eff
@@ -89,9 +77,9 @@ def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
                     unranked.append({"stack": cell.stack, "why": _why_unranked(cell)})
                 elif label.split("–")[0] == "1":
                     low, high, what = rps_bounds(cell)
-                    best.append({"stack": cell.stack, "rank": label, "rps_median": _r(cell.summary.rps.median),  # type: ignore[union-attr]
-                                 "rps_low": _r(low), "rps_high": _r(high), "interval": what})
-            rows.append({"family": family.title, "level": figures.level_label(level_cell), "model": level_cell.model,
+                    best.append({"stack": cell.stack, "rank": label, "rps_median": rounded(cell.summary.rps.median),  # type: ignore[union-attr]
+                                 "rps_low": rounded(low), "rps_high": rounded(high), "interval": what})
+            rows.append({"family": family.title, "level": level_cell.level_label, "model": level_cell.model,
                          "stacks": len(cells), "best": best, "unranked": unranked})
     return rows
 
@@ -107,8 +95,8 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
     rows = []
     for cell in sorted(family.cells, key=lambda c: (figures.level_sort_key(c),
                                                       -(c.summary.rps.median if c.summary else -1), c.stack)):
-        row = {"family": family.title, "workload": cell.workload, "level": figures.level_label(cell),
-               "level_value": _r(_level_value(cell)), "model": cell.model, "stack": cell.stack,
+        row = {"family": family.title, "workload": cell.workload, "level": cell.level_label,
+               "level_value": rounded(_level_value(cell)), "model": cell.model, "stack": cell.stack,
                "rank": ranks.get(id(cell), UNRANKED), "efficiency_rank": eff.get(id(cell), UNRANKED),
                "marks": cell_marks(cell), "flags": list(cell.flags), "error": cell.error,
                "repetitions": len(cell.repetitions)}
@@ -118,17 +106,17 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
             lat = latency_medians(cell) or {}
             inv = cell.tx_invariants
             row.update({
-                "rps_median": _r(s.rps.median), "rps_low": _r(low), "rps_high": _r(high), "interval": what,
-                "rps_rel_half_width": _r(s.rps_interval.rel_half_width, 4) if s.rps_interval else None,
+                "rps_median": rounded(s.rps.median), "rps_low": rounded(low), "rps_high": rounded(high), "interval": what,
+                "rps_rel_half_width": rounded(s.rps_interval.rel_half_width, 4) if s.rps_interval else None,
                 "stop_reason": s.stop_reason,
-                "latency_avg_ms": _r(s.latency_avg_ms.median, 3), "latency_p50_ms": _r(lat.get("p50"), 3),
-                "latency_p99_ms": _r(s.latency_p99_ms.median, 3), "requests_total": s.requests_total,
-                "failures_total": s.failures_total, "failure_rate": _r(s.failure_rate, 4),
+                "latency_avg_ms": rounded(s.latency_avg_ms.median, 3), "latency_p50_ms": rounded(lat.get("p50"), 3),
+                "latency_p99_ms": rounded(s.latency_p99_ms.median, 3), "requests_total": s.requests_total,
+                "failures_total": s.failures_total, "failure_rate": rounded(s.failure_rate, 4),
                 "offered_total": s.offered_total, "dropped_total": s.dropped_total,
-                "stack_cpu_us": _r(s.stack_cpu_us_per_request, 1), "db_cpu_us": _r(s.db_cpu_us_per_request, 1),
-                "cpu_us": _r(cost(cell), 1),
-                "rss_mib": None if s.stack_rss_peak_bytes is None else _r(s.stack_rss_peak_bytes / 2**20, 1),
-                "generator_cpu_fraction": _r(s.generator_cpu_fraction, 3),
+                "stack_cpu_us": rounded(s.stack_cpu_us_per_request, 1), "db_cpu_us": rounded(s.db_cpu_us_per_request, 1),
+                "cpu_us": rounded(cost(cell), 1),
+                "rss_mib": None if s.stack_rss_peak_bytes is None else rounded(s.stack_rss_peak_bytes / 2**20, 1),
+                "generator_cpu_fraction": rounded(s.generator_cpu_fraction, 3),
                 "tx_invariants": None if inv is None else {"holds": inv.holds, "problem": inv.problem},
             })
         rows.append(row)
@@ -153,12 +141,12 @@ def slo_tables(results: RunResults) -> list[dict]:
         out.append({
             "title": figures.slo_title(search), "figure": f"slo-{index}-{search.stack}" if search.curve else None,
             "stack": search.stack, "model": search.model, "unit": "req/s" if search.model == "open" else "VUs",
-            "answer_level": _r(search.answer_level), "answer_rps": _r(search.answer_rps),
-            "bracket_low": _r(search.bracket_low), "bracket_high": _r(search.bracket_high),
+            "answer_level": rounded(search.answer_level), "answer_rps": rounded(search.answer_rps),
+            "bracket_low": rounded(search.bracket_low), "bracket_high": rounded(search.bracket_high),
             "stop_reason": search.stop_reason, "error": search.error, "window_seconds": search.window_seconds,
-            "rows": [{"step": order[id(p)], "level": _r(p.level), "rps": _r(p.rps),
-                      **{f"{k}_ms": _r(getattr(p.latency, f"{k}_ms"), 3) for k in ("avg", "p50", "p90", "p95", "p99", "max")},
-                      "error_rate": _r(p.error_rate, 5), "dropped": p.dropped, "passed": p.passed,
+            "rows": [{"step": order[id(p)], "level": rounded(p.level), "rps": rounded(p.rps),
+                      **{f"{k}_ms": rounded(getattr(p.latency, f"{k}_ms"), 3) for k in ("avg", "p50", "p90", "p95", "p99", "max")},
+                      "error_rate": rounded(p.error_rate, 5), "dropped": p.dropped, "passed": p.passed,
                       "answer": p.level == search.answer_level}
                      for p in sorted(search.curve, key=lambda p: p.level)],
         })
@@ -216,7 +204,7 @@ def verification(results: RunResults) -> dict:
                                 for c in v.bad_input if not c.ok]} for v in vs if v.bad_input]
     tx = [{"stack": v.stack, "where": "verification requests", **v.tx_invariants.model_dump()}
           for v in vs if v.tx_invariants is not None]
-    tx += [{"stack": c.stack, "where": f"cell at {figures.level_label(c)}", **c.tx_invariants.model_dump()}
+    tx += [{"stack": c.stack, "where": f"cell at {c.level_label}", **c.tx_invariants.model_dump()}
            for c in results.cells if c.tx_invariants is not None]
     accounting = []
     for v in vs:
@@ -226,9 +214,9 @@ def verification(results: RunResults) -> dict:
                 accounting.append({"stack": v.stack, "workload": v.workload, "unavailable": v.accounting_unavailable})
             continue
         accounting.append({"stack": v.stack, "workload": v.workload, "unavailable": None, "requests": a.requests,
-                           "statements": _r(a.workload_statements_per_request, 3),
-                           "expected": a.expected_statements_per_request, "rows": _r(a.rows_per_request, 3),
-                           "other": _r(a.other_statements_per_request, 3),
+                           "statements": rounded(a.workload_statements_per_request, 3),
+                           "expected": a.expected_statements_per_request, "rows": rounded(a.rows_per_request, 3),
+                           "other": rounded(a.other_statements_per_request, 3),
                            "allowed_other": a.allowed_other_statements_per_request,
                            "top_other": dict(a.top_other_statements), "symbol": a.verdict.symbol, "reason": a.reason})
     return {"workloads": workloads, "overview": overview, "matrices": matrices, "robustness": robustness,
@@ -245,12 +233,12 @@ def _stack_row(s: StackInfo, config: dict) -> dict:
         "reason": s.reason, "log_tail": s.log_tail, "notes": s.notes,
         "lines_of_code": None if s.lines_of_code is None else s.lines_of_code.total,
         "loc_by_language": None if s.lines_of_code is None else dict(s.lines_of_code.by_language),
-        "build_seconds": _r(s.build_seconds, 3), "startup_seconds": _r(s.startup_seconds, 3),
+        "build_seconds": rounded(s.build_seconds, 3), "startup_seconds": rounded(s.startup_seconds, 3),
         "warmup_seconds": s.warmup_seconds,
         "cold_start": None if cs is None else {
-            "healthy_seconds": _r(cs.healthy_seconds, 3), "first_correct_seconds": _r(cs.first_correct_seconds, 3),
-            "request": cs.request, "first_ms": _r(cs.first_requests_ms[0], 3) if cs.first_requests_ms else None,
-            "median_ms": _r(statistics.median(cs.first_requests_ms), 3) if cs.first_requests_ms else None,
+            "healthy_seconds": rounded(cs.healthy_seconds, 3), "first_correct_seconds": rounded(cs.first_correct_seconds, 3),
+            "request": cs.request, "first_ms": rounded(cs.first_requests_ms[0], 3) if cs.first_requests_ms else None,
+            "median_ms": rounded(statistics.median(cs.first_requests_ms), 3) if cs.first_requests_ms else None,
             "count": len(cs.first_requests_ms), "failed": cs.failed},
     }
 
@@ -262,14 +250,14 @@ def headroom(results: RunResults) -> dict:
         return {"measured": False, "unavailable": results.environment.headroom_unavailable or "not measured in this run"}
     fastest = max((c for c in results.cells if c.summary is not None), key=lambda c: c.summary.rps.median,  # type: ignore[union-attr]
                   default=None)
-    out = {"measured": True, "rps": _r(h.rps), "latency_p99_ms": _r(h.latency_p99_ms, 3), "connections": h.connections,
-           "duration_seconds": _r(h.duration_seconds, 3), "generator_cpu_fraction": _r(h.generator_cpu_fraction, 3),
+    out = {"measured": True, "rps": rounded(h.rps), "latency_p99_ms": rounded(h.latency_p99_ms, 3), "connections": h.connections,
+           "duration_seconds": rounded(h.duration_seconds, 3), "generator_cpu_fraction": rounded(h.generator_cpu_fraction, 3),
            "endpoint": h.endpoint, "fastest_cell": None}
     if fastest is not None and h.rps > 0:
         rps = fastest.summary.rps.median  # type: ignore[union-attr]
         out["fastest_cell"] = {"stack": fastest.stack, "family": Family(fastest.workload, fastest.parameter_name,
                                                                           fastest.parameter).title,
-                               "level": figures.level_label(fastest), "rps": _r(rps), "share": _r(rps / h.rps, 4)}
+                               "level": fastest.level_label, "rps": rounded(rps), "share": rounded(rps / h.rps, 4)}
     return out
 
 
@@ -324,7 +312,7 @@ def html_payload(results: RunResults) -> dict:
         "run": {"run_id": results.run_id, "kind": results.kind, "status": results.status,
                 "schema_version": results.schema_version, "started_at": results.started_at.isoformat(),
                 "finished_at": results.finished_at.isoformat() if results.finished_at else None,
-                "duration_seconds": _r((results.finished_at - results.started_at).total_seconds(), 1)
+                "duration_seconds": rounded((results.finished_at - results.started_at).total_seconds(), 1)
                 if results.finished_at else None,
                 "error": results.error, "command": results.command},
         "environment_line": environment_line(results),

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from pgarena.flags import GENERATOR_BOUND_CPU_FRACTION
-from pgarena.report.ranking import efficiency_ranks, throughput_ranks
+from pgarena.report.ranking import comparable_groups, efficiency_ranks, throughput_ranks
 from pgarena.results import Cell, RunResults, StackInfo, WorkloadVerification
 from pgarena.values import Verdict
 from pgarena.workloads import (
@@ -78,22 +78,14 @@ def _interval(cell: Cell) -> str:
     return f"{_num(i.low)}–{_num(i.high)} (±{i.rel_half_width:.1%}, n={len(cell.repetitions)})"
 
 
-def _group_key(cell: Cell) -> tuple:
-    level = cell.vus if cell.model == "closed" else (cell.arrival_rate_spec or "")
-    return (cell.workload, cell.parameter, cell.model, level)
-
-
 def results_tables(results: RunResults) -> str:
-    groups: dict[tuple, list[Cell]] = defaultdict(list)
-    for cell in results.cells:
-        groups[_group_key(cell)].append(cell)
+    groups = comparable_groups(results.cells)
 
     def order(key: tuple) -> tuple:
-        workload, parameter, model, level = key
+        workload, parameter, model, _ = key
         first = groups[key][0]
-        rate = first.arrival_rate or 0
-        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model,
-                level if model == "closed" else rate, parameter or 0)
+        level = first.vus if model == "closed" else (first.arrival_rate or 0)
+        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model, level, parameter or 0)
 
     sections = []
     for key in sorted(groups, key=order):

@@ -10,7 +10,8 @@ median order, so the table reads top to bottom as measured.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 
 from pgarena.flags import INVALID
 from pgarena.results import Cell
@@ -24,6 +25,16 @@ def rankable(cell: Cell) -> bool:
     s = cell.summary
     return (cell.status == "ok" and s is not None and not s.noisy and s.rps_interval is not None
             and not any(flag in INVALID for flag in cell.flags))
+
+
+def comparable_groups(cells: Iterable[Cell]) -> dict[tuple, list[Cell]]:
+    """Cells measured under the same conditions — workload, parameter, model and level (`Cell.key` without
+    the stack; open-model levels by their configured spec, so '90%' compares stacks at 90 % of their own
+    peak) — in first-seen order. Ranks are only ever computed within one group."""
+    groups: dict[tuple, list[Cell]] = defaultdict(list)
+    for cell in cells:
+        groups[cell.key[1:]].append(cell)
+    return groups
 
 
 def in_field(cell: Cell) -> bool:

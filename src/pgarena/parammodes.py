@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgarena import workloads as wl
+from pgarena.ceiling import read_aggregate_logs
 from pgarena.postgres import Database, PostgresError, pgbench_binary
 from pgarena.postgres import _sql as packaged_sql
 
@@ -63,19 +64,6 @@ def scripts(function: str, rows: int) -> dict[str, tuple[str, list[str]]]:
         "extended": (f"SELECT * FROM {function}({bound});\n", defines),
         "prepared": (f"SELECT * FROM {function}({bound});\n", defines),
     }
-
-
-def read_aggregate_logs(folder: Path) -> tuple[int, int]:
-    """(transactions, seconds) from pgbench `--aggregate-interval=1` logs: the first field of a line is
-    the interval's start, the second its transaction count."""
-    transactions, intervals = 0, set()
-    for log in folder.glob("pgbench*"):
-        for line in log.read_text().splitlines():
-            fields = line.split()
-            if len(fields) >= 2:
-                intervals.add(int(fields[0]))
-                transactions += int(fields[1])
-    return transactions, len(intervals)
 
 
 def measure(

@@ -55,3 +55,65 @@ def test_interleaved_schedule_with_paired_ratios_keeps_the_true_order():
         assert ranks == {"b": "1", "a": "2"}, (seed, values)
         ratio = paired_ratio(values["b"], values["a"])
         assert ratio is not None and ratio.low > 1.0 and 1.0 < ratio.ratio < 1.25
+
+
+class DriftingMachine:
+    """A `measure` callback and a clock: each window takes one second of simulated time."""
+
+    def __init__(self, true_rps: dict[str, float], drift_per_s: float, seed: int) -> None:
+        self.true_rps, self.drift_per_s, self.now = true_rps, drift_per_s, 0.0
+        self.noise = random.Random(seed)
+        self.windows: list[Slot] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def measure(self, slot: Slot) -> float:
+        self.windows.append(slot)
+        speed = max(0.1, 1.0 - self.drift_per_s * self.now)
+        self.now += 1.0
+        return self.true_rps[slot.stack] * speed * self.noise.gauss(1.0, 0.01)
+
+
+def test_scheduler_settles_the_true_order_on_a_drifting_machine():
+    from pgarena.paired import paired_ranks
+    from pgarena.scheduler import RoundsPolicy, run_rounds
+
+    machine = DriftingMachine({"a": 1000.0, "b": 1100.0, "c": 1105.0}, drift_per_s=0.01, seed=3)
+    pairs = [(s, CELL) for s in ("a", "b", "c")]
+    outcome = run_rounds(pairs, seed=11, measure=machine.measure, clock=machine.clock,
+                         policy=RoundsPolicy(min_rounds=3, max_rounds=12, target_rel_half_width=0.02))
+    ranks = dict(paired_ranks(outcome.values[CELL]))
+    assert ranks["a"] == "3"  # surely last, though it was measured first in some rounds
+    assert outcome.stop_reason in ("settled", "max-rounds")
+    if outcome.stop_reason == "settled":  # b and c (0.5 % apart) are then equivalent within ±2 %
+        assert not outcome.unsettled
+    assert len(machine.windows) == 3 * outcome.rounds
+
+
+def test_scheduler_stops_on_its_budget_and_says_so():
+    from pgarena.scheduler import RoundsPolicy, run_rounds
+
+    machine = DriftingMachine({"a": 1000.0, "b": 1000.0}, drift_per_s=0.0, seed=1)
+    scatter = random.Random(2)
+
+    def measure(slot: Slot) -> float:  # scattered figures: the pair never settles within ±0.1 %
+        machine.now += 1.0
+        return 1000.0 * scatter.uniform(0.7, 1.3)
+
+    outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=measure, clock=machine.clock,
+                         policy=RoundsPolicy(min_rounds=2, max_rounds=50, target_rel_half_width=0.001, budget_s=9))
+    assert outcome.stop_reason == "budget" and outcome.rounds == 4  # 4 rounds × 2 s; a fifth would pass 9 s
+    assert outcome.unsettled and "indistinguishable" in outcome.unsettled[0]
+
+
+def test_resumed_rounds_do_not_measure_known_windows_again():
+    from pgarena.scheduler import RoundsPolicy, run_rounds
+
+    machine = DriftingMachine({"a": 1000.0, "b": 2000.0}, drift_per_s=0.0, seed=1)
+    known = {("a", CELL, 1): 1000.0, ("b", CELL, 1): 2000.0, ("a", CELL, 2): 1001.0}
+    outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=machine.measure, clock=machine.clock, known=known,
+                         policy=RoundsPolicy(min_rounds=3, max_rounds=3, target_rel_half_width=0.02))
+    assert [(s.stack, s.round) for s in machine.windows if s.round <= 2] == [("b", 2)]
+    assert outcome.values[CELL]["a"][:2] == [1000.0, 1001.0]
+    assert outcome.rounds == 3 and outcome.stop_reason == "settled"

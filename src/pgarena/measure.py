@@ -185,74 +185,144 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     return Window(outcome, generator_cpu, engine.raw_output(raw_dir, stem))
 
 
-def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
-                 base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
-                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None) -> None:
-    """Warm-up and repetitions of one cell; fills cell.repetitions (and, for tx, its invariants).
+@dataclass
+class CellRun:
+    """One cell being measured, window by window: its load spec, raw-output folder and tx bookkeeping.
 
-    Repetitions stop once at least `config.repetitions` were measured and the RPS t-interval is within
-    ±`config.target_rel_half_width` (stats.should_stop), or at `config.max_repetitions`, or when another
-    window would take the measured time past `config.cell_budget_s`.
+    Sequential schedules measure a cell's windows back to back (`measure_cell`); interleaved ones measure
+    one window of it per round, between other stacks' windows (`measure_repetition`). tx changes are taken
+    per window (a snapshot right before its warm-up and right after its measured window, while no other
+    stack is under load) and added up, so other stacks' transactions between two windows never count.
     """
+
+    cell: Cell
+    spec: LoadSpec
+    run_dir: Path
+    raw_dir: Path
+    label: str
+    tx_changes: txcheck.TxSnapshot | None = None
+    answered_200: int = 0
+    unknown_outcome: int = 0
+
+    def count(self, outcome: LoadOutcome) -> None:
+        """Add a window's 200 answers and its requests of unknown outcome (no answer at all)."""
+        self.answered_200 += outcome.answered_2xx
+        self.unknown_outcome += outcome.errors.timeout + outcome.errors.connect + outcome.errors.other
+
+
+def start_cell(cell: Cell, *, config: RunConfig, base_url: str, run_dir: Path, routes: dict[str, str]) -> CellRun:
+    """The spec and files of a cell before its first window."""
     raw_dir = run_dir / "raw" / cell.stack
     raw_dir.mkdir(parents=True, exist_ok=True)
     label = cell_label(cell)
     bodies_file = write_tx_bodies(raw_dir, cell.stack, label) if cell.workload == wl.TX else None
     spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
                      config=config, rate=cell.arrival_rate if cell.model == "open" else None, bodies_file=bodies_file)
-    cpu = cpu or CpuMeters({})
+    return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label,
+                   tx_changes=txcheck.ZERO if cell.workload == wl.TX else None)
 
-    tx_before = txcheck.snapshot(db) if cell.workload == wl.TX else None
-    answered_200 = 0
-    warmup = run_window(engine, spec, cell.warmup_seconds, raw_dir, f"{label}-warmup", config)
-    answered_200 += warmup.outcome.answered_2xx
+
+def warm_up(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, stem: str) -> None:
+    """A window at the cell's load that is not counted (its 200 answers still count for tx)."""
+    if seconds <= 0:
+        return
+    window = run_window(engine, run.spec, seconds, run.raw_dir, f"{run.label}-{stem}", config)
+    run.count(window.outcome)
+
+
+def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
+                       base_url: str, routes: dict[str, str], cpu: CpuMeters, round_index: int | None = None,
+                       rewarm_s: float = 0.0) -> Repetition:
+    """One measured window of the cell (preceded by `rewarm_s` of uncounted load), appended to its
+    repetitions. Raises NotReady when the stack has exited."""
+    cell, spec = run.cell, run.spec
+    if server.exit_code() is not None:
+        raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
+    index = len(cell.repetitions) + 1
+    tx_before = txcheck.snapshot(db) if run.tx_changes is not None and round_index is not None else None
+    warm_up(run, engine=engine, config=config, seconds=rewarm_s, stem=f"rewarm{index}")
+    stem = f"{run.label}-rep{index}"
     sample = spec.expected_rows is not None and not engine.checks_answers
+    sampler = AnswerSampler(base_url, wl.load_request(cell.workload, cell.parameter), cell.workload,
+                            spec.expected_rows or 0, config.http_timeout_s, routes) if sample else nullcontext()
+    with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
+        window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config)
+    outcome = window.outcome
+    run.count(outcome)
+    if tx_before is not None:
+        run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))  # type: ignore[arg-type]
+    stack_usage, db_usage = usage.usage.get("stack"), usage.usage.get("db")
+    checks_total, checks_failed = (sampler.total, sampler.failed) if sample else (  # type: ignore[union-attr]
+        outcome.checks_total, outcome.checks_failed)
+    offered, dropped = window.dropped(spec, cell.duration_seconds)
+    repetition = Repetition(
+        index=index, round=round_index, requests=outcome.requests, duration_seconds=outcome.duration_seconds,
+        rps=outcome.rps, latency=outcome.latency, errors=outcome.errors, status_codes=outcome.status_codes,
+        stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
+        db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
+        stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
+        generator_cpu_seconds=window.generator_cpu_seconds,
+        raw_output=str(window.raw_output.relative_to(run.run_dir)),
+        offered_requests=offered, dropped=dropped,
+        checks_total=checks_total, checks_failed=checks_failed,
+    )
+    cell.repetitions.append(repetition)
+    return repetition
+
+
+def repetition_line(rep: Repetition, rps: list[float], config: RunConfig) -> str:
+    """The log line of one measured window."""
+    return (f"  rep {rep.index}: {rep.rps:,.0f} req/s, p99 {rep.latency.p99_ms:.1f} ms, {rep.errors.total} failed"
+            + (f", {rep.dropped} dropped" if rep.offered_requests is not None else "")
+            + (f", {rep.checks_failed}/{rep.checks_total} checks failed" if rep.checks_total else "")
+            + (f" — ±{relative_half_width(rps, config.confidence_level):.1%}" if len(rps) > 1 else ""))
+
+
+def finish_cell(run: CellRun, db: Database, log: Callable[[str], None], tx_before: txcheck.TxSnapshot | None = None) -> None:
+    """tx cells: the TPC-B invariants over the cell's windows (or since `tx_before`, for back-to-back
+    windows); a broken invariant fails the cell."""
+    cell = run.cell
+    if run.tx_changes is None:
+        return
+    if tx_before is not None:
+        run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))
+    cell.tx_invariants = txcheck.check(txcheck.ZERO, run.tx_changes, run.answered_200, run.unknown_outcome)
+    inv = cell.tx_invariants
+    if not inv.holds:
+        cell.flags.append("invariants-broken")
+        cell.status, cell.error = "failed", f"TPC-B invariants broken: {inv.problem}"
+    log(f"  TPC-B invariants {'hold' if inv.holds else 'BROKEN'}: {inv.history_rows_added} history rows for "
+        f"{run.answered_200} answers of 200"
+        + (f" and {inv.unknown_outcome} of unknown outcome ({inv.unknown_committed} committed)" if inv.unknown_outcome else "")
+        + ("" if inv.holds else f" — {inv.problem}"))
+
+
+def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
+                 base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
+                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None) -> None:
+    """Warm-up and back-to-back repetitions of one cell (the sequential schedule); fills cell.repetitions
+    (and, for tx, its invariants).
+
+    Repetitions stop once at least `config.repetitions` were measured and the RPS t-interval is within
+    ±`config.target_rel_half_width` (stats.should_stop), or at `config.max_repetitions`, or when another
+    window would take the measured time past `config.cell_budget_s`.
+    """
+    run = start_cell(cell, config=config, base_url=base_url, run_dir=run_dir, routes=routes)
+    cpu = cpu or CpuMeters({})
+    tx_before = txcheck.snapshot(db) if run.tx_changes is not None else None
+    warm_up(run, engine=engine, config=config, seconds=cell.warmup_seconds, stem="warmup")
     measured_s = 0.0
-    index = 0
     while True:
-        index += 1
-        if server.exit_code() is not None:
-            raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
-        stem = f"{label}-rep{index}"
-        sampler = AnswerSampler(base_url, wl.load_request(cell.workload, cell.parameter), cell.workload,
-                                spec.expected_rows or 0, config.http_timeout_s, routes) if sample else nullcontext()
-        with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
-            window = run_window(engine, spec, cell.duration_seconds, raw_dir, stem, config)
-        outcome = window.outcome
-        answered_200 += outcome.answered_2xx
-        measured_s += outcome.duration_seconds
-        stack_usage, db_usage = usage.usage.get("stack"), usage.usage.get("db")
-        checks_total, checks_failed = (sampler.total, sampler.failed) if sample else (  # type: ignore[union-attr]
-            outcome.checks_total, outcome.checks_failed)
-        offered, dropped = window.dropped(spec, cell.duration_seconds)
-        cell.repetitions.append(Repetition(
-            index=index, requests=outcome.requests, duration_seconds=outcome.duration_seconds, rps=outcome.rps,
-            latency=outcome.latency, errors=outcome.errors, status_codes=outcome.status_codes,
-            stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
-            db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
-            stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
-            generator_cpu_seconds=window.generator_cpu_seconds,
-            raw_output=str(window.raw_output.relative_to(run_dir)),
-            offered_requests=offered, dropped=dropped,
-            checks_total=checks_total, checks_failed=checks_failed,
-        ))
+        rep = measure_repetition(run, engine=engine, config=config, db=db, server=server, base_url=base_url,
+                                 routes=routes, cpu=cpu)
+        measured_s += rep.duration_seconds
         rps = [r.rps for r in cell.repetitions]
         if on_repetition is not None:
-            on_repetition(index, outcome.rps)
-        log(f"  rep {index}: {outcome.rps:,.0f} req/s, p99 {outcome.latency.p99_ms:.1f} ms, "
-            f"{outcome.errors.total} failed" + (f", {dropped} dropped" if offered is not None else "")
-            + (f", {checks_failed}/{checks_total} checks failed" if checks_total else "")
-            + (f" — ±{relative_half_width(rps, config.confidence_level):.1%}" if len(rps) > 1 else ""))
+            on_repetition(rep.index, rep.rps)
+        log(repetition_line(rep, rps, config))
         if not keep_repeating(rps, measured_s, cell.duration_seconds, config):
             break
-    if tx_before is not None:
-        cell.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(db), answered_200)
-        if not cell.tx_invariants.holds:
-            cell.flags.append("invariants-broken")
-            cell.status, cell.error = "failed", f"TPC-B invariants broken: {cell.tx_invariants.problem}"
-        log(f"  TPC-B invariants {'hold' if cell.tx_invariants.holds else 'BROKEN'}: "
-            f"{cell.tx_invariants.history_rows_added} history rows for {answered_200} answers of 200"
-            + ("" if cell.tx_invariants.holds else f" — {cell.tx_invariants.problem}"))
+    finish_cell(run, db, log, tx_before)
 
 
 SLO_START_FRACTION = 0.5

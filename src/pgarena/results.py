@@ -145,6 +145,8 @@ class TxInvariants(_Model):
     tellers_delta: int
     branches_delta: int
     history_delta: int
+    unknown_outcome: int = Field(0, description="requests without an answer (timeouts, resets): may have committed")
+    unknown_committed: int = Field(0, description="how many of those did commit (history rows beyond the 200s)")
     problem: str | None = None
 
 
@@ -208,6 +210,7 @@ class Repetition(_Model):
     """One measured window of one cell."""
 
     index: int
+    round: int | None = Field(None, description="interleaved schedule: the round this window belongs to")
     requests: int = Field(description="requests completed in the window (any status)")
     duration_seconds: float
     rps: float = Field(description="completed requests per second")

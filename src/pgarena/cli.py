@@ -194,6 +194,15 @@ def run(
     resume: Annotated[Optional[Path], typer.Option(
         help="continue an interrupted run in this folder; its stored settings are used (give --database-url "
              "again if it had one), finished cells are kept")] = None,
+    schedule: Annotated[Optional[str], typer.Option(
+        help="interleaved (default: all stacks up together, rounds in a fresh random order) or sequential "
+             "(stack after stack)")] = None,
+    schedule_seed: Annotated[Optional[int], typer.Option(
+        "--schedule-seed", help="seed of the interleaved rounds' order (default: random, recorded)")] = None,
+    rewarm: Annotated[Optional[float], typer.Option(
+        help="interleaved: uncounted seconds of load before each measured window (default: the warm-up, ≤ 2 s)")] = None,
+    baseline: Annotated[Optional[str], typer.Option(
+        help="a stack whose paired ratio every other stack's figure is also given to")] = None,
 ) -> None:
     """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
     if resume is not None:
@@ -212,7 +221,7 @@ def run(
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
         http_timeout_s=http_timeout, database_url=database_url, run_id=run_id, stacks_dir=stacks_dir,
-        results_dir=results_dir,
+        results_dir=results_dir, schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline,
     )
     _print_outputs(_execute(config, "run"))
 

@@ -17,6 +17,9 @@ from pgarena.stackdef import WORKLOAD_NAMES
 from pgarena.stats import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_ENGINE = "oha"
+DEFAULT_SCHEDULE = "interleaved"
+DEFAULT_MAX_REWARM_S = 2.0
+"""Interleaved runs re-warm a stack before each measured window for the warm-up, but at most this long."""
 DEFAULT_POOL_SIZE = 10
 DEFAULT_PROFILE = "quick"
 DEFAULT_HTTP_TIMEOUT_S = 10.0
@@ -166,6 +169,18 @@ class RunConfig(BaseModel):
     stacks_dir: Path
     results_dir: Path
     run_id: str | None = None
+    schedule: Literal["interleaved", "sequential"] = Field(DEFAULT_SCHEDULE, description=(
+        "interleaved: all stacks run together and every round measures each (stack, cell) once in a fresh "
+        "random order; sequential: stack after stack, each cell's repetitions back to back"))
+    schedule_seed: int | None = Field(None, description="seed of the interleaved rounds' order (None = random, recorded)")
+    rewarm_s: float | None = Field(None, ge=0, description=(
+        "interleaved: uncounted load right before each measured window (None = the warm-up, at most 2 s)"))
+    baseline: str | None = Field(None, description="a stack every other stack's paired ratio is also given to")
+
+    @property
+    def rewarm_seconds(self) -> float:
+        """The re-warm before each interleaved window, in seconds."""
+        return self.rewarm_s if self.rewarm_s is not None else min(self.warmup_s, DEFAULT_MAX_REWARM_S)
 
     @field_validator("workloads")
     @classmethod

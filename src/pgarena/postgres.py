@@ -125,10 +125,12 @@ def _run_as(user: str | None, argv: Sequence[str], **kwargs) -> subprocess.Compl
 class ManagedCluster:
     """A throwaway cluster in `workdir`: initdb → start → (use) → stop → remove its data."""
 
-    def __init__(self, workdir: Path, *, bin_dir: Path, cpus: Sequence[int] | None = None) -> None:
+    def __init__(self, workdir: Path, *, bin_dir: Path, cpus: Sequence[int] | None = None,
+                 max_connections: int | None = None) -> None:
         self.workdir = workdir
         self.bin_dir = bin_dir
         self.cpus = list(cpus or [])
+        self.max_connections = max_connections
         self.home = workdir / "postgres"
         self.port = free_port()
         self.admin_password = secrets.token_hex(12)
@@ -196,6 +198,8 @@ class ManagedCluster:
             "listen_addresses": "'127.0.0.1'",
             "unix_socket_directories": f"'{self._socket_dir}'",
         }
+        if self.max_connections and self.max_connections > int(SETTINGS_PROFILE["max_connections"]):
+            settings["max_connections"] = str(self.max_connections)  # stacks running together (interleaved)
         with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
             conf.write("\n# pgarena settings profile: " + SETTINGS_PROFILE_NAME + "\n")
             for key, value in settings.items():
@@ -273,13 +277,15 @@ def external_database(url: str) -> Database:
 
 @contextmanager
 def provide_database(
-    workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None
+    workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None,
+    max_connections: int | None = None,
 ) -> Iterator[Database]:
-    """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened."""
+    """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened.
+    `max_connections` raises the managed cluster's limit above the settings profile's (never lowers it)."""
     if database_url:
         yield external_database(database_url)
         return
-    cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus)
+    cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus, max_connections=max_connections)
     try:
         yield cluster.start()
     finally:

@@ -39,11 +39,13 @@ class RunProgress:
         self.cell = ""
         self.repetition = 0
         self.last_rps: float | None = None
+        self.unit = "cell"
 
     # --- the state ------------------------------------------------------------------------------------
-    def begin(self, total_cells: int, already_done: int = 0) -> None:
-        """Cells planned for the run (those finished before a resume count as done, not in the ETA)."""
-        self.total, self.done, self._skipped = total_cells, already_done, already_done
+    def begin(self, total_cells: int, already_done: int = 0, unit: str = "cell") -> None:
+        """Cells planned for the run (those finished before a resume count as done, not in the ETA); an
+        interleaved run counts windows instead (`unit="window"`)."""
+        self.total, self.done, self._skipped, self.unit = total_cells, already_done, already_done, unit
         self._started = self._clock()
         if self._console is not None and self._console.is_terminal:
             self._live = Live(self._status(), console=self._console, refresh_per_second=4, transient=True)
@@ -59,7 +61,7 @@ class RunProgress:
     def position(self) -> str:
         """'cell 3/21, ETA 12 min' for a log line."""
         eta = self.eta_seconds()
-        return f"cell {min(self.done + 1, self.total)}/{self.total}" + ("" if eta is None else f", ETA {format_duration(eta)}")
+        return f"{self.unit} {min(self.done + 1, self.total)}/{self.total}" + ("" if eta is None else f", ETA {format_duration(eta)}")
 
     def cell_started(self, stack: str, label: str) -> None:
         self.stack, self.cell, self.repetition, self.last_rps = stack, label, 0, None
@@ -87,7 +89,7 @@ class RunProgress:
     # --- the terminal face ------------------------------------------------------------------------------
     def _status(self) -> Text:
         eta = self.eta_seconds()
-        parts = [f"{self.done}/{self.total} cells", self.stack, self.cell]
+        parts = [f"{self.done}/{self.total} {self.unit}s", self.stack, self.cell]
         if self.repetition:
             parts.append(f"rep {self.repetition}")
         if self.last_rps is not None:

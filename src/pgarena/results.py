@@ -106,6 +106,9 @@ class StackInfo(_Model):
     lines_of_code: LinesOfCode | None = None
     warmup_seconds: float | None = Field(None, description="warm-up before the first cell of each workload")
     cold_start: ColdStart | None = None
+    idle_cpu_fraction: float | None = Field(None, description=(
+        "interleaved: the stack's CPU while other stacks were under load, as a share of one CPU (None: not "
+        "measured); above 0.05 it may have disturbed their windows"))
 
 
 class Check(_Model):
@@ -253,8 +256,9 @@ class CellSummary(_Model):
 
     rps: Spread
     rps_interval: Interval | None = Field(None, description="None with fewer than 2 repetitions")
-    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed"] = Field(
-        "fixed", description="why repetitions stopped: interval within target, time budget, cap, or fixed count")
+    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled"] = Field(
+        "fixed", description="why repetitions stopped: interval within target, time budget, cap, fixed count, or "
+                             "(interleaved) every paired comparison of the cell ordered or equivalent")
     noisy: bool = Field(False, description="the RPS interval ended wider than the target: do not rank")
     latency_avg_ms: Spread
     latency_p99_ms: Spread
@@ -354,6 +358,29 @@ class Headroom(_Model):
     endpoint: str = Field(description="what answered (a minimal HTTP server pinned to the server CPUs)")
 
 
+class PhaseRecord(_Model):
+    """One phase of an interleaved schedule: its cells measured in rounds until settled (scheduler.py)."""
+
+    name: str = Field(description="'headline' (the first table, ranked first), 'closed' or 'open'")
+    cells: int = Field(description="cells (workload × parameter × level) in the phase")
+    windows: int = Field(0, description="measured windows so far")
+    rounds: int = 0
+    stop_reason: str | None = Field(None, description="settled, max-rounds or budget; None while running")
+    unsettled: list[str] = Field(default_factory=list, description="pairs still unordered when it stopped")
+    finished_at: dt.datetime | None = None
+
+
+class ScheduleRecord(_Model):
+    """How the run's windows were scheduled."""
+
+    kind: Literal["interleaved", "sequential"]
+    seed: int | None = Field(None, description="the seed of the rounds' random orders (interleaved)")
+    rewarm_seconds: float | None = Field(None, description="uncounted load before each interleaved window")
+    sequential_fallback: dict[str, str] = Field(
+        default_factory=dict, description="stacks that could not run beside the others, and why")
+    phases: list[PhaseRecord] = Field(default_factory=list)
+
+
 class RunResults(_Model):
     """The whole run: configuration, environment, stacks, verification and cells."""
 
@@ -374,6 +401,7 @@ class RunResults(_Model):
     cells: list[Cell] = Field(default_factory=list)
     slo_searches: list[SloSearchResult] = Field(default_factory=list)
     generator_headroom: Headroom | None = None
+    schedule: ScheduleRecord | None = None
 
     def stack(self, stack_id: str) -> StackInfo:
         return next(s for s in self.stacks if s.id == stack_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import random
 import socket
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -33,6 +34,7 @@ from pgarena.results import (
     ResultsError,
     DatabaseInfo,
     RunResults,
+    ScheduleRecord,
     StackInfo,
     WorkloadVerification,
     save,
@@ -199,14 +201,55 @@ class _Context:
     """Cells already in results.json (a resumed run): not measured again."""
 
 
+@dataclass
+class LiveStack:
+    """A built, started, healthy and verified stack: what the schedules put load on."""
+
+    stack: Stack
+    info: StackInfo
+    server: ServerProcess
+    cpu: CpuMeters
+    base_url: str
+    routes: dict[str, str]
+    loadable: set[str]
+    """Workloads whose verification passed: only these are loaded."""
+    stack_cpu_seconds: Callable[[], float] | None = None
+    """Exact cumulative CPU seconds of the stack's cgroup (None without cgroups)."""
+    warmed: set[str] = field(default_factory=set)
+    """Workloads that had the stack's JIT warm-up (interleaved schedule)."""
+
+    @property
+    def id(self) -> str:
+        return self.stack.id
+
+    def crashed(self) -> bool:
+        """The stack's process has exited (its info says so once `note_crash` ran)."""
+        return self.server.exit_code() is not None
+
+    def note_crash(self) -> None:
+        """Record an exit under load in the stack's info."""
+        self.info.status, self.info.reason = "crashed", f"exited with code {self.server.exit_code()} under load"
+        self.info.log_tail = tail(self.server.log_path, LOG_TAIL_LINES)
+
+
 def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
+    """The sequential schedule for one stack: bring it up, then its cells back to back, then stop it."""
+    with ExitStack() as scope:
+        live = bring_up(ctx, stack, info, kind, scope)
+        if live is not None and kind == "run":
+            _sequential_cells(ctx, live)
+
+
+def bring_up(ctx: _Context, stack: Stack, info: StackInfo, kind: str, scope: ExitStack) -> LiveStack | None:
+    """Build, start (its process lives until `scope` closes), check health, time the cold start and verify
+    one stack. None, with the reason in `info`, when it cannot be loaded."""
     config, run_dir = ctx.config, ctx.run_dir
     logs = run_dir / "logs" / stack.id
     definition = stack.definition
     port = definition.run.port or free_port()
     if definition.run.port and port_in_use(port):
         info.status, info.reason = "start_failed", f"its fixed port {port} is already in use"
-        return
+        return None
     values = stack_values(config, ctx.db, stack, port)
     if definition.build:
         ctx.log(f"[{stack.id}] building")
@@ -219,25 +262,30 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
             why = f"timed out after {definition.build.timeout_s:.0f} s" if step.timed_out else f"exit code {step.returncode}"
             info.status, info.reason = "build_failed", f"build {why} (log: {build_log})"
             info.log_tail = tail(build_log, LOG_TAIL_LINES)
-            return
+            return None
     ctx.log(f"[{stack.id}] starting on port {port}")
     run_log = logs / "run.log"
-    with ExitStack() as scope:
-        group = scope.enter_context(ctx.cgroup_backend.create(stack.id)) if ctx.cgroup_backend else None
-        server = scope.enter_context(ServerProcess(
-            render_template(definition.run.command, values), cwd=stack.directory,
-            env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
-            preexec=group.preexec_fn() if group else None))
-        meters = {"stack": group.cpu_seconds} if group else {}
-        if ctx.db_group:
-            meters["db"] = ctx.db_group.cpu_seconds
-        cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
-        _serve_stack(ctx, stack, info, kind, server, cpu, values)
+    group = scope.enter_context(ctx.cgroup_backend.create(stack.id)) if ctx.cgroup_backend else None
+    server = scope.enter_context(ServerProcess(
+        render_template(definition.run.command, values), cwd=stack.directory,
+        env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
+        preexec=group.preexec_fn() if group else None))
+    meters = {"stack": group.cpu_seconds} if group else {}
+    if ctx.db_group:
+        meters["db"] = ctx.db_group.cpu_seconds
+    cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
+    loadable = _health_and_verify(ctx, stack, info, kind, server, values)
+    if loadable is None:
+        return None
+    return LiveStack(stack=stack, info=info, server=server, cpu=cpu, base_url=f"http://127.0.0.1:{values['port']}",
+                     routes=dict(definition.routes), loadable=loadable,
+                     stack_cpu_seconds=group.cpu_seconds if group else None)
 
 
-def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server: ServerProcess, cpu: CpuMeters,
-                 values: dict[str, str]) -> None:
-    """The started stack: health, cold start, verification, then its cells and SLO searches."""
+def _health_and_verify(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,
+                       values: dict[str, str]) -> set[str] | None:
+    """The started stack: health, cold start and verification; the workloads that may be loaded (None when
+    it never became healthy)."""
     config, run_dir, definition = ctx.config, ctx.run_dir, stack.definition
     run_log = server.log_path
     base_url = f"http://127.0.0.1:{values['port']}"
@@ -248,7 +296,7 @@ def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server
     except NotReady as exc:
         info.status, info.reason = "start_failed", f"{exc} (log: {run_log})"
         info.log_tail = tail(run_log, LOG_TAIL_LINES)
-        return
+        return None
     info.startup_seconds = round(healthy, 3)
     info.status = "ok"
     workloads = [w for w in config.workloads if w in definition.workloads]
@@ -271,60 +319,71 @@ def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server
     for v in verifications:
         ctx.log(f"[{stack.id}] {v.workload}: {_verification_line(v)}")
     save(ctx.results, run_dir)
-    if kind != "run":
-        return
-    loadable = {v.workload for v in verifications if v.ok}
-    info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
+    if kind == "run":
+        info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
+    return {v.workload for v in verifications if v.ok}
+
+
+def _sequential_cells(ctx: _Context, live: LiveStack) -> None:
+    """Every cell of one stack, back to back, then its SLO searches."""
+    config = ctx.config
     warmed: set[str] = set()
-    cells = plan_cells(config, stack, ctx.engine.name)  # type: ignore[union-attr]
+    cells = plan_cells(config, live.stack, ctx.engine.name)  # type: ignore[union-attr]
     for position, cell in enumerate(cells):
         last_of_workload = position + 1 == len(cells) or cells[position + 1].workload != cell.workload
         if cell.key not in ctx.done_keys:
-            _run_cell(ctx, stack, info, cell, server, cpu, base_url, routes, loadable, warmed)
-            if info.status == "crashed":
-                ctx.log(f"[{stack.id}] crashed: {info.reason}")
+            _run_cell(ctx, live, cell, warmed)
+            if live.info.status == "crashed":
+                ctx.log(f"[{live.id}] crashed: {live.info.reason}")
                 return
-        searched = any(f.stack == stack.id and f.workload == cell.workload for f in ctx.results.slo_searches)
-        if config.slo_p99_ms is not None and last_of_workload and cell.workload in loadable and not searched:
-            _slo_search(ctx, stack.id, cell.workload, base_url, routes)
+        searched = any(f.stack == live.id and f.workload == cell.workload for f in ctx.results.slo_searches)
+        if config.slo_p99_ms is not None and last_of_workload and cell.workload in live.loadable and not searched:
+            _slo_search(ctx, live.id, cell.workload, live.base_url, live.routes)
             save(ctx.results, ctx.run_dir)
 
 
-def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: ServerProcess, cpu: CpuMeters,
-              base_url: str, routes: dict[str, str], loadable: set[str], warmed: set[str]) -> None:
-    """Measure one cell (or record why it cannot be measured) and save the results."""
-    config = ctx.config
-    # NOTE: a JIT stack's longer warm-up runs before the first measured cell of each workload (its code
-    # paths are compiled then); later cells of the workload get the profile's warm-up.
-    cell.warmup_seconds = config.warmup_s if cell.workload in warmed else (info.warmup_seconds or config.warmup_s)
-    warmed.add(cell.workload)
-    verification = ctx.results.verification(stack.id, cell.workload)
+def mark_invalid_answers(ctx: _Context, cell: Cell) -> None:
+    """Flags the cell inherits from its stack's verification: ❌ columns, wrong database accounting."""
+    verification = ctx.results.verification(cell.stack, cell.workload)
     if verification and verification.wrong_columns:
         cell.flags.append("columns-wrong")
     if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
         cell.flags.append("queries-wrong")
+
+
+def cell_title(cell: Cell) -> str:
+    """'perf-test rows1 @ 50 VUs' for logs and the progress line."""
+    return f"{cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} @ {cell.level_label}".replace("  ", " ")
+
+
+def _run_cell(ctx: _Context, live: LiveStack, cell: Cell, warmed: set[str]) -> None:
+    """Measure one cell (or record why it cannot be measured) and save the results."""
+    config, info = ctx.config, live.info
+    # NOTE: a JIT stack's longer warm-up runs before the first measured cell of each workload (its code
+    # paths are compiled then); later cells of the workload get the profile's warm-up.
+    cell.warmup_seconds = config.warmup_s if cell.workload in warmed else (info.warmup_seconds or config.warmup_s)
+    warmed.add(cell.workload)
+    mark_invalid_answers(ctx, cell)
     try:
-        if cell.workload not in loadable:
+        if cell.workload not in live.loadable:
             raise ValueError("verification failed; not loaded")
         resolve_rate(cell, ctx.results.cells)
     except ValueError as exc:
         cell.status, cell.error = "failed", str(exc)
     else:
-        title = f"{cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} @ {cell.level_label}"
-        title = title.replace("  ", " ")
-        ctx.log(f"[{stack.id}] {title} ({ctx.progress.position()})")
-        ctx.progress.cell_started(stack.id, title)
+        title = cell_title(cell)
+        ctx.log(f"[{live.id}] {title} ({ctx.progress.position()})")
+        ctx.progress.cell_started(live.id, title)
         try:
-            measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
-                         base_url=base_url, run_dir=ctx.run_dir, routes=routes, log=ctx.log, cpu=cpu,
+            measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=live.server,  # type: ignore[arg-type]
+                         base_url=live.base_url, run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, cpu=live.cpu,
                          on_repetition=ctx.progress.repetition_done)
             if cell.repetitions:
-                summarize(cell, config, cpu.source)
+                summarize(cell, config, live.cpu.source)
         except (NotReady, EngineOutputError) as exc:
             cell.status, cell.error = "failed", str(exc)
-            if server.exit_code() is not None:
-                info.status, info.reason = "crashed", f"exited with code {server.exit_code()} under load"
-                info.log_tail = tail(server.log_path, LOG_TAIL_LINES)
+            if live.crashed():
+                live.note_crash()
     ctx.results.cells.append(cell)
     ctx.progress.cell_done()
     save(ctx.results, ctx.run_dir)
@@ -464,9 +523,19 @@ def execute(
     for error in load_errors:
         log(f"[{error.stack_id}] skipped: {error.message}")
     save(results, run_dir)
+    interleave = kind == "run" and config.schedule == "interleaved"
+    if kind == "run":
+        previous_seed = results.schedule.seed if results.schedule else None
+        seed = config.schedule_seed if config.schedule_seed is not None else (
+            previous_seed if previous_seed is not None else random.randrange(2**31))
+        if results.schedule is None:
+            results.schedule = ScheduleRecord(kind=config.schedule, seed=seed if interleave else None,
+                                              rewarm_seconds=config.rewarm_seconds if interleave else None)
+    runnable = [s for s in stacks if s.available]
+    max_connections = len(runnable) * config.pool_size + 50 if interleave else None
     try:
         with ExitStack() as scope, provide_database(run_dir, database_url=config.database_url,
-                                                    cpus=config.server_cpus) as db:
+                                                    cpus=config.server_cpus, max_connections=max_connections) as db:
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version
@@ -485,24 +554,12 @@ def execute(
                 if config.headroom and results.generator_headroom is None:
                     _generator_headroom(ctx)
             for stack in stacks:
-                info = results.stack(stack.id)
                 if not stack.available:
                     log(f"[{stack.id}] {stack.unavailable_reason}")
-                    continue
-                if resume is not None and (info.status in FINISHED_STACK_STATES or (
-                        kind == "run" and not todo[stack.id] and not _slo_missing(ctx, stack))):
-                    log(f"[{stack.id}] done before the interruption ({info.status}); kept")
-                    continue
-                if resume is not None:  # a new process: verify it again, keep only the new verdicts
-                    results.verifications = [v for v in results.verifications if v.stack != stack.id]
-                before = progress.done
-                _run_stack(ctx, stack, info, kind)
-                progress.skip(max(0, before + len(todo.get(stack.id, [])) - progress.done))
-                if info.status not in ("ok",):
-                    log(f"[{stack.id}] {info.status}: {info.reason}")
-                    if info.log_tail:
-                        log("    " + info.log_tail.replace("\n", "\n    "))
-                save(results, run_dir)
+            if interleave:
+                _interleaved(ctx, runnable, resume is not None)
+            else:
+                _sequential(ctx, runnable, kind, resume is not None, todo)
         results.status = "complete"
     except KeyboardInterrupt:
         results.status = "interrupted"
@@ -527,6 +584,55 @@ def _slo_missing(ctx: _Context, stack: Stack) -> bool:
     workloads = {c.workload for c in ctx.results.cells if c.stack == stack.id and c.status == "ok"}
     return any(not any(f.stack == stack.id and f.workload == w for f in ctx.results.slo_searches)
                for w in workloads)
+
+
+def _sequential(ctx: _Context, stacks: list[Stack], kind: str, resumed: bool, todo: dict[str, list[Cell]]) -> None:
+    """Stack after stack: each built, started, verified and measured cell by cell, then stopped."""
+    results, progress, log = ctx.results, ctx.progress, ctx.log
+    for stack in stacks:
+        info = results.stack(stack.id)
+        if resumed and (info.status in FINISHED_STACK_STATES or (
+                kind == "run" and not todo[stack.id] and not _slo_missing(ctx, stack))):
+            log(f"[{stack.id}] done before the interruption ({info.status}); kept")
+            continue
+        if resumed:  # a new process: verify it again, keep only the new verdicts
+            results.verifications = [v for v in results.verifications if v.stack != stack.id]
+        before = progress.done
+        _run_stack(ctx, stack, info, kind)
+        progress.skip(max(0, before + len(todo.get(stack.id, [])) - progress.done))
+        _log_failure(ctx, info)
+        save(results, ctx.run_dir)
+
+
+def _log_failure(ctx: _Context, info: StackInfo) -> None:
+    if info.status not in ("ok",):
+        ctx.log(f"[{info.id}] {info.status}: {info.reason}")
+        if info.log_tail:
+            ctx.log("    " + info.log_tail.replace("\n", "\n    "))
+
+
+def _interleaved(ctx: _Context, stacks: list[Stack], resumed: bool) -> None:
+    """Every stack that can coexist up together, measured in interleaved rounds; the others afterwards,
+    stack after stack (the report says which and why)."""
+    from pgarena.interleaved import coexist_problem, run_interleaved
+
+    record = ctx.results.schedule
+    assert record is not None
+    pending = [s for s in stacks if not (resumed and ctx.results.stack(s.id).status in FINISHED_STACK_STATES)]
+    together, apart = [], []
+    for stack in pending:
+        problem = coexist_problem(stack)
+        if problem is None:
+            together.append(stack)
+        else:
+            record.sequential_fallback[stack.id] = problem
+            apart.append(stack)
+    run_interleaved(ctx, together)
+    for stack in apart:
+        ctx.log(f"[{stack.id}] measured on its own after the interleaved rounds: {record.sequential_fallback[stack.id]}")
+        _run_stack(ctx, stack, ctx.results.stack(stack.id), "run")
+        _log_failure(ctx, ctx.results.stack(stack.id))
+        save(ctx.results, ctx.run_dir)
 
 
 __all__ = ["EngineUnavailable", "RunError", "execute", "load_for_resume", "plan_cells", "select_stacks", "summarize"]

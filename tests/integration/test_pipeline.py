@@ -130,7 +130,8 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     stop; `run --resume` then redoes only the missing cells and ends with the uninterrupted run's set."""
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
             "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "1", "--repetitions", "1",
-            "--engine", "k6", "--no-headroom", "--results-dir", str(tmp_path), "--run-id", "int"]
+            "--engine", "k6", "--no-headroom", "--results-dir", str(tmp_path), "--run-id", "int",
+            "--schedule", "sequential"]
     # As from a terminal: a test run started in the background by a non-interactive shell inherits SIGINT
     # ignored (POSIX), and Python keeps an ignored SIGINT ignored, so restore the default for the child.
     proc = subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -187,7 +188,8 @@ def test_a_jit_stack_gets_its_longer_warmup_before_the_first_cell_of_each_worklo
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": stacks_dir, "results_dir": tmp_path / "results", "run_id": "jit", "workloads": ["static", "users"],
-        "users_limits": [5], "vus": [1, 2], "repetitions": 1, "warmup_s": 0.1, "duration_s": 0.1})
+        "users_limits": [5], "vus": [1, 2], "repetitions": 1, "warmup_s": 0.1, "duration_s": 0.1,
+        "schedule": "sequential"})
     results = load(runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lambda _: None))
     assert [(c.workload, c.vus, c.warmup_seconds) for c in results.cells] == [
         ("static", 1, 0.4), ("static", 2, 0.1), ("users", 1, 0.4), ("users", 2, 0.1)]

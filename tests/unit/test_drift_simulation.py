@@ -117,3 +117,27 @@ def test_resumed_rounds_do_not_measure_known_windows_again():
     assert [(s.stack, s.round) for s in machine.windows if s.round <= 2] == [("b", 2)]
     assert outcome.values[CELL]["a"][:2] == [1000.0, 1001.0]
     assert outcome.rounds == 3 and outcome.stop_reason == "settled"
+
+
+def test_a_settled_cell_leaves_the_rounds_while_an_unsettled_one_goes_on():
+    from pgarena.scheduler import RoundsPolicy, run_rounds
+
+    clear, close = ("clear",), ("close",)
+    machine = DriftingMachine({"a": 1000.0, "b": 2000.0}, drift_per_s=0.0, seed=4)
+    scatter = random.Random(9)
+
+    def measure(slot: Slot) -> float:
+        machine.windows.append(slot)
+        machine.now += 1
+        if slot.cell == clear:
+            return {"a": 1000.0, "b": 2000.0}[slot.stack] * scatter.gauss(1, 0.005)
+        return 1000.0 * scatter.uniform(0.8, 1.2)  # two equal stacks, scattered: never within ±0.5 %
+
+    pairs = [(s, c) for s in ("a", "b") for c in (clear, close)]
+    outcome = run_rounds(pairs, seed=2, measure=measure, clock=machine.clock,
+                         policy=RoundsPolicy(min_rounds=3, max_rounds=6, target_rel_half_width=0.005))
+    assert outcome.cell_stop == {clear: "settled", close: "max-rounds"}
+    assert outcome.cell_rounds == {clear: 3, close: 6}
+    assert sum(1 for w in machine.windows if w.cell == clear) == 6
+    assert sum(1 for w in machine.windows if w.cell == close) == 12
+    assert len(outcome.values[clear]["a"]) == 3 and len(outcome.values[close]["a"]) == 6

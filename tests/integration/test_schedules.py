@@ -1,0 +1,79 @@
+"""Sequential against interleaved scheduling on a machine that slows down over time (real stacks, real oha).
+
+Two fixture stacks answer `static` after a sleep that grows with wall-clock time from one shared epoch
+(FIXTURE_DRIFT, from the first request of either): the "machine" gets 20 % slower every second, for both
+alike. "fast" is truly twice as fast as "slow". Measured stack after stack, "slow" gets the early, fast seconds and comes out ahead — the
+drift reverses the order. Measured in interleaved rounds and compared within rounds, "fast" is ranked
+first with a paired interval that excludes 1.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pgarena import runner
+from pgarena.config import build_config
+from pgarena.engines import get_engine
+from pgarena.engines.base import EngineUnavailable
+from pgarena.paired import paired_ranks, paired_ratio
+from pgarena.results import load
+from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
+
+pytestmark = [needs_postgres, pytest.mark.postgres]
+
+BASE_MS = {"slow": 10.0, "fast": 5.0}
+DRIFT_PER_S = 0.2
+
+
+def _oha_or_skip() -> None:
+    try:
+        get_engine("oha").binary  # noqa: B018
+    except EngineUnavailable as exc:
+        pytest.skip(f"oha is not installed: {exc}")
+
+
+def _stacks(folder, epoch_file):
+    for name, base in BASE_MS.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "stack.toml").write_text(
+            f'extends = "{FIXTURE_STACKS / "fixture-good"}"\nid = "{name}"\n'
+            f'[run]\ncommand = \'exec "$FIXTURE_PYTHON" {FIXTURE_STACKS / "fixture-good" / "server.py"}\'\n'
+            f'[run.env]\nFIXTURE_DRIFT = "{epoch_file}:{base}:{DRIFT_PER_S}"\n')
+    return folder
+
+
+def _run(tmp_path, schedule: str, run_id: str):
+    stacks_dir = _stacks(tmp_path / f"stacks-{run_id}", tmp_path / f"epoch-{run_id}")
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": stacks_dir, "results_dir": tmp_path / "results", "run_id": run_id, "stacks": ["slow", "fast"],
+        "workloads": ["static"], "vus": [4], "repetitions": 3, "max_repetitions": 6 if schedule == "interleaved" else 3,
+        "warmup_s": 0.3, "duration_s": 0.5, "cell_budget_s": 10, "headroom": False, "engine": "oha",
+        "schedule": schedule, "schedule_seed": 5, "rewarm_s": 0.2, "target_rel_half_width": 0.05})
+    return load(runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lambda _: None))
+
+
+def _per_round(results) -> dict[str, list[float | None]]:
+    rounds = max(r.round or 0 for c in results.cells for r in c.repetitions)
+    out = {}
+    for cell in results.cells:
+        by_round = {r.round: r.rps for r in cell.repetitions}
+        out[cell.stack] = [by_round.get(i) for i in range(1, rounds + 1)]
+    return out
+
+
+def test_sequential_reverses_and_interleaved_keeps_the_true_order(tmp_path, fixture_env):
+    _oha_or_skip()
+    sequential = _run(tmp_path, "sequential", "seq")
+    medians = {c.stack: c.summary.rps.median for c in sequential.cells}
+    assert medians["slow"] > medians["fast"], medians  # the drift landed on the stacks
+
+    interleaved = _run(tmp_path, "interleaved", "int")
+    assert interleaved.schedule is not None and interleaved.schedule.kind == "interleaved"
+    assert interleaved.schedule.seed == 5 and interleaved.schedule.phases[0].name == "headline"
+    per_round = _per_round(interleaved)
+    assert all(v is not None for values in per_round.values() for v in values)
+    ranks = dict(paired_ranks(per_round))
+    assert ranks == {"fast": "1", "slow": "2"}, per_round
+    ratio = paired_ratio(per_round["fast"], per_round["slow"])
+    assert ratio is not None and ratio.low > 1.0
+    assert {c.summary.stop_reason for c in interleaved.cells} <= {"settled", "max-repetitions"}

@@ -169,3 +169,48 @@ def test_managed_cluster_can_give_the_stacks_a_role_named_postgres(tmp_path):
         from pgarena import accounting
 
         assert accounting.available(db) is None  # pgarena's own superuser has another name
+
+
+def test_an_app_with_hard_coded_credentials_and_no_health_endpoint_verifies(tmp_path, fixture_env):
+    """An app written elsewhere: it builds its own URL from fixed credentials (in [database]) and has no
+    health path of its own, so pgarena polls its users request instead."""
+    from pgarena import runner
+    from pgarena.config import build_config
+
+    stack = tmp_path / "stacks" / "elsewhere"
+    stack.mkdir(parents=True)
+    server = FIXTURE_STACKS / "fixture-good" / "server.py"
+    (stack / "stack.toml").write_text(f"""
+id = "elsewhere"
+title = "An app from another benchmark"
+language = "Python"
+framework = "http.server"
+framework_version = "stdlib"
+driver = "psycopg"
+driver_version = "3"
+workloads = ["users"]
+
+[run]
+command = 'exec "$FIXTURE_PYTHON" {server}'
+health_path = "workload:users"
+startup_timeout_s = 30
+
+[run.env]
+PGARENA_DATABASE_URL = "postgresql://benchmarkdbuser:benchmarkdbpass@127.0.0.1:${{db_port}}/hello_world"
+
+[database]
+user = "benchmarkdbuser"
+password = "benchmarkdbpass"
+name = "hello_world"
+""")
+    port = free_port()
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": tmp_path / "stacks", "results_dir": tmp_path / "results", "run_id": "v",
+        "workloads": ["users"], "users_limits": [5], "db_port": port})
+    run_dir = runner.execute(config, kind="verify", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
+    results = load(run_dir)
+    assert results.stacks[0].status == "ok", results.stacks[0].reason
+    (verification,) = results.verifications
+    assert verification.ok and verification.accounting is not None
+    assert results.database.url == f"postgresql://benchmarkdbuser:***@127.0.0.1:{port}/hello_world"
+    assert _files_containing(run_dir, "benchmarkdbpass") == []

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.slo import DEFAULT_MAX_ERROR_RATE
-from pgarena.stackdef import WORKLOAD_NAMES
+from pgarena.stackdef import WORKLOAD_NAMES, check_role_name
 from pgarena.stats import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_ENGINE = "oha"
@@ -169,7 +169,8 @@ class RunConfig(BaseModel):
     allow_overwrite: bool = Field(False, description=(
         "external database: use a schema or role named pgarena that pgarena did not create"))
     db_port: int | None = Field(None, ge=1, le=65535, description="managed database: fixed port (None = a free one)")
-    db_user: str | None = Field(None, min_length=1, description="managed database: the stacks' role (None = pgarena)")
+    db_user: str | None = Field(None, min_length=1, max_length=63,
+                                description="managed database: the stacks' role (None = pgarena; pg_* is reserved)")
     db_password: str | None = Field(None, min_length=1, description="managed database: that role's password")
     db_name: str | None = Field(None, min_length=1, description="managed database: its name (None = pgarena)")
     stacks_dir: Path
@@ -183,6 +184,8 @@ class RunConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown workload '{unknown[0]}'; known: {', '.join(WORKLOAD_NAMES)}")
         return names
+
+    _role_name = field_validator("db_user")(check_role_name)
 
     @field_validator("vus")
     @classmethod
@@ -230,9 +233,13 @@ class RunConfig(BaseModel):
         given = [f"--db-{k.removeprefix('db_')}" for k in ("db_port", "db_user", "db_password", "db_name")
                  if getattr(self, k) is not None]
         if self.database_url and given:
-            raise ValueError(f"{', '.join(given)} set the managed database; they cannot be used with --database-url")
-        if not self.database_url and (self.admin_database_url or self.allow_overwrite):
-            raise ValueError("--admin-database-url and --allow-overwrite need --database-url")
+            raise ValueError(f"{', '.join(given)} only configure{'s' if len(given) == 1 else ''} the managed "
+                             "database; not usable with --database-url")
+        external_only = [o for o, v in (("--admin-database-url", self.admin_database_url),
+                                        ("--allow-overwrite", self.allow_overwrite)) if v]
+        if not self.database_url and external_only:
+            raise ValueError(f"{' and '.join(external_only)} need{'s' if len(external_only) == 1 else ''} "
+                             "--database-url")
         return self
 
     def redacted(self) -> dict:

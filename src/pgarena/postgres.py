@@ -275,14 +275,18 @@ class ManagedCluster:
         pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
         self._pin(pid)
         base = f"postgresql://{quote(self.admin_user, safe='')}:{self.admin_password}@127.0.0.1:{self.port}/"
-        with psycopg.connect(base + "postgres", autocommit=True) as conn:
-            namespace.prepare_role(conn, self.app_user, self.app_password, allow_overwrite=False)
-            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [self.app_database]).fetchone():
-                conn.execute(pgsql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    pgsql.Identifier(self.app_database), pgsql.Identifier(self.app_user)))
         admin_url = base + quote(self.app_database, safe="")
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            namespace.prepare_schema(conn, self.app_user, self.app_database, allow_overwrite=False)
+        try:
+            with psycopg.connect(base + "postgres", autocommit=True) as conn:
+                namespace.prepare_role(conn, self.app_user, self.app_password, allow_overwrite=False)
+                if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [self.app_database]).fetchone():
+                    conn.execute(pgsql.SQL("CREATE DATABASE {} OWNER {}").format(
+                        pgsql.Identifier(self.app_database), pgsql.Identifier(self.app_user)))
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                namespace.prepare_schema(conn, self.app_user, self.app_database, allow_overwrite=False)
+        except (psycopg.Error, NamespaceConflict) as exc:
+            raise PostgresError(f"cannot set up the managed database (user {self.app_user}, database "
+                                f"{self.app_database}): {str(exc).strip()}") from None
         return Database(
             host="127.0.0.1",
             port=self.port,
@@ -353,8 +357,8 @@ def external_database(url: str, *, admin_url: str | None = None, allow_overwrite
             name = conn.execute("SELECT current_database()").fetchone()[0]
             namespace.prepare_role(conn, APP_USER, password, allow_overwrite=allow_overwrite)
             namespace.prepare_schema(conn, APP_USER, name, allow_overwrite=allow_overwrite)
-    except NamespaceConflict as exc:
-        raise PostgresError(str(exc)) from None
+    except (psycopg.Error, NamespaceConflict) as exc:
+        raise PostgresError(str(exc).strip()) from None
     db = Database(host=parts.hostname or "127.0.0.1", port=parts.port or 5432, user=APP_USER, password=password,
                   name=name, admin_url=url, managed=False, stats_url=admin_url)
     try:

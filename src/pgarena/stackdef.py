@@ -121,6 +121,18 @@ class DatabaseSpec(_Strict):
     password: str | None = Field(None, min_length=1)
     name: str | None = Field(None, min_length=1, max_length=63)
 
+    @field_validator("user")
+    @classmethod
+    def _not_reserved(cls, user: str | None) -> str | None:
+        return check_role_name(user)
+
+
+def check_role_name(user: str | None) -> str | None:
+    """A role name PostgreSQL lets pgarena create (`pg_*` names are reserved)."""
+    if user is not None and user.startswith("pg_"):
+        raise ValueError(f"'{user}': role names starting with pg_ are reserved by PostgreSQL")
+    return user
+
 
 class StackDef(_Strict):
     """One stack as declared in its stack.toml (see docs/contract.md for every key)."""

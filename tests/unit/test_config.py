@@ -365,9 +365,9 @@ def test_redacted_config_hides_every_secret(tmp_path, four_cpus):
 
 
 def test_managed_database_settings_need_the_managed_database(tmp_path, four_cpus):
-    with pytest.raises(ValidationError, match="--db-port, --db-user set the managed database"):
+    with pytest.raises(ValidationError, match="--db-port, --db-user only configure the managed database; not usable with --database-url"):
         build_config(project_dir=tmp_path, overrides={"database_url": URL, "db_port": 5432, "db_user": "x"})
-    with pytest.raises(ValidationError, match="need --database-url"):
+    with pytest.raises(ValidationError, match="--admin-database-url needs --database-url"):
         build_config(project_dir=tmp_path, overrides={"admin_database_url": URL})
     with pytest.raises(ValidationError):
         build_config(project_dir=tmp_path, overrides={"db_port": 70000})

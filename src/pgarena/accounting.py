@@ -61,14 +61,15 @@ ENABLE_HINT = ("pass --admin-database-url with a superuser or a member of pg_rea
 def available(db: Database) -> str | None:
     """None if accounting works on this database, else why not and how to enable it."""
     with db.connect_stats() as conn:
-        reader, privileged = conn.execute(
-            "SELECT current_user, rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') "
+        reader, database, privileged = conn.execute(
+            "SELECT current_user, current_database(), "
+            "rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') "
             "FROM pg_roles WHERE rolname = current_user").fetchone()
         if reader == db.user:
             return ("the stacks and pgarena use the same database role, so their statements cannot be told "
                     f"apart; {ENABLE_HINT}")
         if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone():
-            return f"pg_stat_statements is not installed in database {db.name}; {ENABLE_HINT}"
+            return f"pg_stat_statements is not installed in database {database}; {ENABLE_HINT}"
         if not privileged:
             return f"role {reader} cannot read other roles' statements in pg_stat_statements; {ENABLE_HINT}"
     return None

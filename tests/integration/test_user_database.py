@@ -214,3 +214,32 @@ name = "hello_world"
     assert verification.ok and verification.accounting is not None
     assert results.database.url == f"postgresql://benchmarkdbuser:***@127.0.0.1:{port}/hello_world"
     assert _files_containing(run_dir, "benchmarkdbpass") == []
+
+
+def test_a_fixed_port_in_use_is_one_clear_error(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(PostgresError, match=f"port {port} is already in use"):
+            with provide_database(tmp_path / "run", database_url=None, cpus=None, settings=ClusterSettings(port=port)):
+                pass
+
+
+def test_stacks_wanting_different_databases_are_refused_in_one_line(tmp_path):
+    for stack_id, port in (("wants-a", 5432), ("wants-b", 6543)):
+        folder = tmp_path / "stacks" / stack_id
+        folder.mkdir(parents=True)
+        (folder / "stack.toml").write_text(
+            f'id = "{stack_id}"\ntitle = "x"\nlanguage = "x"\nframework = "x"\nframework_version = "0"\n'
+            f'driver = "x"\ndriver_version = "0"\nworkloads = ["static"]\n[run]\ncommand = "true"\n'
+            f'[database]\nport = {port}\n')
+    done = subprocess.run([sys.executable, "-m", "pgarena", "verify", "--stacks-dir", str(tmp_path / "stacks"),
+                           "--results-dir", str(tmp_path / "results")], cwd=PROJECT_DIR, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert "stack wants-b wants the managed database's port different from stack wants-a (5432 vs 6543)" in (
+        " ".join(done.stderr.split())), done.stderr
+    assert "Traceback" not in done.stderr

@@ -53,25 +53,31 @@ class StatementCounts:
     by_query: dict[str, tuple[int, int]]
 
 
+ENABLE_HINT = ("pass --admin-database-url with a superuser or a member of pg_read_all_stats, on a server with "
+               "pg_stat_statements in shared_preload_libraries and CREATE EXTENSION pg_stat_statements done")
+"""How a user of --database-url turns database accounting on (shown wherever it is unavailable)."""
+
+
 def available(db: Database) -> str | None:
-    """None if accounting works on this database, else why not."""
-    if db.user == _admin_user(db):
-        return "the stacks and pgarena use the same database role, so their statements cannot be told apart"
-    with db.connect() as conn:
+    """None if accounting works on this database, else why not and how to enable it."""
+    with db.connect_stats() as conn:
+        reader, database, privileged = conn.execute(
+            "SELECT current_user, current_database(), "
+            "rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') "
+            "FROM pg_roles WHERE rolname = current_user").fetchone()
+        if reader == db.user:
+            return ("the stacks and pgarena use the same database role, so their statements cannot be told "
+                    f"apart; {ENABLE_HINT}")
         if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone():
-            return "pg_stat_statements is not installed"
+            return f"pg_stat_statements is not installed in database {database}; {ENABLE_HINT}"
+        if not privileged:
+            return f"role {reader} cannot read other roles' statements in pg_stat_statements; {ENABLE_HINT}"
     return None
-
-
-def _admin_user(db: Database) -> str:
-    from urllib.parse import urlsplit
-
-    return urlsplit(db.admin_url).username or ""
 
 
 def read_counts(db: Database) -> StatementCounts:
     """Current calls and rows per statement of the stacks' role in the stacks' database."""
-    with db.connect() as conn:
+    with db.connect_stats() as conn:
         rows = conn.execute(
             "SELECT s.query, sum(s.calls)::bigint, sum(s.rows)::bigint FROM pg_stat_statements s "
             "JOIN pg_roles r ON r.oid = s.userid JOIN pg_database d ON d.oid = s.dbid "

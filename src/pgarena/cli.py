@@ -62,6 +62,14 @@ StacksOpt = Annotated[Optional[str], typer.Option("--stacks", help="comma-separa
 WorkloadsOpt = Annotated[Optional[str], typer.Option(help="comma-separated: perf-test,users,static")]
 ProfileOpt = Annotated[str, typer.Option(help=f"load profile: {', '.join(cfg.PROFILES)}")]
 DbOpt = Annotated[Optional[str], typer.Option("--database-url", help="use this server instead of a managed one")]
+AdminDbOpt = Annotated[Optional[str], typer.Option(
+    "--admin-database-url", help="with --database-url: a superuser or pg_read_all_stats role, for database accounting")]
+OverwriteOpt = Annotated[bool, typer.Option(
+    "--allow-overwrite", help="with --database-url: use a schema or role named pgarena that pgarena did not create")]
+DbPortOpt = Annotated[Optional[int], typer.Option("--db-port", help="managed database: fixed port (default: a free one)")]
+DbUserOpt = Annotated[Optional[str], typer.Option("--db-user", help="managed database: the stacks' role (default: pgarena)")]
+DbPasswordOpt = Annotated[Optional[str], typer.Option("--db-password", help="managed database: that role's password")]
+DbNameOpt = Annotated[Optional[str], typer.Option("--db-name", help="managed database: its name (default: pgarena)")]
 StacksDirOpt = Annotated[Path, typer.Option(help="folder of stack definitions")]
 ResultsDirOpt = Annotated[Path, typer.Option(help="where run folders are written")]
 
@@ -84,7 +92,7 @@ def _execute(config: cfg.RunConfig, kind: str, resume: tuple[Path, object] | Non
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    command_line = shlex.join(["pgarena", *sys.argv[1:]])
+    command_line = shlex.join(["pgarena", *cfg.redact_command(sys.argv[1:])])
     try:
         return execute(config, kind=kind, project_dir=SOURCE_DIR, command_line=command_line,  # type: ignore[arg-type]
                        log=lambda line: out.print(line, highlight=False, soft_wrap=True, markup=False),
@@ -137,6 +145,12 @@ def verify(
     workloads: WorkloadsOpt = None,
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
     database_url: DbOpt = None,
+    admin_database_url: AdminDbOpt = None,
+    allow_overwrite: OverwriteOpt = False,
+    db_port: DbPortOpt = None,
+    db_user: DbUserOpt = None,
+    db_password: DbPasswordOpt = None,
+    db_name: DbNameOpt = None,
     pool_size: Annotated[Optional[int], typer.Option(help="connections per stack")] = None,
     workers: Annotated[Optional[int], typer.Option(help="workers per stack")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
@@ -145,7 +159,8 @@ def verify(
 ) -> None:
     """Build, start and verify stacks against the database; no load."""
     config = _config(profile, stacks=_names(stacks), workloads=_names(workloads), database_url=database_url,
-                     pool_size=pool_size, workers=workers, run_id=run_id, stacks_dir=stacks_dir,
+                     admin_database_url=admin_database_url, allow_overwrite=allow_overwrite or None, db_port=db_port,
+                     db_user=db_user, db_password=db_password, db_name=db_name, pool_size=pool_size, workers=workers, run_id=run_id, stacks_dir=stacks_dir,
                      results_dir=results_dir)
     run_dir = _execute(config, "verify")
     results = load(run_dir)
@@ -188,12 +203,18 @@ def run(
     server_cpus: Annotated[Optional[str], typer.Option(help="CPUs of stack + PostgreSQL, e.g. 1")] = None,
     http_timeout: Annotated[Optional[float], typer.Option(help="seconds before a request counts as timed out")] = None,
     database_url: DbOpt = None,
+    admin_database_url: AdminDbOpt = None,
+    allow_overwrite: OverwriteOpt = False,
+    db_port: DbPortOpt = None,
+    db_user: DbUserOpt = None,
+    db_password: DbPasswordOpt = None,
+    db_name: DbNameOpt = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
     resume: Annotated[Optional[Path], typer.Option(
-        help="continue an interrupted run in this folder; its stored settings are used (give --database-url "
-             "again if it had one), finished cells are kept")] = None,
+        help="continue an interrupted run in this folder; its stored settings are used (give --database-url, "
+             "--admin-database-url and --db-password again if it had them), finished cells are kept")] = None,
     schedule: Annotated[Optional[str], typer.Option(
         help="interleaved (default: all stacks up together, rounds in a fresh random order) or sequential "
              "(stack after stack)")] = None,
@@ -207,7 +228,8 @@ def run(
     """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
     if resume is not None:
         try:
-            config, previous = load_for_resume(resume, database_url=database_url)
+            config, previous = load_for_resume(resume, database_url=database_url,
+                                               admin_database_url=admin_database_url, db_password=db_password)
         except RunError as exc:
             raise _fail(str(exc)) from None
         _print_outputs(_execute(config, "run", resume=(resume, previous)))
@@ -220,8 +242,10 @@ def run(
         vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
-        http_timeout_s=http_timeout, database_url=database_url, run_id=run_id, stacks_dir=stacks_dir,
-        results_dir=results_dir, schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline,
+        http_timeout_s=http_timeout, database_url=database_url, admin_database_url=admin_database_url,
+        allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,
+        db_name=db_name, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
+        schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline,
     )
     _print_outputs(_execute(config, "run"))
 

@@ -7,13 +7,14 @@ validated object. Every field is stored in results.json, so a run says exactly h
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.slo import DEFAULT_MAX_ERROR_RATE
-from pgarena.stackdef import WORKLOAD_NAMES
+from pgarena.stackdef import WORKLOAD_NAMES, check_role_name
 from pgarena.stats import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_ENGINE = "oha"
@@ -166,6 +167,15 @@ class RunConfig(BaseModel):
     server_cpus: list[int]
     http_timeout_s: float = Field(DEFAULT_HTTP_TIMEOUT_S, gt=0)
     database_url: str | None = Field(None, description="external database; None = managed cluster")
+    admin_database_url: str | None = Field(None, description=(
+        "external database: a role that may read every role's pg_stat_statements (for accounting)"))
+    allow_overwrite: bool = Field(False, description=(
+        "external database: use a schema or role named pgarena that pgarena did not create"))
+    db_port: int | None = Field(None, ge=1, le=65535, description="managed database: fixed port (None = a free one)")
+    db_user: str | None = Field(None, min_length=1, max_length=63,
+                                description="managed database: the stacks' role (None = pgarena; pg_* is reserved)")
+    db_password: str | None = Field(None, min_length=1, description="managed database: that role's password")
+    db_name: str | None = Field(None, min_length=1, description="managed database: its name (None = pgarena)")
     stacks_dir: Path
     results_dir: Path
     run_id: str | None = None
@@ -189,6 +199,8 @@ class RunConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown workload '{unknown[0]}'; known: {', '.join(WORKLOAD_NAMES)}")
         return names
+
+    _role_name = field_validator("db_user")(check_role_name)
 
     @field_validator("vus")
     @classmethod
@@ -231,11 +243,28 @@ class RunConfig(BaseModel):
                              f"(got {self.warmup_s:g} s and {self.duration_s:g} s)")
         return self
 
+    @model_validator(mode="after")
+    def _managed_only_settings(self) -> RunConfig:
+        given = [f"--db-{k.removeprefix('db_')}" for k in ("db_port", "db_user", "db_password", "db_name")
+                 if getattr(self, k) is not None]
+        if self.database_url and given:
+            raise ValueError(f"{', '.join(given)} only configure{'s' if len(given) == 1 else ''} the managed "
+                             "database; not usable with --database-url")
+        external_only = [o for o, v in (("--admin-database-url", self.admin_database_url),
+                                        ("--allow-overwrite", self.allow_overwrite)) if v]
+        if not self.database_url and external_only:
+            raise ValueError(f"{' and '.join(external_only)} need{'s' if len(external_only) == 1 else ''} "
+                             "--database-url")
+        return self
+
     def redacted(self) -> dict:
-        """The config as stored: the database URL's password replaced by '***'."""
+        """The config as stored: every password (in URLs, conninfo strings, --db-password) replaced by '***'."""
         data = self.model_dump(mode="json")
-        if self.database_url:
-            data["database_url"] = redact_url(self.database_url)
+        for key in ("database_url", "admin_database_url"):
+            if data.get(key):
+                data[key] = redact_secrets(data[key])
+        if data.get("db_password"):
+            data["db_password"] = REDACTED
         return data
 
 
@@ -252,21 +281,46 @@ def parse_rate(text: str) -> tuple[float, bool]:
     return (value / 100, True) if relative else (value, False)
 
 
+REDACTED = "***"
+"""What a password is replaced by wherever pgarena stores or shows it."""
+SECRET_OPTIONS = ("--database-url", "--admin-database-url", "--db-password")
+"""Command-line options whose value is, or may contain, a password."""
+_SECRET_KEYS = r"password|passwd|pgpassword|sslpassword"
+_KEY_VALUE_RE = re.compile(rf"""(?i)\b({_SECRET_KEYS})(\s*=\s*)('(?:[^'\\]|\\.)*'|"[^"]*"|[^\s&;'"]*)""")
+_URL_USERINFO_RE = re.compile(r"(?i)\b(postgres(?:ql)?://[^:/?#@\s]*):([^@/?#\s]*)@")
+
+
 def redact_url(url: str) -> str:
     """`postgresql://u:secret@h/db?password=secret` → `postgresql://u:***@h/db?password=***`."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+    return redact_secrets(url)
 
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="*")
-    if (netloc, query) == (parts.netloc, parts.query):
-        return url
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+def redact_secrets(text: str) -> str:
+    """Any text with every password it holds replaced by '***': a URL's `user:secret@`, and `password=`,
+    `PGPASSWORD=`-style key/value pairs (URL queries, conninfo strings, environment assignments)."""
+    text = _URL_USERINFO_RE.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
+    return _KEY_VALUE_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def redact_command(argv: list[str]) -> list[str]:
+    """A command line with the values of SECRET_OPTIONS (`--opt value` and `--opt=value`) replaced by
+    '***' (--db-password) or redacted (URLs), and any other password-looking text redacted too."""
+    result: list[str] = []
+    pending: str | None = None
+    for arg in argv:
+        if pending is not None:
+            result.append(REDACTED if pending == "--db-password" else redact_secrets(arg))
+            pending = None
+            continue
+        option, eq, value = arg.partition("=")
+        if option in SECRET_OPTIONS and eq:
+            result.append(f"{option}={REDACTED if option == '--db-password' else redact_secrets(value)}")
+        elif arg in SECRET_OPTIONS:
+            result.append(arg)
+            pending = arg
+        else:
+            result.append(redact_secrets(arg))
+    return result
 
 
 def build_config(

@@ -21,9 +21,10 @@ from pgarena.ceiling import read_aggregate_logs
 from pgarena.postgres import Database, PostgresError, pgbench_binary
 from pgarena.postgres import _sql as packaged_sql
 
-CONTRAST_SCHEMA = "pgarena_contrast"
+CONTRAST_SCHEMA = "pgarena"
+"""The contrast function lives beside perf_test in pgarena's own schema (it is dropped afterwards)."""
 FUNCTIONS = {
-    "perf_test (pgarena: PL/pgSQL, generic plan)": "public.perf_test",
+    "perf_test (pgarena: PL/pgSQL, generic plan)": "pgarena.perf_test",
     "contrast: inlinable LANGUAGE sql": f"{CONTRAST_SCHEMA}.perf_test_inlined",
 }
 MODES = ("simple", "extended", "prepared")
@@ -44,7 +45,7 @@ class ModeResult:
 def inlinable_variant() -> str:
     """The packaged function's body as a LANGUAGE sql function in the contrast schema."""
     source = packaged_sql("perf_test.sql")
-    head = source.split("LANGUAGE plpgsql")[0].replace("public.perf_test(", f"{CONTRAST_SCHEMA}.perf_test_inlined(")
+    head = source.split("LANGUAGE plpgsql")[0].replace("pgarena.perf_test(", f"{CONTRAST_SCHEMA}.perf_test_inlined(")
     body = source.split("RETURN QUERY", 1)[1].split("END\n$fn$", 1)[0].strip().rstrip(";")
     return f"{head}LANGUAGE sql STABLE AS $fn$ {body} $fn$;"
 
@@ -74,12 +75,10 @@ def measure(
     seconds: int = 5,
     cpus: Sequence[int] | None = None,
 ) -> list[ModeResult]:
-    """Run pgbench for every function × rows × mode; the contrast schema is dropped afterwards."""
+    """Run pgbench for every function × rows × mode; the contrast function is dropped afterwards."""
     pgbench = pgbench_binary()
     with db.connect() as conn:
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {CONTRAST_SCHEMA}")
         conn.execute(inlinable_variant())
-        conn.execute(f"GRANT USAGE ON SCHEMA {CONTRAST_SCHEMA} TO {db.user}")
     results = []
     env = {**os.environ, "PGPASSWORD": db.password}
     try:
@@ -103,7 +102,7 @@ def measure(
                     results.append(ModeResult(label, count, mode, transactions / max(intervals, 1)))
     finally:
         with db.connect() as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {CONTRAST_SCHEMA} CASCADE")
+            conn.execute(f"DROP FUNCTION IF EXISTS {CONTRAST_SCHEMA}.perf_test_inlined")
     return results
 
 

@@ -1,8 +1,10 @@
 """The database: a throwaway managed PostgreSQL cluster, or an existing server the user points to.
 
-The managed cluster lives in the run's directory, listens on 127.0.0.1 on a free port with a socket
-directory of its own, runs as the `postgres` OS user when pgarena runs as root (the server refuses
-root), is pinned to the server CPU set, and is stopped on exit, Ctrl-C or error.
+The managed cluster lives in the run's directory, listens on 127.0.0.1 on a free port (or the port a
+stack or `--db-port` asks for) with a socket directory of its own, runs as the `postgres` OS user when
+pgarena runs as root (the server refuses root), is pinned to the server CPU set, and is stopped on exit,
+Ctrl-C or error. In both cases pgarena's objects live in schema `pgarena` and the stacks connect as a
+role of pgarena's own (see namespace.py): a user's server keeps its tables, functions and roles.
 """
 
 from __future__ import annotations
@@ -25,10 +27,17 @@ from urllib.parse import quote, urlsplit
 
 import psutil
 import psycopg
+from psycopg import sql as pgsql
+
+from pgarena import namespace
+from pgarena.namespace import NamespaceConflict
 
 APP_USER = "pgarena"
+"""The stacks' role (managed cluster: unless --db-user or a stack's [database] names another)."""
 APP_DATABASE = "pgarena"
 ADMIN_USER = "postgres"
+ALTERNATE_ADMIN_USER = "pgarena_admin"
+"""The managed cluster's superuser when the stacks' role is asked to be called `postgres`."""
 INSTALL_HINT = "apt-get install postgresql (PostgreSQL server binaries: initdb, pg_ctl, postgres)"
 
 SETTINGS_PROFILE_NAME = "pgarena-default"
@@ -51,6 +60,43 @@ Everything else is the server's default; the effective non-default settings are 
 
 class PostgresError(Exception):
     """The database could not be provided; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """What the managed cluster offers the stacks; None = pgarena's choice (a free port, role and
+    database `pgarena`, a random password). Set by --db-* options or a stack's `[database]` table."""
+
+    port: int | None = None
+    user: str | None = None
+    password: str | None = None
+    name: str | None = None
+
+    def described(self) -> str:
+        """`port 5432, user bench, password ***, database hello` (the password never shown)."""
+        parts = [("port", self.port), ("user", self.user), ("password", self.password and "***"),
+                 ("database", self.name)]
+        return ", ".join(f"{k} {v}" for k, v in parts if v is not None) or "pgarena's defaults"
+
+
+def merge_cluster_settings(given: ClusterSettings, wanted: dict[str, ClusterSettings]) -> ClusterSettings:
+    """One managed cluster for every selected stack: the --db-* options plus each stack's `[database]`.
+
+    NOTE: a run has one cluster, so two sources that fix the same setting differently cannot both be
+    served: PostgresError names them (run those stacks in separate runs). Documented in docs/contract.md.
+    """
+    merged = dict(vars(given))
+    source = {key: "the command line" for key, value in merged.items() if value is not None}
+    for stack_id, settings in wanted.items():
+        for key, value in vars(settings).items():
+            if value is None:
+                continue
+            if merged[key] is not None and merged[key] != value:
+                shown = "***" if key == "password" else f"{merged[key]} vs {value}"
+                raise PostgresError(f"stack {stack_id} wants the managed database's {key} different from "
+                                    f"{source[key]} ({shown}); run them in separate runs")
+            merged[key], source[key] = value, f"stack {stack_id}"
+    return ClusterSettings(**merged)
 
 
 def find_bin_dir(explicit: Path | None = None) -> Path:
@@ -96,10 +142,12 @@ class Database:
     password: str
     name: str
     admin_url: str
-    """URL pgarena itself uses (a superuser on the managed cluster; the user's URL otherwise)."""
+    """URL pgarena itself uses (a superuser on the managed cluster; the user's --database-url otherwise)."""
     managed: bool
     postmaster_pid: int | None = None
     """PID of the server's postmaster when it runs on this machine (for CPU accounting)."""
+    stats_url: str | None = None
+    """URL pgarena reads pg_stat_statements with (--admin-database-url; None = admin_url)."""
 
     @property
     def url(self) -> str:
@@ -110,10 +158,19 @@ class Database:
         )
 
     def connect(self, **kwargs) -> psycopg.Connection:
-        """A psycopg connection as pgarena's admin, autocommit, UTC."""
-        conn = psycopg.connect(self.admin_url, autocommit=True, **kwargs)
-        conn.execute("SET TIME ZONE 'UTC'")
-        return conn
+        """A psycopg connection as pgarena's admin, autocommit, UTC, seeing schema `pgarena` first."""
+        return _session(self.admin_url, **kwargs)
+
+    def connect_stats(self) -> psycopg.Connection:
+        """A connection to read pg_stat_statements with (the admin URL when one was given)."""
+        return _session(self.stats_url or self.admin_url)
+
+
+def _session(url: str, **kwargs) -> psycopg.Connection:
+    conn = psycopg.connect(url, autocommit=True, **kwargs)
+    conn.execute("SET TIME ZONE 'UTC'")
+    conn.execute(f"SET search_path TO {namespace.SEARCH_PATH}")
+    return conn
 
 
 def _run_as(user: str | None, argv: Sequence[str], **kwargs) -> subprocess.CompletedProcess:
@@ -126,15 +183,20 @@ class ManagedCluster:
     """A throwaway cluster in `workdir`: initdb → start → (use) → stop → remove its data."""
 
     def __init__(self, workdir: Path, *, bin_dir: Path, cpus: Sequence[int] | None = None,
-                 max_connections: int | None = None) -> None:
+                 settings: ClusterSettings | None = None, max_connections: int | None = None) -> None:
+        settings = settings or ClusterSettings()
         self.workdir = workdir
         self.bin_dir = bin_dir
         self.cpus = list(cpus or [])
         self.max_connections = max_connections
         self.home = workdir / "postgres"
-        self.port = free_port()
+        self.fixed_port = settings.port is not None
+        self.port = settings.port or free_port()
+        self.app_user = settings.user or APP_USER
+        self.app_database = settings.name or APP_DATABASE
+        self.admin_user = ALTERNATE_ADMIN_USER if self.app_user == ADMIN_USER else ADMIN_USER
         self.admin_password = secrets.token_hex(12)
-        self.app_password = secrets.token_hex(12)
+        self.app_password = settings.password or secrets.token_hex(12)
         self.os_user = ADMIN_USER if os.geteuid() == 0 else None
         self._socket_dir: str | None = None
         self._started = False
@@ -157,6 +219,8 @@ class ManagedCluster:
 
     def start(self) -> Database:
         """Create, configure and start the cluster; return how to reach it."""
+        if self.fixed_port and port_taken(self.port):
+            raise PostgresError(f"the managed database's port {self.port} is already in use on 127.0.0.1")
         if self.os_user:
             try:
                 pwd.getpwnam(self.os_user)
@@ -181,7 +245,7 @@ class ManagedCluster:
             init = _run_as(
                 self.os_user,
                 [
-                    str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", ADMIN_USER,
+                    str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", self.admin_user,
                     "--auth-local=peer" if self.os_user else "--auth-local=trust",
                     "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C.UTF-8",
                     "--no-sync",  # a throwaway cluster: skip fsync of the template files (~5 s here)
@@ -213,17 +277,26 @@ class ManagedCluster:
         self._started = True
         pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
         self._pin(pid)
-        admin_url = f"postgresql://{ADMIN_USER}:{self.admin_password}@127.0.0.1:{self.port}/postgres"
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {APP_USER} LOGIN PASSWORD '{self.app_password}'")
-            conn.execute(f"CREATE DATABASE {APP_DATABASE} OWNER {APP_USER}")
+        base = f"postgresql://{quote(self.admin_user, safe='')}:{self.admin_password}@127.0.0.1:{self.port}/"
+        admin_url = base + quote(self.app_database, safe="")
+        try:
+            with psycopg.connect(base + "postgres", autocommit=True) as conn:
+                namespace.prepare_role(conn, self.app_user, self.app_password, allow_overwrite=False)
+                if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [self.app_database]).fetchone():
+                    conn.execute(pgsql.SQL("CREATE DATABASE {} OWNER {}").format(
+                        pgsql.Identifier(self.app_database), pgsql.Identifier(self.app_user)))
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                namespace.prepare_schema(conn, self.app_user, self.app_database, allow_overwrite=False)
+        except (psycopg.Error, NamespaceConflict) as exc:
+            raise PostgresError(f"cannot set up the managed database (user {self.app_user}, database "
+                                f"{self.app_database}): {str(exc).strip()}") from None
         return Database(
             host="127.0.0.1",
             port=self.port,
-            user=APP_USER,
+            user=self.app_user,
             password=self.app_password,
-            name=APP_DATABASE,
-            admin_url=f"postgresql://{ADMIN_USER}:{self.admin_password}@127.0.0.1:{self.port}/{APP_DATABASE}",
+            name=self.app_database,
+            admin_url=admin_url,
             managed=True,
             postmaster_pid=pid,
         )
@@ -254,38 +327,65 @@ class ManagedCluster:
             self._socket_dir = None
 
 
-def external_database(url: str) -> Database:
-    """Describe a server the user runs; check that it answers."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgresql", "postgres"):
-        raise PostgresError(f"--database-url must start with postgresql://, got '{parts.scheme}://'")
+def port_taken(port: int) -> bool:
+    """Something listens on 127.0.0.1:`port`."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _check_url(url: str, option: str) -> None:
+    scheme = urlsplit(url).scheme
+    if scheme not in ("postgresql", "postgres"):
+        raise PostgresError(f"{option} must start with postgresql://, got '{scheme}://'")
     try:
         with psycopg.connect(url, connect_timeout=10) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
-        raise PostgresError(f"cannot connect to --database-url: {str(exc).strip()}") from None
-    return Database(
-        host=parts.hostname or "127.0.0.1",
-        port=parts.port or 5432,
-        user=parts.username or "postgres",
-        password=parts.password or "",
-        name=(parts.path or "/postgres").lstrip("/") or "postgres",
-        admin_url=url,
-        managed=False,
-    )
+        raise PostgresError(f"cannot connect to {option}: {str(exc).strip()}") from None
+
+
+def external_database(url: str, *, admin_url: str | None = None, allow_overwrite: bool = False) -> Database:
+    """A server the user runs: pgarena's schema and its stacks' role there (namespace.py), checked to work.
+
+    pgarena connects with `url` (its role needs CREATEROLE and CREATE on the database); the stacks
+    connect as role `pgarena` with a password set for this run. `admin_url` only reads pg_stat_statements.
+    """
+    _check_url(url, "--database-url")
+    if admin_url:
+        _check_url(admin_url, "--admin-database-url")
+    parts = urlsplit(url)
+    password = secrets.token_hex(12)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            name = conn.execute("SELECT current_database()").fetchone()[0]
+            namespace.prepare_role(conn, APP_USER, password, allow_overwrite=allow_overwrite)
+            namespace.prepare_schema(conn, APP_USER, name, allow_overwrite=allow_overwrite)
+    except (psycopg.Error, NamespaceConflict) as exc:
+        raise PostgresError(str(exc).strip()) from None
+    db = Database(host=parts.hostname or "127.0.0.1", port=parts.port or 5432, user=APP_USER, password=password,
+                  name=name, admin_url=url, managed=False, stats_url=admin_url)
+    try:
+        with psycopg.connect(db.url, connect_timeout=10):
+            pass
+    except psycopg.Error as exc:
+        raise PostgresError(f"pgarena's role '{APP_USER}' cannot log in to {db.host}:{db.port}/{name} "
+                            f"({str(exc).strip()}); allow it password logins (pg_hba.conf)") from None
+    return db
 
 
 @contextmanager
 def provide_database(
     workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None,
+    admin_url: str | None = None, allow_overwrite: bool = False, settings: ClusterSettings | None = None,
     max_connections: int | None = None,
 ) -> Iterator[Database]:
     """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened.
     `max_connections` raises the managed cluster's limit above the settings profile's (never lowers it)."""
     if database_url:
-        yield external_database(database_url)
+        yield external_database(database_url, admin_url=admin_url, allow_overwrite=allow_overwrite)
         return
-    cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus, max_connections=max_connections)
+    cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus, settings=settings,
+                             max_connections=max_connections)
     try:
         yield cluster.start()
     finally:
@@ -297,7 +397,12 @@ def _sql(name: str) -> str:
 
 
 def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
-    """Create the extensions and the objects each workload needs (idempotent)."""
+    """Create the extensions and, in schema `pgarena`, the objects each workload needs (idempotent).
+
+    Nothing outside that schema is dropped or replaced: a user's `public.users` or `public.perf_test`
+    stays as it was. An extension missing on a user's server is created there (in schema `pgarena`)
+    if pgarena's role may; otherwise accounting says it is unavailable and why.
+    """
     with db.connect() as conn:
         for extension in ("pg_stat_statements", "uuid-ossp"):
             try:
@@ -309,8 +414,8 @@ def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
             conn.execute(_sql("perf_test.sql"))
         if "users" in workloads or "graphql" in workloads:
             conn.execute(_sql("users.sql"))
-        if db.managed:
-            conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {APP_USER}")
+        conn.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
+            pgsql.Identifier(namespace.SCHEMA), pgsql.Identifier(db.user)))
     if "tx" in workloads:
         from pgarena.workloads import TX_SCALE
 
@@ -329,14 +434,16 @@ def pgbench_binary() -> str:
 
 
 def load_tx_data(db: Database, scale: int) -> None:
-    """pgbench's TPC-B tables at `scale`, created by `pgbench -i` as the application user.
+    """pgbench's TPC-B tables at `scale` in schema `pgarena`, created by `pgbench -i` as the stacks' role.
 
     Steps `dtGvp`: drop old tables, create, generate data server-side, vacuum, primary keys.
+    NOTE: pgbench names its tables unqualified; with the search path `pgarena` alone its `DROP TABLE IF
+    EXISTS pgbench_*` can only reach pgarena's own tables, never a user's `public.pgbench_accounts`.
     """
     argv = [pgbench_binary(), "-i", "-s", str(scale), "-I", "dtGvp", "-q",
             "-h", db.host, "-p", str(db.port), "-U", db.user, db.name]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PGPASSWORD": db.password})
+    env = {**os.environ, "PGPASSWORD": db.password, "PGOPTIONS": f"-c search_path={namespace.SCHEMA}"}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
     if done.returncode != 0:
         raise PostgresError(f"pgbench -i failed: {done.stderr.strip()[-500:]}")
 

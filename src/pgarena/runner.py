@@ -22,11 +22,12 @@ from pgarena.coldstart import cold_start_workload, measure_cold_start
 from pgarena.headroom import HeadroomUnavailable, measure_headroom
 from pgarena.progress import RunProgress
 from pgarena.resources import SAMPLE_INTERVAL_S, CpuMeters
-from pgarena.config import RunConfig, parse_rate, redact_url
+from pgarena.config import RunConfig, parse_rate, redact_secrets, redact_url
 from pgarena.engines import Engine, EngineUnavailable, get_engine
 from pgarena.engines.base import EngineOutputError
 from pgarena.environment import collect
-from pgarena.postgres import SETTINGS_PROFILE_NAME, Database, free_port, load_workload_data, provide_database, server_facts
+from pgarena.postgres import (SETTINGS_PROFILE_NAME, ClusterSettings, Database, PostgresError, free_port,
+                              load_workload_data, merge_cluster_settings, provide_database, server_facts)
 from pgarena.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
 from pgarena.measure import measure_cell, search_sustainable, summarize
 from pgarena.results import (
@@ -146,6 +147,31 @@ def workload_parameters(config: RunConfig, workload: str) -> list[int | None]:
     """The parameters a workload is measured at (perf-test rows, users limits; [None] for the others).
     The first is the workload's headline parameter: cold start and the SLO search use it."""
     return {wl.PERF_TEST: list(config.perf_test_rows), wl.USERS: list(config.users_limits)}.get(workload, [None])
+
+
+def resolve_health_path(config: RunConfig, definition) -> str:
+    """The path pgarena polls until a stack is healthy: `run.health_path`, or for `workload:<name>` that
+    workload's verification request at its headline parameter (before the stack's own routes apply)."""
+    workload = definition.run.health_workload
+    if workload is None:
+        return definition.run.health_path
+    return wl.load_request(workload, workload_parameters(config, workload)[0]).path
+
+
+def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
+    """The managed database's settings: --db-* plus the selected stacks' `[database]` (RunError if they
+    disagree, or if a stack fixes them while the run uses --database-url)."""
+    wanted = {s.id: ClusterSettings(**s.definition.database.model_dump()) for s in stacks
+              if s.available and s.definition.database is not None}
+    if config.database_url and wanted:
+        raise RunError(f"stack {next(iter(wanted))} needs the managed database's settings "
+                       f"({next(iter(wanted.values())).described()}); run it without --database-url")
+    given = ClusterSettings(port=config.db_port, user=config.db_user, password=config.db_password,
+                            name=config.db_name)
+    try:
+        return merge_cluster_settings(given, wanted)
+    except PostgresError as exc:
+        raise RunError(str(exc)) from None
 
 
 def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
@@ -290,8 +316,9 @@ def _health_and_verify(ctx: _Context, stack: Stack, info: StackInfo, kind: str, 
     run_log = server.log_path
     base_url = f"http://127.0.0.1:{values['port']}"
     routes = dict(definition.routes)
+    health_path = resolve_health_path(config, definition)
     try:
-        healthy = wait_until_healthy(server, base_url + definition.run.health_path,
+        healthy = wait_until_healthy(server, base_url + wl.routed(health_path, routes),
                                      definition.run.startup_timeout_s)
     except NotReady as exc:
         info.status, info.reason = "start_failed", f"{exc} (log: {run_log})"
@@ -314,7 +341,7 @@ def _health_and_verify(ctx: _Context, stack: Stack, info: StackInfo, kind: str, 
     ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
     verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
                                  users_limits=config.users_limits, timeout_s=config.http_timeout_s,
-                                 health_path=definition.run.health_path, routes=routes)
+                                 health_path=health_path, routes=routes)
     ctx.results.verifications.extend(verifications)
     for v in verifications:
         ctx.log(f"[{stack.id}] {v.workload}: {_verification_line(v)}")
@@ -459,7 +486,8 @@ FINISHED_STACK_STATES = ("unavailable", "config_error", "build_failed", "start_f
 """Stacks that ended this way are not retried by a resume (an uninterrupted run would not retry them)."""
 
 
-def load_for_resume(run_dir: Path, *, database_url: str | None = None) -> tuple[RunConfig, RunResults]:
+def load_for_resume(run_dir: Path, *, database_url: str | None = None, admin_database_url: str | None = None,
+                    db_password: str | None = None) -> tuple[RunConfig, RunResults]:
     """The config and results of an unfinished run, to continue it (RunError if it cannot be)."""
     try:
         previous = load_results(run_dir)
@@ -474,6 +502,14 @@ def load_for_resume(run_dir: Path, *, database_url: str | None = None) -> tuple[
         if not database_url:
             raise RunError("the run used --database-url; pass it again (its password is not stored)")
         stored["database_url"] = database_url
+    if stored.get("admin_database_url"):
+        if not admin_database_url:
+            raise RunError("the run used --admin-database-url; pass it again (its password is not stored)")
+        stored["admin_database_url"] = admin_database_url
+    if stored.get("db_password"):
+        if not db_password:
+            raise RunError("the run used --db-password; pass it again (it is not stored)")
+        stored["db_password"] = db_password
     stored["run_id"] = previous.run_id
     return RunConfig.model_validate(stored), previous
 
@@ -496,6 +532,7 @@ def execute(
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (stacks folder: {config.stacks_dir})")
+    settings = cluster_settings(config, stacks)
     engine = get_engine(config.engine) if kind == "run" else None
     if engine is not None:
         engine.binary  # noqa: B018 — raises EngineUnavailable early, before any build
@@ -508,7 +545,7 @@ def execute(
         if engine is not None:
             environment.engine_versions[engine.name] = engine.version()
         results = RunResults(
-            run_id=run_dir.name, command=command_line, kind=kind, status="running",
+            run_id=run_dir.name, command=redact_secrets(command_line), kind=kind, status="running",
             started_at=dt.datetime.now(dt.timezone.utc), config=config.redacted(), environment=environment,
             stacks=[_stack_info(s) for s in stacks] + [_config_error_info(e) for e in load_errors],
         )
@@ -534,8 +571,10 @@ def execute(
     runnable = [s for s in stacks if s.available]
     max_connections = len(runnable) * config.pool_size + 50 if interleave else None
     try:
-        with ExitStack() as scope, provide_database(run_dir, database_url=config.database_url,
-                                                    cpus=config.server_cpus, max_connections=max_connections) as db:
+        with ExitStack() as scope, provide_database(
+                run_dir, database_url=config.database_url, cpus=config.server_cpus,
+                admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
+                settings=settings, max_connections=max_connections) as db:
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version
@@ -565,7 +604,7 @@ def execute(
         results.status = "interrupted"
         raise
     except Exception as exc:
-        results.status, results.error = "failed", f"{type(exc).__name__}: {exc}"
+        results.status, results.error = "failed", redact_secrets(f"{type(exc).__name__}: {exc}")
         raise
     finally:
         progress.end()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 WORKLOAD_NAMES = ("perf-test", "users", "static", "tx", "graphql")
 """Workloads a stack may declare (docs/contract.md)."""
@@ -36,6 +36,10 @@ TEMPLATE_NAMES = (
 """Names usable as `${name}` in commands and env values; upper-case `${NAME}` is left to the shell."""
 
 DEFAULT_HEALTH_PATH = "/api/static"
+HEALTH_WORKLOAD_PREFIX = "workload:"
+"""`health_path = "workload:users"`: the stack is healthy once that workload's verification request answers 2xx."""
+HEALTH_WORKLOADS = ("perf-test", "users", "static")
+"""Workloads usable as a health check: their requests are GETs that change nothing (tx writes, graphql POSTs)."""
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 DEFAULT_BUILD_TIMEOUT_S = 1200.0
 
@@ -91,9 +95,43 @@ class RunSpec(_Strict):
     @field_validator("health_path")
     @classmethod
     def _absolute_path(cls, path: str) -> str:
+        if path.startswith(HEALTH_WORKLOAD_PREFIX):
+            workload = path.removeprefix(HEALTH_WORKLOAD_PREFIX)
+            if workload not in HEALTH_WORKLOADS:
+                raise ValueError(f"'{path}': the workload must be one of {', '.join(HEALTH_WORKLOADS)}")
+            return path
         if not path.startswith("/"):
-            raise ValueError("must start with '/'")
+            raise ValueError(f"must start with '/' or name a workload ('{HEALTH_WORKLOAD_PREFIX}users')")
         return path
+
+    @property
+    def health_workload(self) -> str | None:
+        """The workload whose verification request is the health check, if health_path names one."""
+        if self.health_path.startswith(HEALTH_WORKLOAD_PREFIX):
+            return self.health_path.removeprefix(HEALTH_WORKLOAD_PREFIX)
+        return None
+
+
+class DatabaseSpec(_Strict):
+    """`[database]`: settings the managed database must offer this stack (an app written elsewhere that
+    expects, say, port 5432, user `benchmarkdbuser` and database `hello_world`). Unset keys are pgarena's."""
+
+    port: int | None = Field(None, ge=1, le=65535)
+    user: str | None = Field(None, min_length=1, max_length=63)
+    password: str | None = Field(None, min_length=1)
+    name: str | None = Field(None, min_length=1, max_length=63)
+
+    @field_validator("user")
+    @classmethod
+    def _not_reserved(cls, user: str | None) -> str | None:
+        return check_role_name(user)
+
+
+def check_role_name(user: str | None) -> str | None:
+    """A role name PostgreSQL lets pgarena create (`pg_*` names are reserved)."""
+    if user is not None and user.startswith("pg_"):
+        raise ValueError(f"'{user}': role names starting with pg_ are reserved by PostgreSQL")
+    return user
 
 
 class StackDef(_Strict):
@@ -116,6 +154,7 @@ class StackDef(_Strict):
     source_globs: list[str] = Field(default_factory=list)
     build: BuildSpec | None = None
     run: RunSpec
+    database: DatabaseSpec | None = None
     routes: dict[Literal["perf-test", "users", "static", "tx", "graphql"], str] = Field(
         default_factory=dict, description="workload → path, for apps that serve a workload elsewhere")
 
@@ -126,6 +165,13 @@ class StackDef(_Strict):
             if not path.startswith("/"):
                 raise ValueError(f"route of {workload} must start with '/'")
         return routes
+
+    @model_validator(mode="after")
+    def _health_workload_declared(self) -> StackDef:
+        workload = self.run.health_workload
+        if workload is not None and workload not in self.workloads:
+            raise ValueError(f"run.health_path names workload '{workload}', which the stack does not declare")
+        return self
 
 
 @dataclass(frozen=True)
@@ -184,7 +230,7 @@ def _model_for_location(loc: tuple) -> type[BaseModel]:
         if field is None:
             break
         annotation = field.annotation
-        for candidate in (BuildSpec, RunSpec):
+        for candidate in (BuildSpec, RunSpec, DatabaseSpec):
             if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
                 model = candidate
     return model

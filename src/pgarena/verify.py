@@ -307,5 +307,5 @@ def verify_stack(
 
 def _users_count(db: Database) -> int | None:
     with db.connect() as conn:
-        exists = conn.execute("SELECT to_regclass('public.users') IS NOT NULL").fetchone()[0]
+        exists = conn.execute("SELECT to_regclass('pgarena.users') IS NOT NULL").fetchone()[0]
         return conn.execute("SELECT count(*) FROM users").fetchone()[0] if exists else None

@@ -73,14 +73,14 @@ def test_declared_column_types_match_the_database(managed_db):
 def test_perf_test_is_call_compatible_with_the_seed(managed_db):
     with managed_db.connect() as conn:
         args = conn.execute(
-            "SELECT pg_get_function_identity_arguments('public.perf_test'::regproc)").fetchone()[0]
+            "SELECT pg_get_function_identity_arguments('pgarena.perf_test'::regproc)").fetchone()[0]
     names = [part.split()[0] for part in args.split(", ")]
     assert names == [name for name, _ in wl.PERF_TEST_PARAMETERS]
 
 
 def test_perf_test_body_is_planned_generically_and_never_inlined(managed_db):
     with managed_db.connect() as conn:
-        config = conn.execute("SELECT proconfig FROM pg_proc WHERE oid = 'public.perf_test'::regproc").fetchone()[0]
+        config = conn.execute("SELECT proconfig FROM pg_proc WHERE oid = 'pgarena.perf_test'::regproc").fetchone()[0]
         assert "plan_cache_mode=force_generic_plan" in config
         casts = ", ".join(f"${i}::{t}" for i, (_, t) in enumerate(wl.PERF_TEST_PARAMETERS, 1))
         conn.execute(f"PREPARE p AS SELECT * FROM perf_test({casts})")
@@ -117,13 +117,6 @@ def test_users_table_is_deterministic(managed_db):
     first = wl.expected_users(managed_db, 1)[0]
     assert first == {"id": 1, "username": "user00001", "full_name": "Grace Lovelace",
                      "email": "user00001@example.com", "age": 25, "created_at": "2024-01-01T00:37:11.5+00:00"}
-
-
-def test_external_database_mode_uses_the_given_server(managed_db, tmp_path):
-    with provide_database(tmp_path / "x", database_url=managed_db.admin_url, cpus=None) as db:
-        assert not db.managed and db.port == managed_db.port
-        load_workload_data(db, ["perf-test"])
-    assert not (tmp_path / "x").exists()  # nothing managed, nothing created
 
 
 def test_unreachable_external_database_is_one_clear_error(tmp_path):

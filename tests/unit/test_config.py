@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from pgarena.config import (
     RunConfig,
     build_config,
     default_cpu_sets,
+    redact_command,
+    redact_secrets,
     redact_url,
 )
 from pgarena.stackdef import WORKLOAD_NAMES
@@ -317,3 +320,54 @@ def test_k6_windows_shorter_than_a_second_are_refused(tmp_path):
     with pytest.raises(ValidationError, match="k6 needs warm-up and duration of at least 1 s"):
         build_config(project_dir=tmp_path, overrides={"engine": "k6", "warmup_s": 0.5})
     assert build_config(project_dir=tmp_path, overrides={"engine": "oha", "warmup_s": 0.5}).warmup_s == 0.5
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("host=h password=s3cret dbname=x", "s3cret"),
+        ("host=h password = 's3 cret' dbname=x", "s3 cret"),
+        ("PGPASSWORD=s3cret pgarena run", "s3cret"),
+        ("postgresql://u@h/db?sslmode=require&password=s3cret", "s3cret"),
+        ("postgresql://u@h/db?sslpassword=s3cret", "s3cret"),
+        ("pgarena run --database-url postgresql://u:s3cret@h/db --stacks x", "s3cret"),
+    ],
+)
+def test_redact_secrets_finds_passwords_in_any_form(text, secret):
+    redacted = redact_secrets(text)
+    assert secret not in redacted and "***" in redacted
+
+
+@pytest.mark.parametrize(
+    ("argv", "secret"),
+    [
+        (["run", "--database-url", "postgresql://u:s3cret@h/db"], "s3cret"),
+        (["run", "--database-url=postgresql://u:s3cret@h/db"], "s3cret"),
+        (["run", "--database-url", "host=h password=s3cret"], "s3cret"),
+        (["run", "--admin-database-url=postgresql://a:s3cret@h/db"], "s3cret"),
+        (["run", "--db-password", "s3cret"], "s3cret"),
+        (["run", "--db-password=s3cret"], "s3cret"),
+    ],
+)
+def test_redact_command_hides_every_password(argv, secret):
+    redacted = redact_command(argv)
+    assert secret not in " ".join(redacted) and len(redacted) == len(argv)
+    assert redacted[0] == "run"
+
+
+def test_redacted_config_hides_every_secret(tmp_path, four_cpus):
+    cfg = build_config(project_dir=tmp_path, overrides={
+        "database_url": "postgresql://u:one@h/db", "admin_database_url": "postgresql://a:two@h/db"})
+    managed = build_config(project_dir=tmp_path, overrides={"db_password": "three", "db_user": "app"})
+    text = json.dumps(cfg.redacted()) + json.dumps(managed.redacted())
+    assert not {"one", "two", "three"} & set(re.findall(r"\w+", text))
+    assert managed.redacted()["db_user"] == "app"
+
+
+def test_managed_database_settings_need_the_managed_database(tmp_path, four_cpus):
+    with pytest.raises(ValidationError, match="--db-port, --db-user only configure the managed database; not usable with --database-url"):
+        build_config(project_dir=tmp_path, overrides={"database_url": URL, "db_port": 5432, "db_user": "x"})
+    with pytest.raises(ValidationError, match="--admin-database-url needs --database-url"):
+        build_config(project_dir=tmp_path, overrides={"admin_database_url": URL})
+    with pytest.raises(ValidationError):
+        build_config(project_dir=tmp_path, overrides={"db_port": 70000})

@@ -394,3 +394,47 @@ def test_extends_errors_name_the_file(tmp_path):
     loop.mkdir()
     (loop / "stack.toml").write_text('extends = "../loop"\nid = "loop"\n')
     assert "circular" in config_error(loop / "stack.toml")
+
+
+# --- [database] and health_path = "workload:<name>" (issue 10, item 21) -----------------------------
+
+
+def test_database_table_gives_the_managed_database_settings(tmp_path):
+    path = write_stack(tmp_path, "demo", minimal(tail='[database]\nport = 5432\nuser = "benchmarkdbuser"\n'
+                                                        'password = "benchmarkdbpass"\nname = "hello_world"\n'))
+    database = parse_stack_toml(path).database
+    assert (database.port, database.user, database.password, database.name) == (
+        5432, "benchmarkdbuser", "benchmarkdbpass", "hello_world")
+    assert parse_stack_toml(write_stack(tmp_path, "plain", minimal("plain"))).database is None
+
+
+def test_database_table_keys_are_checked(tmp_path):
+    typo = config_error(write_stack(tmp_path, "demo", minimal(tail='[database]\nusername = "x"\n')))
+    assert "unknown key 'database.username' (did you mean 'user'?)" in typo
+    assert "allowed keys: port, user, password, name" in typo
+    port = config_error(write_stack(tmp_path, "other", minimal("other", tail='[database]\nport = "5432"\n')))
+    assert "database.port" in port
+
+
+@pytest.mark.parametrize("workload", ["users", "perf-test", "static"])
+def test_health_path_may_name_a_read_only_workload(tmp_path, workload):
+    text = minimal(run=f'command = "./serve"\nhealth_path = "workload:{workload}"').replace(
+        'workloads = ["static"]', f'workloads = ["static", "{workload}"]')
+    definition = parse_stack_toml(write_stack(tmp_path, "demo", text))
+    assert definition.run.health_workload == workload
+    assert RunSpec(command="x").health_workload is None
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("workload:tx", "must be one of perf-test, users, static"),
+    ("workload:orders", "must be one of perf-test, users, static"),
+    ("health", "must start with '/' or name a workload"),
+])
+def test_health_path_errors_say_what_is_allowed(tmp_path, value, expected):
+    message = config_error(write_stack(tmp_path, "demo", minimal(run=f'command = "x"\nhealth_path = "{value}"')))
+    assert "run.health_path" in message and expected in message
+
+
+def test_health_workload_must_be_one_the_stack_declares(tmp_path):
+    message = config_error(write_stack(tmp_path, "demo", minimal(run='command = "x"\nhealth_path = "workload:users"')))
+    assert "names workload 'users', which the stack does not declare" in message

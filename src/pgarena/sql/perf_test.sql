@@ -1,4 +1,5 @@
--- perf-test workload (seed 000): call-compatible with the seed's public.perf_test.
+-- perf-test workload (seed 000): call-compatible with the seed's public.perf_test;
+-- it lives in schema pgarena (pgarena never replaces a function of the user's).
 --
 -- Same name, same 16 parameters in the same order and types, same 23 output columns.
 -- Every value is derived from the parameters and the row number, so the expected answer
@@ -11,7 +12,7 @@
 -- plan per call; `SET plan_cache_mode = force_generic_plan` makes the body plan once per
 -- session, whether the client pastes literals or binds parameters. Measured with
 -- `pgarena param-modes`; numbers in docs/workloads.md.
-CREATE OR REPLACE FUNCTION public.perf_test(
+CREATE OR REPLACE FUNCTION pgarena.perf_test(
     _records int,
     _text text,
     _int int,

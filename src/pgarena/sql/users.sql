@@ -2,8 +2,8 @@
 --
 -- Every column is a pure function of id, so the table is byte-identical on every load and
 -- on every machine (created_at is an absolute UTC instant, not now()).
-DROP TABLE IF EXISTS public.users;
-CREATE TABLE public.users (
+DROP TABLE IF EXISTS pgarena.users;
+CREATE TABLE pgarena.users (
     id integer PRIMARY KEY,
     username varchar(50) NOT NULL UNIQUE,
     full_name varchar(100) NOT NULL,
@@ -11,7 +11,7 @@ CREATE TABLE public.users (
     age smallint NOT NULL,
     created_at timestamptz NOT NULL
 );
-INSERT INTO public.users (id, username, full_name, email, age, created_at)
+INSERT INTO pgarena.users (id, username, full_name, email, age, created_at)
 SELECT
     g.i,
     'user' || lpad(g.i::text, 5, '0'),
@@ -24,4 +24,4 @@ SELECT
     (18 + (g.i * 7) % 63)::smallint,
     timestamptz '2024-01-01 00:00:00+00' + g.i * interval '37 minutes 11.5 seconds'
 FROM generate_series(1, 10000) AS g(i);
-ANALYZE public.users;
+ANALYZE pgarena.users;

@@ -126,7 +126,8 @@ def _judge_numeric(expected: Any, actual: Any) -> Judgement:
     PostgreSQL writes a numeric(12,4) with its scale (`12345.6790`). A number token with the same
     digits and scale is exact; the same digits in a string are an equivalent encoding; a token whose
     digits differ (`12345.679`: the scale lost through a binary float; `0.30000000000000004`) is wrong,
-    even when it converts back to the same value.
+    even when it converts back to the same value. Zero is the exception: `0` for `0.0000` is equivalent
+    (decimal types such as pgx's normalise it, and a float cannot be told apart on zero alone).
     """
     want = _to_decimal(expected)
     assert want is not None, f"PostgreSQL numeric not understood: {expected!r}"
@@ -140,6 +141,8 @@ def _judge_numeric(expected: Any, actual: Any) -> Judgement:
         return Verdict.WRONG, f"numeric as a string with other digits: {_show(actual)}, expected {want}"
     if same_digits:
         return Verdict.EXACT, f"numeric as a JSON number with PostgreSQL's digits: {_show(actual)}"
+    if want.is_zero():  # pgx writes 0.0000 as 0: zero is the one value exact decimal types normalise
+        return Verdict.EQUIVALENT, f"zero without its scale: {_show(actual)} for {want}"
     return Verdict.WRONG, (f"numeric token {_show(actual)} for {want}: same value, other digits "
                            "(the scale lost, e.g. through a binary float)")
 

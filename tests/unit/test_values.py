@@ -78,6 +78,9 @@ CASES: list[tuple[str, object, object, Verdict, str | None]] = [
     ("numeric", J("12.5000"), J('"12.5000"'), EQUIV, "exact decimal string"),
     ("numeric", J("12.5000"), J('"12.5"'), WRONG, "string with other digits"),
     ("numeric", J("-0.5000"), J("-0.5"), WRONG, "other digits"),
+    ("numeric", J("0.0000"), J("0"), EQUIV, "zero without its scale"),  # pgx's pgtype.Numeric
+    ("numeric", J("0.0000"), J("0.0000"), EXACT, None),
+    ("numeric", J("0.0000"), J("0.0001"), WRONG, "expected 0.0000"),
     ("numeric", J("12.5000"), "NaN", WRONG, None),
     ("numeric", J("12345.6789"), "12345.6790", WRONG, None),
     ("numeric", J("12345.6789"), J("12345.679"), WRONG, None),

@@ -26,6 +26,7 @@ from pgarena.results import ResultsError, json_schema, load
 from pgarena.progress import RunProgress
 from pgarena.runner import RunError, execute, load_for_resume, new_run_id
 from pgarena.stackdef import load_stacks
+from pgarena.verify import failed_stacks
 
 app = typer.Typer(
     add_completion=False,
@@ -157,18 +158,23 @@ def verify(
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
 ) -> None:
-    """Build, start and verify stacks against the database; no load."""
+    """Build, start and verify stacks against the database; no load.
+
+    Exit codes: 0 every stack passed, 1 a stack failed verification (a failed check, a ❌ column or
+    database accounting, a bad-input case answered wrongly, or it did not build, start or keep running),
+    2 a user error.
+    """
     config = _config(profile, stacks=_names(stacks), workloads=_names(workloads), database_url=database_url,
                      admin_database_url=admin_database_url, allow_overwrite=allow_overwrite or None, db_port=db_port,
                      db_user=db_user, db_password=db_password, db_name=db_name, pool_size=pool_size, workers=workers, run_id=run_id, stacks_dir=stacks_dir,
                      results_dir=results_dir)
     run_dir = _execute(config, "verify")
-    results = load(run_dir)
-    failed = [f"{v.stack}/{v.workload}" for v in results.verifications if not v.ok]
-    broken = [s.id for s in results.stacks if s.status not in ("ok", "unavailable")]
+    failing = failed_stacks(load(run_dir))
     out.print(f"Report: {run_dir / 'report.md'}")
-    if failed or broken:
-        raise _fail(f"verification failed: {', '.join(broken + failed)}", code=1)
+    for stack_id, why in failing.items():
+        err.print(f"FAILED {stack_id}: {why}", highlight=False, markup=False, soft_wrap=True)
+    if failing:
+        raise _fail(f"verification failed: {len(failing)} stack(s): {', '.join(failing)}", code=1)
 
 
 @app.command()

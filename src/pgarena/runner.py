@@ -341,11 +341,16 @@ def _health_and_verify(ctx: _Context, stack: Stack, info: StackInfo, kind: str, 
     ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
     verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
                                  users_limits=config.users_limits, timeout_s=config.http_timeout_s,
-                                 health_path=health_path, routes=routes)
+                                 health_path=health_path, routes=routes, exit_code=server.exit_code)
     ctx.results.verifications.extend(verifications)
     for v in verifications:
         ctx.log(f"[{stack.id}] {v.workload}: {_verification_line(v)}")
+    if server.exit_code() is not None:
+        info.status, info.reason = "crashed", f"exited with code {server.exit_code()} during verification"
+        info.log_tail = tail(run_log, LOG_TAIL_LINES)
     save(ctx.results, run_dir)
+    if info.status == "crashed":
+        return None
     if kind == "run":
         info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
     return {v.workload for v in verifications if v.ok}

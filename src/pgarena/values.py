@@ -46,12 +46,22 @@ def worst(a: Verdict, b: Verdict) -> Verdict:
 
 
 def parse_json(text: str | bytes) -> Any:
-    """Parse JSON keeping every number exact (floats as Decimal, ints as int)."""
-    return json.loads(text, parse_float=Decimal)
+    """Parse JSON keeping every number token as it was written.
+
+    A token with a fraction or an exponent becomes a Decimal built from the token's text, which keeps
+    its digits and its exponent: `12.5000` stays `Decimal('12.5000')` (not 12.5) and `0.30000000000000004`
+    keeps all 17 digits, so the numeric judge can compare a stack's token with PostgreSQL's canonical
+    text. An integer token becomes an exact int (a bigint rounded through a double stays visible).
+    """
+    return json.loads(text, parse_float=Decimal, parse_int=int)
 
 
 def _show(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value, default=str, ensure_ascii=False)
+    """A value as the JSON it came from (a Decimal as its number token, not as a string)."""
+    if isinstance(value, Decimal):
+        text = str(value)
+    else:
+        text = json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -111,13 +121,30 @@ def _judge_integer(expected: int, actual: Any) -> Judgement:
 
 
 def _judge_numeric(expected: Any, actual: Any) -> Judgement:
+    """numeric is exact decimal: judged by the digits of the JSON token, not by its value alone.
+
+    PostgreSQL writes a numeric(12,4) with its scale (`12345.6790`). A number token with the same
+    digits and scale is exact; the same digits in a string are an equivalent encoding; a token whose
+    digits differ (`12345.679`: the scale lost through a binary float; `0.30000000000000004`) is wrong,
+    even when it converts back to the same value. Zero is the exception: `0` for `0.0000` is equivalent
+    (decimal types such as pgx's normalise it, and a float cannot be told apart on zero alone).
+    """
     want = _to_decimal(expected)
+    assert want is not None, f"PostgreSQL numeric not understood: {expected!r}"
     got = _to_decimal(actual)
-    if got is not None and got == want:
-        if isinstance(actual, str):
-            return Verdict.EQUIVALENT, f"numeric as a string: {_show(actual)}"
-        return EXACT
-    return Verdict.WRONG, f"got {_show(actual)}, expected {expected}"
+    if got is None or got.is_nan() or got != want:
+        return Verdict.WRONG, f"got {_show(actual)}, expected {want}"
+    same_digits = got.as_tuple() == want.as_tuple()
+    if isinstance(actual, str):
+        if same_digits:
+            return Verdict.EQUIVALENT, f"numeric as an exact decimal string: {_show(actual)}"
+        return Verdict.WRONG, f"numeric as a string with other digits: {_show(actual)}, expected {want}"
+    if same_digits:
+        return Verdict.EXACT, f"numeric as a JSON number with PostgreSQL's digits: {_show(actual)}"
+    if want.is_zero():  # pgx writes 0.0000 as 0: zero is the one value exact decimal types normalise
+        return Verdict.EQUIVALENT, f"zero without its scale: {_show(actual)} for {want}"
+    return Verdict.WRONG, (f"numeric token {_show(actual)} for {want}: same value, other digits "
+                           "(the scale lost, e.g. through a binary float)")
 
 
 def _float_judge(tolerance: float) -> Callable[[Any, Any], Judgement]:

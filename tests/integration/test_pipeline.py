@@ -194,3 +194,24 @@ def test_a_jit_stack_gets_its_longer_warmup_before_the_first_cell_of_each_worklo
     assert [(c.workload, c.vus, c.warmup_seconds) for c in results.cells] == [
         ("static", 1, 0.4), ("static", 2, 0.1), ("users", 1, 0.4), ("users", 2, 0.1)]
     assert results.stack("fixture-jit").warmup_seconds == 0.4
+
+
+def test_a_stack_returning_numeric_as_a_float_is_flagged_and_unranked(tmp_path, monkeypatch, fixture_env):
+    from pgarena.report.ranking import UNRANKED, comparable_groups, throughput_ranks
+
+    monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "numeric",
+        "stacks": ["fixture-good", "fixture-numeric-float"], "workloads": ["perf-test"], "perf_test_rows": [10],
+        "vus": [2], "repetitions": 2, "warmup_s": 0.1, "duration_s": 0.1,
+    })
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
+    results = load(run_dir)
+    verification = results.verification("fixture-numeric-float", "perf-test")
+    assert verification.wrong_columns == ["numeric_val"]
+    (group,) = comparable_groups(results.cells).values()
+    ranks = {cell.stack: (rank, cell.flags) for cell, rank in throughput_ranks(group)}
+    assert ranks["fixture-numeric-float"] == (UNRANKED, ["columns-wrong"])
+    assert ranks["fixture-good"][0] == "1" and ranks["fixture-good"][1] == []
+    report = (run_dir / "report.md").read_text()
+    assert "fixture-numeric-float · `numeric_val` ❌" in report and "other digits" in report

@@ -26,7 +26,8 @@ def _verify(stack_id, managed_db, tmp_path, fixture_env):
                        env=stack_environment(values, stack.definition.run.env), log_path=tmp_path / "run.log") as srv:
         wait_until_healthy(srv, f"http://127.0.0.1:{port}/api/static", 30)
         results = verify_stack(f"http://127.0.0.1:{port}", stack_id, ["perf-test", "users", "static", "tx", "graphql"],
-                               managed_db, perf_test_rows=[1, 10], users_limits=[20], timeout_s=10)
+                               managed_db, perf_test_rows=[1, 10], users_limits=[20], timeout_s=10,
+                               exit_code=srv.exit_code)
     return {v.workload: v for v in results}
 
 
@@ -36,6 +37,10 @@ def test_canonical_stack_is_exact_everywhere(managed_db, tmp_path, fixture_env):
     perf = results["perf-test"]
     assert len(perf.columns) == 23
     assert {c.verdict for c in perf.columns} == {Verdict.EXACT}
+    numeric = next(c for c in perf.columns if c.column == "numeric_val")  # the matrix says which encoding
+    assert "JSON number with PostgreSQL's digits" in numeric.reason
+    cases = {c.name.split(":")[0] for c in perf.checks}  # answers whose float form drops trailing zeros
+    assert {"_numeric 12.4999, 3 rows", "_numeric 99999999.9989, 3 rows"} <= cases
     for v in results.values():
         assert all(case.ok for case in v.bad_input), [c for c in v.bad_input if not c.ok]
     assert len(perf.bad_input) == 20 and len(results["tx"].bad_input) == 17
@@ -55,6 +60,8 @@ def test_every_injected_fault_is_caught_with_a_reason(managed_db, tmp_path, fixt
     assert columns["jsonb_val"].verdict is Verdict.WRONG
     assert columns["bigint_val"].verdict is Verdict.WRONG and "rounded" in columns["bigint_val"].reason
     assert columns["int_array_val"].verdict is Verdict.WRONG and "PostgreSQL text" in columns["int_array_val"].reason
+    assert columns["numeric_val"].verdict is Verdict.WRONG and "other digits" in columns["numeric_val"].reason
+    assert "12345.679 for 12345.6790" in columns["numeric_val"].reason  # the seed's first row
     assert columns["text_val"].verdict is Verdict.EXACT  # untouched columns stay exact
     assert results["perf-test"].ok  # wrong columns are loaded (and flagged), not skipped
     bad = [case for case in results["perf-test"].bad_input if case.description.startswith("_records")]
@@ -64,5 +71,54 @@ def test_every_injected_fault_is_caught_with_a_reason(managed_db, tmp_path, fixt
     assert users.accounting.verdict is Verdict.WRONG and "cache" in users.accounting.reason
     static = results["static"]
     assert not static.ok and any(c.name == "timestamp moves between requests" and not c.ok for c in static.checks)
-    tx = results["tx"]  # every 10th write dropped
+    tx = results["tx"]  # every 10th write dropped, and the balance answered as a bare number
     assert not tx.ok and not tx.tx_invariants.holds and "lost" in tx.tx_invariants.problem
+    shape = [c for c in tx.checks if c.name.endswith('the answer is {"abalance": n}')]
+    assert len(shape) == 10 and not any(c.ok for c in shape), shape
+
+
+def test_numeric_through_a_binary_float_is_wrong_and_nothing_else(managed_db, tmp_path, fixture_env):
+    results = _verify("fixture-numeric-float", managed_db, tmp_path, fixture_env)
+    perf = results["perf-test"]
+    assert perf.ok  # loaded (and flagged columns-wrong), like any wrong column
+    assert perf.wrong_columns == ["numeric_val"]
+    reason = next(c.reason for c in perf.columns if c.column == "numeric_val")
+    assert "same value, other digits" in reason, reason
+    assert all(v.ok and not v.wrong_columns for w, v in results.items() if w != "perf-test")
+
+
+def test_compressed_answers_nobody_asked_for_fail_verification(managed_db, tmp_path, fixture_env):
+    results = _verify("fixture-gzip", managed_db, tmp_path, fixture_env)
+    for workload, v in results.items():
+        encoding = [c for c in v.checks if c.name.endswith("no content encoding the request did not accept")]
+        assert encoding and not any(c.ok for c in encoding), (workload, encoding)
+        assert "Content-Encoding: gzip" in encoding[0].detail
+        assert not v.ok  # not loaded: the answers are not the work the benchmark measures
+    # the bodies themselves are right (httpx decodes them): only the encoding is at fault
+    assert {c.verdict for c in results["perf-test"].columns} == {Verdict.EXACT}
+
+
+def test_verify_exits_1_and_names_each_failing_stack(tmp_path, fixture_env):
+    """A ❌ column and a stack that died during verification (in the accounting burst) each fail
+    `pgarena verify`; the dead one is `crashed` with its exit code, not a database-accounting verdict."""
+    import subprocess
+    import sys
+
+    from pgarena.results import load
+    from tests.conftest import PROJECT_DIR
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pgarena", "verify", "--stacks-dir", str(FIXTURE_STACKS), "--results-dir",
+         str(tmp_path), "--run-id", "v", "--stacks", "fixture-good,fixture-numeric-float,fixture-crash",
+         "--workloads", "static,users,perf-test"],
+        cwd=PROJECT_DIR, capture_output=True, text=True, timeout=600, env=fixture_env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = [line for line in done.stderr.splitlines() if line.startswith("FAILED ")]
+    assert len(failed) == 2, done.stderr
+    assert "FAILED fixture-numeric-float: perf-test: ❌ columns numeric_val" in failed[0] + failed[1]
+    assert "FAILED fixture-crash: crashed: exited with code 7 during verification" in failed
+    results = load(tmp_path / "v")
+    assert results.stack("fixture-crash").status == "crashed"
+    users = results.verification("fixture-crash", "users")
+    assert users.accounting is None and "exited with code 7" in users.accounting_unavailable  # not "a cache?"
+    assert results.verification("fixture-crash", "perf-test") is None  # not verified after the crash

@@ -353,6 +353,7 @@ def test_oha_command_get(fake_binaries, tmp_path):
     assert _option(argv, "-t") == "2000ms"
     assert _option(argv, "-m") == "GET"
     assert "-D" not in argv and "-d" not in argv and "-T" not in argv
+    assert "--disable-compression" in argv  # oha asks for gzip, compress, deflate, br otherwise
     assert list(tmp_path.iterdir()) == []
 
 

@@ -55,3 +55,33 @@ def test_every_real_stack_has_countable_sources():
         if stack.definition.source_globs:
             result = count(stack.directory, stack.definition.source_globs)
             assert result is not None and result.total > 0, stack.id
+
+
+def _answer(content_encoding: str | None, accept_encoding: str | None) -> httpx.Response:
+    request = httpx.Request("GET", "http://127.0.0.1/api/static",
+                            headers={"accept-encoding": accept_encoding} if accept_encoding else {})
+    headers = {"content-encoding": content_encoding} if content_encoding else {}
+    return httpx.Response(200, headers=headers, request=request)
+
+
+@pytest.mark.parametrize(("content_encoding", "accept_encoding", "unrequested"), [
+    (None, None, None),
+    ("identity", None, None),
+    ("gzip", None, "gzip"),  # pgarena asks for no coding: a gzip answer is one it did not ask for
+    ("br", "gzip, deflate", "br"),
+    ("gzip", "gzip, deflate", None),
+    ("GZIP", "gzip", None),
+    ("gzip", "gzip;q=0, deflate", "gzip"),  # q=0 means "not acceptable"
+    ("gzip", "*", None),
+    ("deflate, gzip", "gzip", "deflate, gzip"),
+])
+def test_unrequested_content_encoding(content_encoding, accept_encoding, unrequested):
+    from pgarena.workloads import unrequested_encoding
+
+    assert unrequested_encoding(_answer(content_encoding, accept_encoding)) == unrequested
+
+
+def test_stack_client_sends_no_accept_encoding():
+    with http_client("http://127.0.0.1:1", 1, {}) as client:
+        assert "accept-encoding" not in client.headers
+        assert "accept-encoding" not in client.build_request("GET", "/api/static").headers

@@ -63,9 +63,25 @@ CASES: list[tuple[str, object, object, Verdict, str | None]] = [
     ("int8", 9223372036854769999, J('"9223372036854770000"'), WRONG, None),
     ("int8", 9223372036854769999, J("9.22337203685477e18"), WRONG, None),
     # --- numeric --------------------------------------------------------------------------------
-    ("numeric", J("12345.6789"), J("12345.6789"), EXACT, None),
-    ("numeric", J("12345.6789"), J("12345.67890"), EXACT, None),
-    ("numeric", J("12345.6789"), J('"12345.6789"'), EQUIV, "numeric as a string"),
+    # judged by the token's digits: PostgreSQL writes numeric(12,4) with its scale (12345.6790)
+    ("numeric", J("12345.6789"), J("12345.6789"), EXACT, "JSON number with PostgreSQL's digits"),
+    ("numeric", J("12345.6790"), J("12345.6790"), EXACT, "12345.6790"),
+    ("numeric", J("12345.6790"), J("1.23456790e4"), EXACT, None),  # same digits and scale, exponent form
+    ("numeric", J("12345.6789"), J("12345.67890"), WRONG, "other digits"),
+    ("numeric", J("12345.6790"), J("12345.679"), WRONG, "scale lost"),  # through a binary float
+    ("numeric", J("12.5000"), J("12.5"), WRONG, "same value, other digits"),
+    ("numeric", J("12.5000"), 12.5, WRONG, "other digits"),  # a Python float from a plain json.loads
+    ("numeric", J("12.0000"), J("12"), WRONG, "other digits"),  # an integer token
+    ("numeric", J("99999999.9990"), J("99999999.999"), WRONG, "other digits"),
+    ("numeric", J("0.3000"), J("0.30000000000000004"), WRONG, "expected 0.3000"),
+    ("numeric", J("12345.6789"), J('"12345.6789"'), EQUIV, "numeric as an exact decimal string"),
+    ("numeric", J("12.5000"), J('"12.5000"'), EQUIV, "exact decimal string"),
+    ("numeric", J("12.5000"), J('"12.5"'), WRONG, "string with other digits"),
+    ("numeric", J("-0.5000"), J("-0.5"), WRONG, "other digits"),
+    ("numeric", J("0.0000"), J("0"), EQUIV, "zero without its scale"),  # pgx's pgtype.Numeric
+    ("numeric", J("0.0000"), J("0.0000"), EXACT, None),
+    ("numeric", J("0.0000"), J("0.0001"), WRONG, "expected 0.0000"),
+    ("numeric", J("12.5000"), "NaN", WRONG, None),
     ("numeric", J("12345.6789"), "12345.6790", WRONG, None),
     ("numeric", J("12345.6789"), J("12345.679"), WRONG, None),
     ("numeric", J("12345.6789"), "twelve", WRONG, None),
@@ -240,8 +256,8 @@ def _case_id(case: tuple) -> str:
 def test_judge_verdicts(pg_type, expected, actual, verdict, reason):
     got_verdict, got_reason = judge(pg_type, expected, actual)
     assert got_verdict is verdict, got_reason
-    if verdict is EXACT:
-        assert got_reason is None
+    if verdict is EXACT and pg_type != "numeric":
+        assert got_reason is None  # numeric says which encoding was exact (the matrix shows it)
     else:
         assert got_reason, "a non-exact verdict must say why"
     if reason is not None:
@@ -295,7 +311,20 @@ def test_bigint_as_exact_string_is_equivalent():
 def test_numeric_as_string_is_equivalent():
     verdict, reason = judge("numeric", J("12345.6789"), "12345.6789")
     assert verdict is EQUIV
-    assert "numeric as a string" in reason
+    assert "numeric as an exact decimal string" in reason
+
+
+@pytest.mark.parametrize("token", ["12.5000", "0.30000000000000004", "99999999.9990", "-0.0001", "1E+3"])
+def test_parse_json_keeps_number_tokens_digits(token):
+    value = parse_json(f'{{"n": {token}}}')["n"]
+    assert isinstance(value, Decimal) and str(value) == token
+
+
+def test_parse_json_keeps_integers_exact_and_floats_judged_with_tolerance():
+    parsed = parse_json('[9007199254740993, 123.45000001, 1.0]')
+    assert parsed[0] == 2**53 + 1 and isinstance(parsed[0], int)
+    assert judge("float4", J("123.45"), parsed[1]) == (EXACT, None)  # tolerance judges still work on Decimals
+    assert judge("int4", 1, parsed[2])[0] is EQUIV  # an integer written as 1.0
 
 
 def test_float4_widened_is_exact_but_other_value_wrong():

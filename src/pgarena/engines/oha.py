@@ -62,6 +62,9 @@ class OhaEngine(Engine):
             "-t", f"{int(round(spec.timeout_s * 1000))}ms",
             "-m", spec.method,
             "-w",
+            # NOTE: oha asks for "gzip, compress, deflate, br" unless told not to; k6 asks for no coding.
+            # Both engines must send the same request, and verification sends it too (no Accept-Encoding).
+            "--disable-compression",
         ]
         if spec.rate is not None:
             argv += ["-q", f"{spec.rate:.3f}", "--latency-correction"]

@@ -17,7 +17,7 @@ from pgarena.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.engines.base import EngineOutputError
 from pgarena.flags import CHECKS_FAILED, DROPPED, FAILURES, NOISY, saturation_flags
 from pgarena.postgres import Database
-from pgarena.process import NotReady, ServerProcess, run_measured
+from pgarena.process import NotReady, ServerProcess, cpu_between, run_measured
 from pgarena.resources import CpuMeters, TreeSampler
 from pgarena.results import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult
 from pgarena.slo import LevelResult, SloTarget, search_max_sustainable
@@ -156,11 +156,14 @@ def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
 
 @dataclass(frozen=True)
 class Window:
-    """One generator run: its outcome, the generator's CPU seconds and its raw output file."""
+    """One generator run: its outcome, the generator's CPU seconds over the measured window and its raw
+    output file."""
 
     outcome: LoadOutcome
     generator_cpu_seconds: float
     raw_output: Path
+    generator_cpu_seconds_process: float | None = None
+    """The generator's CPU over its whole process (start-up and post-window work included)."""
 
     def dropped(self, spec: LoadSpec, nominal_s: float) -> tuple[int | None, int]:
         """(offered, dropped) of an open-model window; (None, 0) in the closed model."""
@@ -173,16 +176,37 @@ class Window:
 
 def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
                config: RunConfig) -> Window:
-    """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output."""
+    """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output.
+
+    The generator's CPU is read over the measured window only (docs/methodology.md, "Generator CPU"):
+    its process CPU is sampled while it runs; the window ends when it writes its summary (the raw
+    output file's modification time) and began the window's measured duration earlier, so k6's start-up
+    (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
+    """
     argv = engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)
-    code, generator_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
-                                       stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
-                                       timeout_s=duration_s + 2 * config.http_timeout_s + 60)
+    samples: list[tuple[float, float]] = []
+    code, process_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
+                                     stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
+                                     timeout_s=duration_s + 2 * config.http_timeout_s + 60, cpu_samples=samples)
     try:
-        outcome = engine.parse(raw_dir, stem)
+        outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s)
     except EngineOutputError as exc:
         raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
-    return Window(outcome, generator_cpu, engine.raw_output(raw_dir, stem))
+    raw = engine.raw_output(raw_dir, stem)
+    return Window(outcome, window_cpu_seconds(samples, raw, outcome.duration_seconds, process_cpu), raw,
+                  process_cpu)
+
+
+def window_cpu_seconds(samples: list[tuple[float, float]], raw_output: Path, duration_s: float,
+                       process_cpu_s: float) -> float:
+    """The generator's CPU seconds over [end − duration, end], end = the raw output's modification time;
+    its whole-process CPU when the samples do not cover that span."""
+    try:
+        end = raw_output.stat().st_mtime
+    except OSError:
+        return process_cpu_s
+    window = cpu_between(samples, end - duration_s, end)
+    return process_cpu_s if window is None else window
 
 
 def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,

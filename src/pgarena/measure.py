@@ -3,6 +3,7 @@ and the cell's summary and flags (median and range over the repetitions, docs/me
 
 from __future__ import annotations
 
+import statistics
 import zlib
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -57,18 +58,38 @@ def rps_interval(values: list[float], level: float) -> Interval | None:
                     level=level, method=INTERVAL_METHOD)
 
 
-def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> None:
-    """Fill the cell's summary and flags from its repetitions."""
+def answered_2xx(repetition: Repetition) -> int:
+    """2xx answers of one repetition (oha keys statuses by code, k6 as '2xx')."""
+    return sum(n for code, n in repetition.status_codes.items() if code.startswith("2"))
+
+
+def latency_censored(reps: list[Repetition]) -> list[str]:
+    """The summary's latency medians that are lower bounds: a repetition whose figure is a lower bound
+    (it reaches requests without an answer) and at or below the median could raise the median."""
+    marked = []
+    for name, summary_name in (("p99_ms", "latency_p99_ms"), ("avg_ms", "latency_avg_ms")):
+        median = statistics.median(getattr(r.latency, name) for r in reps)
+        if any(name in r.latency.censored and getattr(r.latency, name) <= median for r in reps):
+            marked.append(summary_name)
+    return marked
+
+
+def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
+              headroom_rps: float | None = None) -> None:
+    """Fill the cell's summary and flags from its repetitions. `rps` is answered work (2xx answers per
+    second); CPU per request is per 2xx answer; `headroom_rps` (the generator's measured headroom) marks
+    cells whose request rate reached it `generator-bound`."""
     reps = cell.repetitions
     requests = sum(r.requests for r in reps)
+    answered = sum(answered_2xx(r) for r in reps)
     failures = sum(r.errors.total for r in reps)
     timeouts = sum(r.errors.timeout for r in reps)
 
     def total(values: list[float | None]) -> float | None:
         return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
 
-    def per_request_us(value: float | None) -> float | None:
-        return value / requests * 1e6 if value is not None and requests else None
+    def per_request_us(value: float | None, count: int) -> float | None:
+        return value / count * 1e6 if value is not None and count else None
 
     seconds = sum(r.duration_seconds for r in reps)
 
@@ -80,25 +101,29 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> 
     generator_cpu = sum(r.generator_cpu_seconds for r in reps)
     rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
     rps = [r.rps for r in reps]
+    every = [r.requests_per_second_all if r.requests_per_second_all is not None else r.requests / r.duration_seconds
+             for r in reps if r.duration_seconds]
     noisy = interval_too_wide(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
     offered = total([r.offered_requests for r in reps]) if cell.model == "open" else None
-    per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / r.requests * 1e6 for r in reps
-                    if r.requests and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
+    per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / answered_2xx(r) * 1e6 for r in reps
+                    if answered_2xx(r) and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
     cell.summary = CellSummary(
         rps=spread(rps),
         rps_interval=rps_interval(rps, config.confidence_level),
+        requests_per_second_all=spread(every) if every else None,
         stop_reason=stop_reason(len(rps), noisy, config),  # type: ignore[arg-type]
         noisy=noisy,
         latency_avg_ms=spread([r.latency.avg_ms for r in reps]),
         latency_p99_ms=spread([r.latency.p99_ms for r in reps]),
+        latency_censored=latency_censored(reps),
         requests_total=requests,
         failures_total=failures,
         failure_rate=failures / requests if requests else 1.0,
-        stack_cpu_us_per_request=per_request_us(stack_cpu),
-        db_cpu_us_per_request=per_request_us(db_cpu),
+        stack_cpu_us_per_request=per_request_us(stack_cpu, answered),
+        db_cpu_us_per_request=per_request_us(db_cpu, answered),
         stack_rss_peak_bytes=max(rss) if rss else None,
         generator_cpu_fraction=fraction(generator_cpu, len(config.generator_cpus)),
-        generator_cpu_us_per_request=per_request_us(generator_cpu),
+        generator_cpu_us_per_request=per_request_us(generator_cpu, requests),
         stack_cpu_fraction=fraction(stack_cpu, len(config.server_cpus)),
         db_cpu_fraction=fraction(db_cpu, len(config.server_cpus)),
         cpu_accounting=cpu_accounting,
@@ -117,7 +142,9 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> 
     if summary.offered_total and summary.dropped_total / summary.offered_total > MAX_FAILURE_RATE:
         flags.append(DROPPED)
     flags += saturation_flags(summary.generator_cpu_fraction, summary.db_cpu_fraction, summary.stack_cpu_fraction,
-                              timeouts)
+                              timeouts, headroom_rps=headroom_rps,
+                              requests_per_second=summary.requests_per_second_all.median
+                              if summary.requests_per_second_all else None)
     checks_total = sum(r.checks_total for r in reps)
     if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
         flags.append(CHECKS_FAILED)
@@ -251,6 +278,7 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
         offered, dropped = window.dropped(spec, cell.duration_seconds)
         cell.repetitions.append(Repetition(
             index=index, requests=outcome.requests, duration_seconds=outcome.duration_seconds, rps=outcome.rps,
+            requests_per_second_all=outcome.requests_per_second_all,
             latency=outcome.latency, errors=outcome.errors, status_codes=outcome.status_codes,
             stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
             db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
@@ -294,8 +322,9 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
     """Max sustainable arrival rate under the config's SLO (slo.search_max_sustainable), open model.
 
     Each step is one window of `config.duration_s` at one arrival rate with `config.open_connections`
-    requests in flight at most; a step passes when its p99 is within the SLO and its failed plus dropped
-    share is within `config.slo_max_error_rate`.
+    requests in flight at most; a step passes when its p99 (failed requests counted at the timeout) is
+    within the SLO, its failed plus dropped share is within `config.slo_max_error_rate` and no request
+    timed out.
     """
     assert config.slo_p99_ms is not None
     raw_dir = run_dir / "raw" / stack
@@ -315,12 +344,15 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
         offered, dropped = window.dropped(spec, config.duration_s)
         bad = out.errors.total + dropped
         error_rate = bad / max(offered or 0, out.requests + dropped, 1)
-        result = LevelResult(level=level, rps=out.rps, p99_ms=out.latency.p99_ms, error_rate=error_rate)
+        result = LevelResult(level=level, rps=out.rps, p99_ms=out.latency.p99_ms, error_rate=error_rate,
+                             timeouts=out.errors.timeout)
         passed = target.passes(result)
         points.append(SloPoint(level=level, rps=out.rps, latency=out.latency, error_rate=error_rate, dropped=dropped,
-                               passed=passed))
-        log(f"  SLO step {len(points)}: {level:,.0f} req/s offered → {out.rps:,.0f} req/s, "
-            f"p99 {out.latency.p99_ms:.1f} ms, {error_rate:.1%} failed/dropped {'✓' if passed else '✗'}")
+                               timeouts=out.errors.timeout, passed=passed))
+        bound = "≥ " if "p99_ms" in out.latency.censored else ""
+        log(f"  SLO step {len(points)}: {level:,.0f} req/s offered → {out.rps:,.0f} 2xx/s, "
+            f"p99 {bound}{out.latency.p99_ms:.1f} ms, {error_rate:.1%} failed/dropped"
+            + (f", {out.errors.timeout} timed out" if out.errors.timeout else "") + f" {'✓' if passed else '✗'}")
         return result
 
     start = peak_rps * SLO_START_FRACTION if peak_rps else SLO_FALLBACK_START_RPS

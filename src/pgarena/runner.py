@@ -319,7 +319,8 @@ def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: 
                          base_url=base_url, run_dir=ctx.run_dir, routes=routes, log=ctx.log, cpu=cpu,
                          on_repetition=ctx.progress.repetition_done)
             if cell.repetitions:
-                summarize(cell, config, cpu.source)
+                headroom = ctx.results.generator_headroom
+                summarize(cell, config, cpu.source, headroom_rps=headroom.rps if headroom else None)
         except (NotReady, EngineOutputError) as exc:
             cell.status, cell.error = "failed", str(exc)
             if server.exit_code() is not None:

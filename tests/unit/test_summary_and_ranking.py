@@ -186,3 +186,32 @@ def test_generator_cpu_bound_cells_are_not_ranked(config):
     free = cell("free", [rep(i, 5_000 + i) for i in (1, 2, 3)], config)
     assert GENERATOR_BOUND in bound.flags
     assert _ranks(throughput_ranks([bound, free])) == [("bound", UNRANKED), ("free", "1")]
+
+
+def _open(stack: str, rps: list[float], p99: list[float], config, spec: str, **kw) -> Cell:
+    reps = [rep(i, v) for i, v in enumerate(rps, 1)]
+    for r, value in zip(reps, p99):
+        r.latency = Latency(avg_ms=1, p50_ms=1, p90_ms=1, p95_ms=1, p99_ms=value, max_ms=value,
+                            censored=kw.get("censored", []))
+    return cell(stack, reps, config, model="open", vus=100, arrival_rate_spec=spec,
+                arrival_rate=2000.0 if not spec.endswith("%") else rps[0])
+
+
+def test_open_model_at_a_shared_rate_ranks_p99_and_at_a_relative_rate_not_at_all(config):
+    """Issue 10 item 6: at the same offered rate 2xx/s is the offered rate, so p99 decides; at a share
+    of each stack's own peak the stacks got different loads, so nothing is ranked."""
+    from pgarena.report.ranking import BY_P99, BY_RPS, NOT_RANKED, rank_basis, table_ranks
+
+    slow = _open("slow", [2000, 2001, 1999], [9.0, 9.1, 9.2], config, "2000")
+    quick = _open("quick", [1999, 2000, 1998], [2.0, 2.1, 2.05], config, "2000")
+    timing_out = _open("timing-out", [2000, 2000, 2001], [250, 250, 250], config, "2000",
+                       censored=["p99_ms", "max_ms"])
+    assert rank_basis([slow, quick]) == BY_P99
+    assert _ranks(table_ranks([slow, quick, timing_out])) == [("quick", "1"), ("slow", "2"), ("timing-out", "3")]
+    big = _open("big", [9000, 9010, 9005], [5, 5, 5], config, "90%")
+    small = _open("small", [1000, 1001, 1002], [5, 5, 5], config, "90%")
+    assert rank_basis([big, small]) == NOT_RANKED
+    assert _ranks(table_ranks([small, big])) == [("big", UNRANKED), ("small", UNRANKED)]
+    assert all(label == UNRANKED for _, label in efficiency_ranks([small, big]))
+    closed = cell("a", [rep(i, 1000) for i in (1, 2, 3)], config)
+    assert rank_basis([closed]) == BY_RPS

@@ -605,3 +605,39 @@ def test_k6_dropped_iterations_are_read_when_present():
     data["metrics"]["dropped_iterations"] = {"type": "counter", "contains": "default",
                                              "values": {"count": 42, "rate": 21.0}}
     assert parse_k6_summary(data).dropped == 42
+
+
+# ---------------------------------------------------------------- latency over every request (real captures)
+
+
+def test_real_oha_per_request_file_gives_a_p99_at_the_timeout(tmp_path):
+    """oha_timeout_requests: 72 answers, 24 timeouts at 250 ms; oha's own p99 is 7.5 ms. With its
+    --db-url file pgarena computes the percentiles over all 96 requests."""
+    import shutil
+
+    data = fixture("oha_timeout_requests")
+    assert data["latencyPercentiles"]["p99"] * 1000 < 10 and data["errorDistribution"] == {"timeout": 24}
+    (tmp_path / "w.stdout").write_text(json.dumps(data))
+    shutil.copyfile(FIXTURES / "oha_timeout_requests.db", tmp_path / "w.db")
+    out = OhaEngine().parse(tmp_path, "w", timeout_s=0.25)
+    assert out.latency.p99_ms == out.latency.p95_ms == out.latency.p90_ms == out.latency.max_ms == 250
+    assert {"avg_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"} == set(out.latency.censored)
+    assert out.latency.p50_ms < 10 and "p50_ms" not in out.latency.censored  # 48th of 96 is an answer
+    # the same as k6's estimator over the 72 durations and 24 timeouts
+    import sqlite3
+    import statistics
+
+    with sqlite3.connect(FIXTURES / "oha_timeout_requests.db") as conn:
+        durations = [row[0] * 1000 for row in conn.execute("SELECT duration FROM oha")]
+    assert out.latency.p50_ms == pytest.approx(statistics.median(durations + [250.0] * 24))
+
+
+def test_real_k6_pgarena_latency_trend_matches_the_rule():
+    """k6_timeout_latency: the script's pgarena_latency trend over 96 requests (24 timed out at 250 ms)."""
+    data = fixture("k6_timeout_latency")
+    trend = data["metrics"]["pgarena_latency"]["values"]
+    assert trend["count"] == 96
+    out = parse_k6_summary(data, timeout_s=0.25)
+    assert out.latency.p99_ms == trend["p(99)"] >= 250
+    assert {"avg_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"} == set(out.latency.censored)
+    assert out.latency.p50_ms == trend["med"] < 10

@@ -40,3 +40,10 @@ def test_markdown_titles_relative_rates_and_prints_lower_bounds():
     assert "| – | go-fast |" in relative and "| 1 | go-fast |" not in relative
     assert "≥ 10,000ms" in text
     assert "| 2xx/s (median) |" in text and "Requests/s (median)" not in text
+
+
+def test_markdown_says_when_no_open_level_is_shared():
+    results = sample_results()
+    results.cells = [c for c in results.cells if c.arrival_rate_spec != "2000"]
+    assert "No open-model level was shared by every stack" in render_markdown(results)
+    assert "No open-model level was shared" not in render_markdown(sample_results())

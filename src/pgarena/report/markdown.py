@@ -129,6 +129,10 @@ def results_tables(results: RunResults) -> str:
              "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak RSS",
              *(["TPC-B invariants"] if is_tx else []), "Flags"],
             rows, "rlrr" + ("rr" if is_open else "") + "rrrrrrr" + ("l" if is_tx else "") + "l"))
+    bases = {rank_basis(cells) for cells in groups.values()}
+    if NOT_RANKED in bases and BY_P99 not in bases:
+        sections.append("_No open-model level was shared by every stack, so no table compares them at equal offered "
+                        "load: give absolute rates (`--rates 1000,90%`) for that._")
     return "\n\n".join(sections) if sections else "_No load cells in this run._"
 
 

@@ -38,6 +38,7 @@ from pgarena.results import (
     save,
 )
 from pgarena.results import load as load_results
+from pgarena.sharedrates import SHARED_SPEC_SUFFIX, rate_key
 from pgarena.stackdef import Stack, StackLoadError, load_stacks, render_template
 from pgarena.values import Verdict
 from pgarena.verify import verify_stack
@@ -162,6 +163,11 @@ def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
                 value, relative = parse_rate(spec)
                 cells.append(Cell(vus=config.open_connections, model="open", arrival_rate_spec=spec,
                                   arrival_rate=None if relative else value, **common))
+            base = config.shared_rate_peaks.get(rate_key(workload, parameter))
+            for spec in config.shared_rates if base is not None else []:  # the same req/s for every stack
+                cells.append(Cell(vus=config.open_connections, model="open",
+                                  arrival_rate_spec=spec + SHARED_SPEC_SUFFIX,
+                                  arrival_rate=round(parse_rate(spec)[0] * base, 1), **common))
     return cells
 
 

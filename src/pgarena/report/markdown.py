@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from pgarena.flags import GENERATOR_BOUND_CPU_FRACTION
 from pgarena.report.ranking import BY_P99, NOT_RANKED, comparable_groups, efficiency_ranks, rank_basis, table_ranks
 from pgarena.results import Cell, RunResults, StackInfo, WorkloadVerification
+from pgarena.sharedrates import SHARED_SPEC_SUFFIX
 from pgarena.values import Verdict
 from pgarena.workloads import (
     GRAPHQL,
@@ -61,7 +62,9 @@ def _cell_title(cell: Cell) -> str:
         share = cell.arrival_rate_spec.removesuffix("%")  # type: ignore[union-attr]
         load = f"open model, {share} % of each stack's own peak, ≤ {cell.vus} in flight"
     elif cell.model == "open":
-        load = f"open model, {cell.arrival_rate or 0:,.0f} req/s offered to every stack, ≤ {cell.vus} in flight"
+        spec = cell.arrival_rate_spec or ""
+        origin = f" ({spec.replace('%', ' %', 1)})" if spec.endswith(SHARED_SPEC_SUFFIX) else ""
+        load = f"open model, {cell.arrival_rate or 0:,.0f} req/s offered to every stack{origin}, ≤ {cell.vus} in flight"
     else:
         load = f"{cell.vus} Virtual User{'s' if cell.vus != 1 else ''}"
     workload, parameter = cell.workload, cell.parameter

@@ -177,7 +177,7 @@ def _hover(cell: Cell, rank: str | None = None) -> str:
     low, high, what = rps_bounds(cell)
     lines = [f"<b>{cell.stack}</b> · {cell.level_label}",
              f"{s.rps.median:,.0f} 2xx/s (median; {what} {low:,.0f}–{high:,.0f})",
-             f"p99 {s.latency_p99_ms.median:,.2f} ms"]
+             f"p99 {'≥ ' if 'latency_p99_ms' in s.latency_censored else ''}{s.latency_p99_ms.median:,.2f} ms"]
     if rank is not None:
         lines.append(f"rank {rank}")
     if cell.flags:
@@ -292,7 +292,7 @@ def _row_label(cell: Cell) -> str:
 
 
 def _horizontal(kind: str, family: Family, title: str, rows: list[Cell], data: list[dict], x_axis: dict,
-                **layout: object) -> dict:
+                notes: Sequence[str] = (), **layout: object) -> dict:
     """One row per stack × level, labelled on the left, first row on top."""
     longest = max(len(_row_label(c)) for c in rows)
     return _figure(kind, family.slug, title, data, {
@@ -301,7 +301,7 @@ def _horizontal(kind: str, family: Family, title: str, rows: list[Cell], data: l
         "yaxis": {"type": "category", "autorange": "reversed", "automargin": True},
         "xaxis": x_axis, "legend": {"traceorder": "normal"},
         **layout,
-    })
+    }, notes)
 
 
 def latency_figure(family: Family) -> dict | None:
@@ -317,9 +317,11 @@ def latency_figure(family: Family) -> dict | None:
              "x": [rounded(m[name], 3) for m in lat],  # type: ignore[index]
              "marker": {"symbol": symbols[name], "color": colors[name], "size": 9},
              "hovertemplate": f"%{{y}}<br>{name} %{{x:.2f}} ms<extra></extra>"} for name in symbols]
+    notes = [f"{_row_label(c)}: p99 and max are lower bounds (requests without an answer counted at the timeout)"
+             for c in rows if c.summary is not None and "latency_p99_ms" in c.summary.latency_censored]
     return _horizontal("latency", family, f"Latency percentiles — {family.title}", rows, data,
                        {"title": {"text": "request latency (ms, median over repetitions; log scale)"},
-                        **log_axis(v for m in lat for v in m.values())})  # type: ignore[union-attr]
+                        **log_axis(v for m in lat for v in m.values())}, notes)  # type: ignore[union-attr]
 
 
 def cost_figure(family: Family, eff_ranks: dict[int, str]) -> dict | None:

@@ -25,6 +25,7 @@ from pgarena.report import write_reports
 from pgarena.results import ResultsError, json_schema, load
 from pgarena.progress import RunProgress
 from pgarena.runner import RunError, execute, load_for_resume, new_run_id
+from pgarena.sharedrates import slowest_peaks
 from pgarena.stackdef import load_stacks
 from pgarena.verify import failed_stacks
 
@@ -192,6 +193,11 @@ def run(
     cell_budget: Annotated[Optional[float], typer.Option(help="measured seconds after which a cell stops")] = None,
     rates: Annotated[Optional[str], typer.Option(
         help="open-model arrival rates: requests/s or % of the closed-model peak, e.g. 50%,90%,2000")] = None,
+    shared_rates: Annotated[Optional[str], typer.Option(
+        help="open-model levels shared by every stack: shares of the slowest stack's closed-model peak in "
+             "--shared-rates-from, e.g. 50%,90%")] = None,
+    shared_rates_from: Annotated[Optional[Path], typer.Option(
+        help="an earlier run (folder or results.json) whose slowest closed-model peaks set --shared-rates")] = None,
     open_connections: Annotated[Optional[int], typer.Option(help="open model: most requests in flight")] = None,
     slo_p99: Annotated[Optional[float], typer.Option(
         help="search each stack's max sustainable rate with p99 at most this many ms (and < 1 % errors)")] = None,
@@ -240,10 +246,20 @@ def run(
             raise _fail(str(exc)) from None
         _print_outputs(_execute(config, "run", resume=(resume, previous)))
         return
+    peaks: dict[str, float] | None = None
+    if shared_rates_from is not None:
+        try:
+            peaks = slowest_peaks(load(shared_rates_from))
+        except ResultsError as exc:
+            raise _fail(str(exc)) from None
+        if not peaks:
+            raise _fail(f"{shared_rates_from}: no valid closed-model cell to set --shared-rates from")
     config = _config(
         profile, stacks=_names(stacks), workloads=_names(workloads), engine=engine, repetitions=repetitions,
         max_repetitions=max_repetitions, target_rel_half_width=target_width, cell_budget_s=cell_budget,
-        arrival_rates=_names(rates), open_connections=open_connections, slo_p99_ms=slo_p99,
+        arrival_rates=_names(rates), shared_rates=_names(shared_rates), shared_rate_peaks=peaks,
+        shared_rates_from=str(shared_rates_from) if shared_rates_from else None,
+        open_connections=open_connections, slo_p99_ms=slo_p99,
         slo_budget_steps=slo_steps, headroom=headroom, duration_s=duration, warmup_s=warmup,
         vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,

@@ -155,6 +155,12 @@ class RunConfig(BaseModel):
     arrival_rates: list[str] = Field(default_factory=list, description=(
         "open-model levels per cell parameter: '2000' = 2000 requests/s, '90%' = 90 % of the highest median "
         "RPS the closed-model cells of the same stack, workload and parameter reached"))
+    shared_rates: list[str] = Field(default_factory=list, description=(
+        "open-model levels shared by every stack: shares ('50%') of `shared_rate_peaks` (sharedrates.py)"))
+    shared_rate_peaks: dict[str, float] = Field(default_factory=dict, description=(
+        "per workload parameter ('perf-test/100'): the slowest stack's closed-model peak 2xx/s in the "
+        "run named by `shared_rates_from`"))
+    shared_rates_from: str | None = Field(None, description="the earlier run the shared levels were set from")
     open_connections: int = Field(DEFAULT_OPEN_CONNECTIONS, ge=1, description="open model: most requests in flight")
     slo_p99_ms: float | None = Field(None, gt=0, description="max-sustainable search: p99 bound (None = no search)")
     slo_max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, lt=1)
@@ -215,6 +221,20 @@ class RunConfig(BaseModel):
         for rate in rates:
             parse_rate(rate)
         return rates
+
+    @field_validator("shared_rates")
+    @classmethod
+    def _shares(cls, rates: list[str]) -> list[str]:
+        for rate in rates:
+            if not parse_rate(rate)[1]:
+                raise ValueError(f"shared rate '{rate}' must be a share of the slowest peak, e.g. 50%")
+        return rates
+
+    @model_validator(mode="after")
+    def _shared_rates_have_peaks(self) -> RunConfig:
+        if self.shared_rates and not self.shared_rate_peaks:
+            raise ValueError("--shared-rates needs --shared-rates-from RUN (a run with closed-model cells)")
+        return self
 
     @field_validator("perf_test_rows")
     @classmethod

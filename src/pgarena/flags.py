@@ -18,14 +18,20 @@ DROPPED = "dropped>1%"
 """Open model: more than 1 % of the offered requests were not completed in the window (invalid)."""
 CHECKS_FAILED = "checks-failed>1%"
 """More than 1 % of the answers sampled under load were wrong (invalid)."""
-INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", "queries-wrong")
-"""Flags that make a cell's figures not comparable: such cells are shown but never ranked."""
 GENERATOR_BOUND = "generator-bound"
+"""The load generator, not the stack, may have been the limit: the cell measured the generator."""
+INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", "queries-wrong", GENERATOR_BOUND)
+"""Flags that make a cell's figures not comparable: such cells are shown but never ranked."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"
 
 GENERATOR_BOUND_CPU_FRACTION = 0.90
-"""The load generator used more than 90 % of its CPU set: the generator, not the stack, may be the limit."""
+"""The load generator used more than 90 % of its CPU set over the measured windows: the generator, not
+the stack, may be the limit."""
+GENERATOR_BOUND_HEADROOM_FRACTION = 0.90
+"""... or the cell's request rate (every request, answered or not) reached 90 % of the generator's
+measured headroom (its rate against a trivial endpoint, headroom.py): the stack answered about as fast as
+the generator can ask."""
 DATABASE_BOUND_DB_CPU_FRACTION = 0.90
 """PostgreSQL used more than 90 % of the server CPU set ..."""
 DATABASE_BOUND_STACK_CPU_FRACTION = 0.50
@@ -39,11 +45,14 @@ def _check(name: str, value: float | None) -> None:
 
 
 def saturation_flags(generator_cpu_fraction: float | None, db_cpu_fraction: float | None,
-                     stack_cpu_fraction: float | None, timeouts: int) -> list[str]:
+                     stack_cpu_fraction: float | None, timeouts: int, *,
+                     requests_per_second: float | None = None, headroom_rps: float | None = None) -> list[str]:
     """The saturation flags of one cell, in this order when present:
 
-    - "generator-bound": generator_cpu_fraction > GENERATOR_BOUND_CPU_FRACTION (0.90) of the generator's
-      CPU set;
+    - "generator-bound" (invalid: not ranked): generator_cpu_fraction > GENERATOR_BOUND_CPU_FRACTION
+      (0.90) of the generator's CPU set, or `requests_per_second` (every completed request per second)
+      ≥ GENERATOR_BOUND_HEADROOM_FRACTION (0.90) × `headroom_rps` (the generator's measured headroom,
+      None when it was not measured);
     - "database-bound": db_cpu_fraction > DATABASE_BOUND_DB_CPU_FRACTION (0.90) of the server CPU set and
       stack_cpu_fraction < DATABASE_BOUND_STACK_CPU_FRACTION (0.50) of the same set;
     - "timeouts": timeouts > 0 (requests that hit the HTTP timeout, over all repetitions).
@@ -58,7 +67,9 @@ def saturation_flags(generator_cpu_fraction: float | None, db_cpu_fraction: floa
     if timeouts < 0:
         raise ValueError(f"timeouts must be >= 0, got {timeouts}")
     flags: list[str] = []
-    if generator_cpu_fraction is not None and generator_cpu_fraction > GENERATOR_BOUND_CPU_FRACTION:
+    near_headroom = (requests_per_second is not None and headroom_rps is not None and headroom_rps > 0
+                     and requests_per_second >= GENERATOR_BOUND_HEADROOM_FRACTION * headroom_rps)
+    if (generator_cpu_fraction is not None and generator_cpu_fraction > GENERATOR_BOUND_CPU_FRACTION) or near_headroom:
         flags.append(GENERATOR_BOUND)
     if (db_cpu_fraction is not None and stack_cpu_fraction is not None
             and db_cpu_fraction > DATABASE_BOUND_DB_CPU_FRACTION

@@ -159,7 +159,7 @@ class InterleavedRun:
         """One window of (slot.stack, slot.cell) in round slot.round: its requests/s, None if it failed."""
         import time
 
-        from pgarena.runner import cell_title
+        from pgarena.runner import cell_title, headroom_rps
 
         ctx, config = self.ctx, self.ctx.config
         live = self.lives[slot.stack]
@@ -197,13 +197,15 @@ class InterleavedRun:
         if rep is not None:
             ctx.log(repetition_line(rep, [r.rps for r in cell.repetitions], config))
             ctx.progress.repetition_done(rep.index, rep.rps)
-            summarize(cell, config, live.cpu.source)
+            summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))
         ctx.progress.cell_done()
         save(ctx.results, ctx.run_dir)
         return rep.rps if rep is not None else None
 
     # --- phases ---------------------------------------------------------------------------------------
     def run_phase(self, phase: _Phase) -> RoundsOutcome:
+        from pgarena.runner import headroom_rps
+
         ctx, config = self.ctx, self.ctx.config
         record = next((p for p in self.record.phases if p.name == phase.name), None)
         if record is None:
@@ -235,7 +237,7 @@ class InterleavedRun:
             if run is not None:
                 finish_cell(run, ctx.db, ctx.log)
             if cell.repetitions:
-                summarize(cell, config, self.lives[key[0]].cpu.source)
+                summarize(cell, config, self.lives[key[0]].cpu.source, headroom_rps=headroom_rps(ctx))
                 if cell.summary is not None:
                     cell.summary.stop_reason = STOP_REASONS[outcome.cell_stop.get(key[1:], outcome.stop_reason)]  # type: ignore[assignment]
         record.stop_reason, record.unsettled = outcome.stop_reason, outcome.unsettled

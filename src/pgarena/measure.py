@@ -3,6 +3,7 @@ and the cell's summary and flags (median and range over the repetitions, docs/me
 
 from __future__ import annotations
 
+import statistics
 import zlib
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -17,7 +18,7 @@ from pgarena.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.engines.base import EngineOutputError
 from pgarena.flags import CHECKS_FAILED, DROPPED, FAILURES, NOISY, saturation_flags
 from pgarena.postgres import Database
-from pgarena.process import NotReady, ServerProcess, run_measured
+from pgarena.process import NotReady, ServerProcess, cpu_between, run_measured
 from pgarena.resources import CpuMeters, TreeSampler
 from pgarena.results import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult
 from pgarena.slo import LevelResult, SloTarget, search_max_sustainable
@@ -57,18 +58,38 @@ def rps_interval(values: list[float], level: float) -> Interval | None:
                     level=level, method=INTERVAL_METHOD)
 
 
-def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> None:
-    """Fill the cell's summary and flags from its repetitions."""
+def answered_2xx(repetition: Repetition) -> int:
+    """2xx answers of one repetition (oha keys statuses by code, k6 as '2xx')."""
+    return sum(n for code, n in repetition.status_codes.items() if code.startswith("2"))
+
+
+def latency_censored(reps: list[Repetition]) -> list[str]:
+    """The summary's latency medians that are lower bounds: a repetition whose figure is a lower bound
+    (it reaches requests without an answer) and at or below the median could raise the median."""
+    marked = []
+    for name, summary_name in (("p99_ms", "latency_p99_ms"), ("avg_ms", "latency_avg_ms")):
+        median = statistics.median(getattr(r.latency, name) for r in reps)
+        if any(name in r.latency.censored and getattr(r.latency, name) <= median for r in reps):
+            marked.append(summary_name)
+    return marked
+
+
+def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
+              headroom_rps: float | None = None) -> None:
+    """Fill the cell's summary and flags from its repetitions. `rps` is answered work (2xx answers per
+    second); CPU per request is per 2xx answer; `headroom_rps` (the generator's measured headroom) marks
+    cells whose request rate reached it `generator-bound`."""
     reps = cell.repetitions
     requests = sum(r.requests for r in reps)
+    answered = sum(answered_2xx(r) for r in reps)
     failures = sum(r.errors.total for r in reps)
     timeouts = sum(r.errors.timeout for r in reps)
 
     def total(values: list[float | None]) -> float | None:
         return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
 
-    def per_request_us(value: float | None) -> float | None:
-        return value / requests * 1e6 if value is not None and requests else None
+    def per_request_us(value: float | None, count: int) -> float | None:
+        return value / count * 1e6 if value is not None and count else None
 
     seconds = sum(r.duration_seconds for r in reps)
 
@@ -80,25 +101,29 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> 
     generator_cpu = sum(r.generator_cpu_seconds for r in reps)
     rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
     rps = [r.rps for r in reps]
+    every = [r.requests_per_second_all if r.requests_per_second_all is not None else r.requests / r.duration_seconds
+             for r in reps if r.duration_seconds]
     noisy = interval_too_wide(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
     offered = total([r.offered_requests for r in reps]) if cell.model == "open" else None
-    per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / r.requests * 1e6 for r in reps
-                    if r.requests and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
+    per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / answered_2xx(r) * 1e6 for r in reps
+                    if answered_2xx(r) and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
     cell.summary = CellSummary(
         rps=spread(rps),
         rps_interval=rps_interval(rps, config.confidence_level),
+        requests_per_second_all=spread(every) if every else None,
         stop_reason=stop_reason(len(rps), noisy, config),  # type: ignore[arg-type]
         noisy=noisy,
         latency_avg_ms=spread([r.latency.avg_ms for r in reps]),
         latency_p99_ms=spread([r.latency.p99_ms for r in reps]),
+        latency_censored=latency_censored(reps),
         requests_total=requests,
         failures_total=failures,
         failure_rate=failures / requests if requests else 1.0,
-        stack_cpu_us_per_request=per_request_us(stack_cpu),
-        db_cpu_us_per_request=per_request_us(db_cpu),
+        stack_cpu_us_per_request=per_request_us(stack_cpu, answered),
+        db_cpu_us_per_request=per_request_us(db_cpu, answered),
         stack_rss_peak_bytes=max(rss) if rss else None,
         generator_cpu_fraction=fraction(generator_cpu, len(config.generator_cpus)),
-        generator_cpu_us_per_request=per_request_us(generator_cpu),
+        generator_cpu_us_per_request=per_request_us(generator_cpu, requests),
         stack_cpu_fraction=fraction(stack_cpu, len(config.server_cpus)),
         db_cpu_fraction=fraction(db_cpu, len(config.server_cpus)),
         cpu_accounting=cpu_accounting,
@@ -117,7 +142,9 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> 
     if summary.offered_total and summary.dropped_total / summary.offered_total > MAX_FAILURE_RATE:
         flags.append(DROPPED)
     flags += saturation_flags(summary.generator_cpu_fraction, summary.db_cpu_fraction, summary.stack_cpu_fraction,
-                              timeouts)
+                              timeouts, headroom_rps=headroom_rps,
+                              requests_per_second=summary.requests_per_second_all.median
+                              if summary.requests_per_second_all else None)
     checks_total = sum(r.checks_total for r in reps)
     if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
         flags.append(CHECKS_FAILED)
@@ -156,11 +183,14 @@ def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
 
 @dataclass(frozen=True)
 class Window:
-    """One generator run: its outcome, the generator's CPU seconds and its raw output file."""
+    """One generator run: its outcome, the generator's CPU seconds over the measured window and its raw
+    output file."""
 
     outcome: LoadOutcome
     generator_cpu_seconds: float
     raw_output: Path
+    generator_cpu_seconds_process: float | None = None
+    """The generator's CPU over its whole process (start-up and post-window work included)."""
 
     def dropped(self, spec: LoadSpec, nominal_s: float) -> tuple[int | None, int]:
         """(offered, dropped) of an open-model window; (None, 0) in the closed model."""
@@ -173,16 +203,37 @@ class Window:
 
 def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
                config: RunConfig) -> Window:
-    """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output."""
+    """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output.
+
+    The generator's CPU is read over the measured window only (docs/methodology.md, "Generator CPU"):
+    its process CPU is sampled while it runs; the window ends when it writes its summary (the raw
+    output file's modification time) and began the window's measured duration earlier, so k6's start-up
+    (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
+    """
     argv = engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)
-    code, generator_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
-                                       stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
-                                       timeout_s=duration_s + 2 * config.http_timeout_s + 60)
+    samples: list[tuple[float, float]] = []
+    code, process_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
+                                     stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
+                                     timeout_s=duration_s + 2 * config.http_timeout_s + 60, cpu_samples=samples)
     try:
-        outcome = engine.parse(raw_dir, stem)
+        outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s)
     except EngineOutputError as exc:
         raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
-    return Window(outcome, generator_cpu, engine.raw_output(raw_dir, stem))
+    raw = engine.raw_output(raw_dir, stem)
+    return Window(outcome, window_cpu_seconds(samples, raw, outcome.duration_seconds, process_cpu), raw,
+                  process_cpu)
+
+
+def window_cpu_seconds(samples: list[tuple[float, float]], raw_output: Path, duration_s: float,
+                       process_cpu_s: float) -> float:
+    """The generator's CPU seconds over [end − duration, end], end = the raw output's modification time;
+    its whole-process CPU when the samples do not cover that span."""
+    try:
+        end = raw_output.stat().st_mtime
+    except OSError:
+        return process_cpu_s
+    window = cpu_between(samples, end - duration_s, end)
+    return process_cpu_s if window is None else window
 
 
 @dataclass
@@ -257,7 +308,8 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     offered, dropped = window.dropped(spec, cell.duration_seconds)
     repetition = Repetition(
         index=index, round=round_index, requests=outcome.requests, duration_seconds=outcome.duration_seconds,
-        rps=outcome.rps, latency=outcome.latency, errors=outcome.errors, status_codes=outcome.status_codes,
+        rps=outcome.rps, requests_per_second_all=outcome.requests_per_second_all, latency=outcome.latency,
+        errors=outcome.errors, status_codes=outcome.status_codes,
         stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
         db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
         stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
@@ -272,7 +324,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
 
 def repetition_line(rep: Repetition, rps: list[float], config: RunConfig) -> str:
     """The log line of one measured window."""
-    return (f"  rep {rep.index}: {rep.rps:,.0f} req/s, p99 {rep.latency.p99_ms:.1f} ms, {rep.errors.total} failed"
+    return (f"  rep {rep.index}: {rep.rps:,.0f} 2xx/s, p99 {rep.latency.p99_ms:.1f} ms, {rep.errors.total} failed"
             + (f", {rep.dropped} dropped" if rep.offered_requests is not None else "")
             + (f", {rep.checks_failed}/{rep.checks_total} checks failed" if rep.checks_total else "")
             + (f" — ±{relative_half_width(rps, config.confidence_level):.1%}" if len(rps) > 1 else ""))
@@ -340,8 +392,9 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
     """Max sustainable arrival rate under the config's SLO (slo.search_max_sustainable), open model.
 
     Each step is one window of `config.duration_s` at one arrival rate with `config.open_connections`
-    requests in flight at most; a step passes when its p99 is within the SLO and its failed plus dropped
-    share is within `config.slo_max_error_rate`.
+    requests in flight at most; a step passes when its p99 (failed requests counted at the timeout) is
+    within the SLO, its failed plus dropped share is within `config.slo_max_error_rate` and no request
+    timed out.
     """
     assert config.slo_p99_ms is not None
     raw_dir = run_dir / "raw" / stack
@@ -361,12 +414,15 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
         offered, dropped = window.dropped(spec, config.duration_s)
         bad = out.errors.total + dropped
         error_rate = bad / max(offered or 0, out.requests + dropped, 1)
-        result = LevelResult(level=level, rps=out.rps, p99_ms=out.latency.p99_ms, error_rate=error_rate)
+        result = LevelResult(level=level, rps=out.rps, p99_ms=out.latency.p99_ms, error_rate=error_rate,
+                             timeouts=out.errors.timeout)
         passed = target.passes(result)
         points.append(SloPoint(level=level, rps=out.rps, latency=out.latency, error_rate=error_rate, dropped=dropped,
-                               passed=passed))
-        log(f"  SLO step {len(points)}: {level:,.0f} req/s offered → {out.rps:,.0f} req/s, "
-            f"p99 {out.latency.p99_ms:.1f} ms, {error_rate:.1%} failed/dropped {'✓' if passed else '✗'}")
+                               timeouts=out.errors.timeout, passed=passed))
+        bound = "≥ " if "p99_ms" in out.latency.censored else ""
+        log(f"  SLO step {len(points)}: {level:,.0f} req/s offered → {out.rps:,.0f} 2xx/s, "
+            f"p99 {bound}{out.latency.p99_ms:.1f} ms, {error_rate:.1%} failed/dropped"
+            + (f", {out.errors.timeout} timed out" if out.errors.timeout else "") + f" {'✓' if passed else '✗'}")
         return result
 
     start = peak_rps * SLO_START_FRACTION if peak_rps else SLO_FALLBACK_START_RPS

@@ -1,8 +1,9 @@
 """Do two runs agree on the ranking? Checked only where the ranking claims an order.
 
 Within each table of a run (workload × parameter × load level), two stacks are ordered when both cells
-are valid with an interval (report.ranking.in_field; noisy cells included) and their RPS intervals do not
-overlap. For every
+are valid with an interval (report.ranking.in_field; noisy cells included) and the intervals of the figure
+the table ranks by do not overlap: 2xx/s, or p99 latency for open-model tables at a rate shared by every
+stack; tables at a share of each stack's own peak rank nothing and are skipped. For every
 pair of stacks ordered in *both* runs, the order must be the same; a pair ordered in one run only is a
 tie in the other, which is not a contradiction. Two runs of the same stacks a minute apart should
 therefore never disagree — a disagreement means an interval was too optimistic.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from pgarena.report.ranking import comparable_groups, in_field
+from pgarena.report.ranking import BY_P99, NOT_RANKED, comparable_groups, in_field, p99_interval, rank_basis
 from pgarena.results import Cell, RunResults
 
 
@@ -35,7 +36,13 @@ class RankAgreement:
 
 
 def _order(x: Cell, y: Cell) -> int:
-    """+1 when x is surely faster, -1 when surely slower, 0 when the intervals overlap."""
+    """+1 when x is surely better, -1 when surely worse, 0 when the intervals overlap: higher 2xx/s, or
+    (open model at a shared rate) lower p99."""
+    if x.model == "open" and rank_basis([x]) == BY_P99:
+        px, py = p99_interval(x), p99_interval(y)
+        if px is None or py is None:
+            return 0
+        return 1 if px[1] < py[0] else -1 if py[1] < px[0] else 0
     ix, iy = x.summary.rps_interval, y.summary.rps_interval  # type: ignore[union-attr]
     assert ix is not None and iy is not None
     if ix.low > iy.high:
@@ -47,7 +54,7 @@ def _order(x: Cell, y: Cell) -> int:
 
 def _tables(results: RunResults) -> dict[tuple, dict[str, Cell]]:
     return {key: {c.stack: c for c in cells if in_field(c)}
-            for key, cells in comparable_groups(results.cells).items()}
+            for key, cells in comparable_groups(results.cells).items() if rank_basis(cells) != NOT_RANKED}
 
 
 def ranking_agreement(a: RunResults, b: RunResults) -> RankAgreement:
@@ -64,7 +71,7 @@ def ranking_agreement(a: RunResults, b: RunResults) -> RankAgreement:
                 if oa != ob:
                     workload, parameter, _, level = key
                     where = f"{workload}{'' if parameter is None else f' {parameter}'} @ {level}"
-                    faster_a, faster_b = (x, y) if oa > 0 else (y, x), (x, y) if ob > 0 else (y, x)
+                    faster_a, faster_b = (x, y) if oa > 0 else (y, x), (x, y) if ob > 0 else (y, x)  # better
                     result.disagreements.append(f"{where}: A has {faster_a[0]} above {faster_a[1]}, "
                                                 f"B has {faster_b[0]} above {faster_b[1]}")
             elif oa or ob:

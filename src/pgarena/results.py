@@ -186,7 +186,8 @@ class WorkloadVerification(_Model):
 
 
 class Latency(_Model):
-    """Request latency of one repetition, in milliseconds."""
+    """Request latency of one repetition, in milliseconds, over every request of the window: a request
+    that got no answer (timeout, connection error) counts at the HTTP timeout (engines/latency.py)."""
 
     avg_ms: float
     p50_ms: float
@@ -194,6 +195,9 @@ class Latency(_Model):
     p95_ms: float
     p99_ms: float
     max_ms: float
+    censored: list[str] = Field(default_factory=list, description=(
+        "fields that are lower bounds ('p99_ms', 'max_ms', ...): they reach requests without an answer, "
+        "counted at the timeout; reports print them with '≥'"))
 
 
 class Errors(_Model):
@@ -208,15 +212,22 @@ class Errors(_Model):
     def total(self) -> int:
         return self.non_2xx + self.connect + self.timeout + self.other
 
+    @property
+    def unanswered(self) -> int:
+        """Requests that got no HTTP answer at all (they count at the timeout in the latency)."""
+        return self.connect + self.timeout + self.other
+
 
 class Repetition(_Model):
     """One measured window of one cell."""
 
     index: int
     round: int | None = Field(None, description="interleaved schedule: the round this window belongs to")
-    requests: int = Field(description="requests completed in the window (any status)")
+    requests: int = Field(description="requests completed in the window (any status, failed ones included)")
     duration_seconds: float
-    rps: float = Field(description="completed requests per second")
+    rps: float = Field(description="answered work: 2xx answers per second (failures are not throughput)")
+    requests_per_second_all: float | None = Field(
+        None, description="every completed request per second, failed ones included (what the generator did)")
     latency: Latency
     errors: Errors
     status_codes: dict[str, int]
@@ -254,14 +265,19 @@ class Interval(_Model):
 class CellSummary(_Model):
     """The cell's figures over its repetitions."""
 
-    rps: Spread
+    rps: Spread = Field(description="2xx answers per second over the repetitions (answered work)")
     rps_interval: Interval | None = Field(None, description="None with fewer than 2 repetitions")
+    requests_per_second_all: Spread | None = Field(
+        None, description="every completed request per second, failed ones included (beside `rps`)")
     stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled"] = Field(
         "fixed", description="why repetitions stopped: interval within target, time budget, cap, fixed count, or "
                              "(interleaved) every paired comparison of the cell ordered or equivalent")
     noisy: bool = Field(False, description="the RPS interval ended wider than the target: do not rank")
     latency_avg_ms: Spread
     latency_p99_ms: Spread
+    latency_censored: list[str] = Field(default_factory=list, description=(
+        "summary figures that are lower bounds ('latency_p99_ms', 'latency_avg_ms'): a repetition's value "
+        "that reached requests without an answer (counted at the timeout) decides the median"))
     requests_total: int
     failures_total: int
     failure_rate: float
@@ -324,6 +340,7 @@ class SloPoint(_Model):
     latency: Latency
     error_rate: float
     dropped: int = 0
+    timeouts: int = Field(0, description="requests that hit the HTTP timeout: any fails the step")
     passed: bool
 
 

@@ -41,6 +41,7 @@ from pgarena.results import (
     save,
 )
 from pgarena.results import load as load_results
+from pgarena.sharedrates import SHARED_SPEC_SUFFIX, rate_key
 from pgarena.stackdef import Stack, StackLoadError, load_stacks, render_template
 from pgarena.values import Verdict
 from pgarena.verify import verify_stack
@@ -190,6 +191,11 @@ def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
                 value, relative = parse_rate(spec)
                 cells.append(Cell(vus=config.open_connections, model="open", arrival_rate_spec=spec,
                                   arrival_rate=None if relative else value, **common))
+            base = config.shared_rate_peaks.get(rate_key(workload, parameter))
+            for spec in config.shared_rates if base is not None else []:  # the same req/s for every stack
+                cells.append(Cell(vus=config.open_connections, model="open",
+                                  arrival_rate_spec=spec + SHARED_SPEC_SUFFIX,
+                                  arrival_rate=round(parse_rate(spec)[0] * base, 1), **common))
     return cells
 
 
@@ -374,6 +380,12 @@ def _sequential_cells(ctx: _Context, live: LiveStack) -> None:
             save(ctx.results, ctx.run_dir)
 
 
+def headroom_rps(ctx: _Context) -> float | None:
+    """The generator's measured ceiling (requests/s), for the generator-bound flag."""
+    headroom = ctx.results.generator_headroom
+    return headroom.rps if headroom else None
+
+
 def mark_invalid_answers(ctx: _Context, cell: Cell) -> None:
     """Flags the cell inherits from its stack's verification: ❌ columns, wrong database accounting."""
     verification = ctx.results.verification(cell.stack, cell.workload)
@@ -411,7 +423,7 @@ def _run_cell(ctx: _Context, live: LiveStack, cell: Cell, warmed: set[str]) -> N
                          base_url=live.base_url, run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, cpu=live.cpu,
                          on_repetition=ctx.progress.repetition_done)
             if cell.repetitions:
-                summarize(cell, config, live.cpu.source)
+                summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))
         except (NotReady, EngineOutputError) as exc:
             cell.status, cell.error = "failed", str(exc)
             if live.crashed():

@@ -43,8 +43,9 @@ START_FAILS = "start-fails"
 
 @dataclass(frozen=True)
 class SloTarget:
-    """The SLO a level must meet: p99 request latency at most `p99_ms` milliseconds and a failed-request
-    share at most `max_error_rate` (both inclusive). A NaN p99 or error rate (e.g. no request answered)
+    """The SLO a level must meet: p99 request latency at most `p99_ms` milliseconds, a failed-request
+    share at most `max_error_rate` (both inclusive) and no request that timed out (a timeout is a user
+    left without an answer, whatever the share). A NaN p99 or error rate (e.g. no request answered)
     fails."""
 
     p99_ms: float
@@ -58,18 +59,20 @@ class SloTarget:
 
     def passes(self, result: LevelResult) -> bool:
         """True when `result` meets the SLO (written so that NaN fails)."""
-        return result.p99_ms <= self.p99_ms and result.error_rate <= self.max_error_rate
+        return result.p99_ms <= self.p99_ms and result.error_rate <= self.max_error_rate and result.timeouts == 0
 
 
 @dataclass(frozen=True)
 class LevelResult:
-    """One measured level: the offered `level` (arrival rate in requests/s, or VUs), the achieved `rps`,
-    the p99 request latency in ms (from the generator) and the failed-request share in [0, 1]."""
+    """One measured level: the offered `level` (arrival rate in requests/s, or VUs), the achieved `rps`
+    (2xx answers per second), the p99 request latency in ms (failed requests counted at the timeout),
+    the failed-request share in [0, 1] and the requests that timed out."""
 
     level: float
     rps: float
     p99_ms: float
     error_rate: float
+    timeouts: int = 0
 
 
 @dataclass(frozen=True)

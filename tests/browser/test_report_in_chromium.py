@@ -141,7 +141,7 @@ def test_cells_table_sorts_on_header_click(loaded):
         pytest.skip("this run has no cells")
     table = f"#{table_id}"
     column = page.evaluate(f"""() => Array.from(document.querySelectorAll('{table} thead th'))
-        .findIndex(th => th.textContent.startsWith('Req/s'))""")
+        .findIndex(th => th.textContent.startsWith('2xx/s'))""")
     header = page.locator(f"{table} thead th").nth(column)
     values = f"""c => Array.from(document.querySelectorAll('{table} tbody tr'))
         .map(r => r.cells[c].getAttribute('data-sort')).filter(v => v !== '').map(Number)"""

@@ -64,8 +64,11 @@ def test_oha_mixed_counts_500s_as_non_2xx():
     assert out.requests == 16350
     assert out.errors.non_2xx == 5450
     assert (out.errors.connect, out.errors.timeout, out.errors.other) == (0, 0, 0)
-    assert out.rps == pytest.approx(16350 / data["summary"]["total"])
+    # rps is answered work (2xx/s); every completed request per second is beside it
+    assert out.rps == pytest.approx(10900 / data["summary"]["total"])
+    assert out.requests_per_second_all == pytest.approx(16350 / data["summary"]["total"])
     assert out.latency.p99_ms == pytest.approx(1000 * data["latencyPercentiles"]["p99"])
+    assert out.latency.censored == []  # a 500 is an answer with a latency of its own
 
 
 def test_oha_timeouts_are_requests_and_timeout_errors():
@@ -76,10 +79,51 @@ def test_oha_timeouts_are_requests_and_timeout_errors():
     assert out.errors.timeout == 20
     assert (out.errors.non_2xx, out.errors.connect, out.errors.other) == (0, 0, 0)
     assert out.status_codes == {"200": 72}
-    assert out.rps == pytest.approx(92 / data["summary"]["total"])
-    # oha's latency covers the answered requests only: well under the 250 ms timeout
-    assert out.latency.max_ms == pytest.approx(1000 * data["summary"]["slowest"])
-    assert out.latency.max_ms < 250
+    assert out.rps == pytest.approx(72 / data["summary"]["total"])
+    assert out.requests_per_second_all == pytest.approx(92 / data["summary"]["total"])
+
+
+def test_oha_timeouts_count_in_the_latency_at_the_timeout():
+    """Issue 10 item 4: oha's own p99 (2.8 ms) leaves out the 20 of 92 requests that timed out at 250 ms."""
+    data = fixture("oha_timeout")
+    assert data["latencyPercentiles"]["p99"] * 1000 < 3  # what oha itself reports
+    out = parse_oha_json(data, timeout_s=0.25)
+    # f = 20/92 ≈ 22 %: p90, p95, p99 and max read timed-out requests only: at least the timeout
+    assert out.latency.p99_ms == out.latency.p95_ms == out.latency.p90_ms == out.latency.max_ms == 250
+    assert {"p90_ms", "p95_ms", "p99_ms", "max_ms", "avg_ms"} <= set(out.latency.censored)
+    # p50 reads answered requests only: the answered ones' quantile at 0.5 / (1 − 20/92) ≈ 0.64, which oha
+    # does not list; the next listed one (p75) is taken, never understating
+    assert "p50_ms" not in out.latency.censored
+    assert out.latency.p50_ms == pytest.approx(1000 * data["latencyPercentiles"]["p75"])
+    # avg counts each timed-out request at 250 ms
+    assert out.latency.avg_ms == pytest.approx((72 * 1000 * data["summary"]["average"] + 20 * 250) / 92)
+
+
+def test_oha_timeouts_with_per_request_durations_are_exact():
+    """With oha's per-request file (--db-url) the percentiles are computed over every request."""
+    data = fixture("oha_timeout")
+    durations = [1.0] * 72  # 72 answered requests at 1 ms
+    out = parse_oha_json(data, timeout_s=0.25, durations_ms=durations)
+    assert out.latency.p50_ms == 1.0 and "p50_ms" not in out.latency.censored
+    assert out.latency.p99_ms == 250 and "p99_ms" in out.latency.censored
+    assert out.latency.avg_ms == pytest.approx((72 * 1 + 20 * 250) / 92)
+    # a file that does not match the JSON's answers is not used (the summary rule applies)
+    fallback = parse_oha_json(data, timeout_s=0.25, durations_ms=durations[:10])
+    assert fallback.latency.p50_ms == pytest.approx(1000 * data["latencyPercentiles"]["p75"])
+
+
+def test_oha_per_request_file_is_read_and_removed(tmp_path):
+    import sqlite3
+
+    engine = OhaEngine()
+    (tmp_path / "w.stdout").write_text(json.dumps(fixture("oha_timeout")))
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        conn.execute("CREATE TABLE oha (duration REAL NOT NULL)")
+        conn.executemany("INSERT INTO oha VALUES (?)", [(0.002,)] * 72)
+    out = engine.parse(tmp_path, "w", timeout_s=0.25)
+    assert out.latency.p50_ms == pytest.approx(2.0)
+    assert out.latency.p99_ms == 250
+    assert not (tmp_path / "w.db").exists()
 
 
 def test_oha_refused_is_connect_errors_and_no_response():
@@ -218,7 +262,8 @@ def test_k6_mixed_500s_are_non_2xx():
     assert out.errors.total == 3079
     assert out.requests == 6158 + 3079 == 9237
     assert out.status_codes == {"2xx": 6158, "non-2xx": 3079}
-    assert out.rps == pytest.approx(9237 / out.duration_seconds)
+    assert out.rps == pytest.approx(6158 / out.duration_seconds)
+    assert out.requests_per_second_all == pytest.approx(9237 / out.duration_seconds)
 
 
 def test_k6_timeouts_are_classified_by_the_script():
@@ -228,9 +273,44 @@ def test_k6_timeouts_are_classified_by_the_script():
     assert out.errors.timeout == 20
     assert (out.errors.non_2xx, out.errors.connect, out.errors.other) == (0, 0, 0)
     assert out.status_codes == {"2xx": 70, "non-2xx": 0}
-    assert out.rps == pytest.approx(90 / out.duration_seconds)
+    assert out.rps == pytest.approx(70 / out.duration_seconds)
+    assert out.requests_per_second_all == pytest.approx(90 / out.duration_seconds)
     # k6's http_req_duration includes the requests cut at the 250 ms timeout
     assert out.latency.max_ms == pytest.approx(253.671291)
+
+
+def test_k6_timeouts_count_in_the_latency_like_oha():
+    """k6 keeps a timed-out request in http_req_duration at about the timeout: p90/p95/p99 ≥ 250 ms, and
+    pgarena marks them as lower bounds exactly as for oha (20 of 90 failed)."""
+    out = parse_k6_summary(fixture("k6_timeout"), timeout_s=0.25)
+    assert out.latency.p99_ms >= 250 and out.latency.p90_ms >= 250
+    assert {"p90_ms", "p95_ms", "p99_ms", "max_ms", "avg_ms"} <= set(out.latency.censored)
+    assert "p50_ms" not in out.latency.censored
+    assert out.latency.p50_ms < 5
+
+
+def test_k6_refused_requests_are_raised_to_the_timeout():
+    """A refused connection is ~0 ms in http_req_duration; pgarena counts it at the timeout at least."""
+    data = fixture("k6_timeout")
+    values = data["metrics"]["http_req_duration"]["values"]
+    values.update({"p(90)": 0.1, "p(95)": 0.1, "p(99)": 0.1, "max": 0.2})  # failed requests at ~0 ms
+    data["metrics"]["pgarena_connect_errors"] = data["metrics"].pop("pgarena_timeouts")
+    out = parse_k6_summary(data, timeout_s=0.25)
+    assert out.latency.p99_ms == out.latency.p95_ms == out.latency.p90_ms == out.latency.max_ms == 250
+
+
+def test_k6_pgarena_latency_trend_is_preferred():
+    data = fixture("k6_timeout")
+    trend = dict(data["metrics"]["http_req_duration"]["values"], **{"p(99)": 260.0})
+    data["metrics"]["pgarena_latency"] = {"type": "trend", "contains": "time", "values": trend}
+    out = parse_k6_summary(data, timeout_s=0.25)
+    assert out.latency.p99_ms == 260.0 and "p99_ms" in out.latency.censored
+
+
+def test_k6_script_counts_unanswered_requests_at_the_timeout():
+    script = resources.files("pgarena.engines").joinpath("k6_script.js").read_text(encoding="utf-8")
+    assert "new Trend('pgarena_latency', true)" in script
+    assert "Math.max(res.timings.duration, timeoutMs)" in script
 
 
 def test_k6_refused_is_connect_errors_only():
@@ -478,7 +558,7 @@ def test_fixtures_are_unmodified_tool_output():
 def test_k6_summary_missing_a_trend_stat_is_an_output_error(stat):
     data = fixture("k6_ok")
     del data["metrics"]["http_req_duration"]["values"][stat]
-    with pytest.raises(EngineOutputError, match="http_req_duration"):
+    with pytest.raises(EngineOutputError, match="latency statistic"):
         parse_k6_summary(data)
 
 
@@ -526,3 +606,39 @@ def test_k6_dropped_iterations_are_read_when_present():
     data["metrics"]["dropped_iterations"] = {"type": "counter", "contains": "default",
                                              "values": {"count": 42, "rate": 21.0}}
     assert parse_k6_summary(data).dropped == 42
+
+
+# ---------------------------------------------------------------- latency over every request (real captures)
+
+
+def test_real_oha_per_request_file_gives_a_p99_at_the_timeout(tmp_path):
+    """oha_timeout_requests: 72 answers, 24 timeouts at 250 ms; oha's own p99 is 7.5 ms. With its
+    --db-url file pgarena computes the percentiles over all 96 requests."""
+    import shutil
+
+    data = fixture("oha_timeout_requests")
+    assert data["latencyPercentiles"]["p99"] * 1000 < 10 and data["errorDistribution"] == {"timeout": 24}
+    (tmp_path / "w.stdout").write_text(json.dumps(data))
+    shutil.copyfile(FIXTURES / "oha_timeout_requests.db", tmp_path / "w.db")
+    out = OhaEngine().parse(tmp_path, "w", timeout_s=0.25)
+    assert out.latency.p99_ms == out.latency.p95_ms == out.latency.p90_ms == out.latency.max_ms == 250
+    assert {"avg_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"} == set(out.latency.censored)
+    assert out.latency.p50_ms < 10 and "p50_ms" not in out.latency.censored  # 48th of 96 is an answer
+    # the same as k6's estimator over the 72 durations and 24 timeouts
+    import sqlite3
+    import statistics
+
+    with sqlite3.connect(FIXTURES / "oha_timeout_requests.db") as conn:
+        durations = [row[0] * 1000 for row in conn.execute("SELECT duration FROM oha")]
+    assert out.latency.p50_ms == pytest.approx(statistics.median(durations + [250.0] * 24))
+
+
+def test_real_k6_pgarena_latency_trend_matches_the_rule():
+    """k6_timeout_latency: the script's pgarena_latency trend over 96 requests (24 timed out at 250 ms)."""
+    data = fixture("k6_timeout_latency")
+    trend = data["metrics"]["pgarena_latency"]["values"]
+    assert trend["count"] == 96
+    out = parse_k6_summary(data, timeout_s=0.25)
+    assert out.latency.p99_ms == trend["p(99)"] >= 250
+    assert {"avg_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"} == set(out.latency.censored)
+    assert out.latency.p50_ms == trend["med"] < 10

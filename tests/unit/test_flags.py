@@ -54,3 +54,15 @@ def test_unmeasured_fractions_raise_no_flag() -> None:
 def test_invalid_samples_are_refused(args: tuple[float, float, float, int]) -> None:
     with pytest.raises(ValueError):
         saturation_flags(*args)
+
+
+def test_generator_bound_when_the_request_rate_reaches_the_measured_headroom() -> None:
+    """Issue 10 item 7: a cell asking as fast as the generator can (≥ 90 % of its headroom) measured the
+    generator, even when its CPU figure stayed below 90 %."""
+    from pgarena.flags import GENERATOR_BOUND_HEADROOM_FRACTION, INVALID
+
+    assert GENERATOR_BOUND_HEADROOM_FRACTION == 0.90
+    assert saturation_flags(0.5, None, None, 0, requests_per_second=9_000, headroom_rps=10_000) == [GENERATOR_BOUND]
+    assert saturation_flags(0.5, None, None, 0, requests_per_second=8_999, headroom_rps=10_000) == []
+    assert saturation_flags(0.5, None, None, 0, requests_per_second=9_000, headroom_rps=None) == []
+    assert GENERATOR_BOUND in INVALID, "generator-bound cells are not ranked"

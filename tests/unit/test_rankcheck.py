@@ -55,3 +55,29 @@ def test_overlap_in_one_run_is_a_tie_not_a_contradiction_and_noisy_cells_take_pa
     result = ranking_agreement(a, b)
     # go/py: overlap in A, ordered in B; noisy's wide A interval overlaps both, B's tight one is below both
     assert (result.ordered_in_both, result.ordered_in_one, result.disagreements) == (0, 3, [])
+
+
+def open_cell(stack: str, rps: list[float], p99: list[float], config, spec: str) -> Cell:
+    cell = measured(stack, rps, config)
+    for rep, value in zip(cell.repetitions, p99):
+        rep.latency = Latency(avg_ms=1, p50_ms=1, p90_ms=1, p95_ms=1, p99_ms=value, max_ms=value)
+    cell.model, cell.vus, cell.arrival_rate_spec = "open", 100, spec
+    cell.arrival_rate = 2000.0 if not spec.endswith("%") else rps[0]
+    summarize(cell, config)
+    return cell
+
+
+def test_shared_rate_tables_are_checked_on_p99_and_relative_ones_not_at_all(config):
+    """Issue 10 item 6: at a rate shared by every stack the order is p99's; at a share of each stack's
+    own peak there is no order to agree on."""
+    a = make_run("a", [open_cell("go", [2000, 2000, 2001], [2, 2.1, 2.05], config, "2000"),
+                       open_cell("py", [1999, 2000, 2000], [9, 9.2, 9.1], config, "2000"),
+                       open_cell("go", [9000, 9100, 9050], [5, 5, 5], config, "90%"),
+                       open_cell("py", [1000, 1010, 1005], [5, 5, 5], config, "90%")])
+    b = make_run("b", [open_cell("go", [2000, 2000, 2001], [12, 12.1, 12.05], config, "2000"),
+                       open_cell("py", [1999, 2000, 2000], [9, 9.2, 9.1], config, "2000"),
+                       open_cell("go", [1000, 1010, 1005], [5, 5, 5], config, "90%"),
+                       open_cell("py", [9000, 9100, 9050], [5, 5, 5], config, "90%")])
+    result = ranking_agreement(a, b)
+    assert result.ordered_in_both == 1, "only the shared-rate pair; the 90 % tables rank nothing"
+    assert "A has go above py, B has py above go" in result.disagreements[0]

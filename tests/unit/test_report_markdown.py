@@ -28,3 +28,22 @@ def test_markdown_shows_ties_noise_slo_sweep_and_cold_start():
     assert "| – |" in text, "noisy or invalid cells are listed without a rank"
     assert "## Max sustainable throughput under the SLO" in text and "| Offered req/s |" in text
     assert "## Cold start" in text and "Generator headroom" in text
+
+
+def test_markdown_titles_relative_rates_and_prints_lower_bounds():
+    """Issue 10 items 4-6: a share of each stack's own peak is titled so and not ranked; a shared rate
+    is titled and ranked by p99; a p99 that counts timeouts is printed '≥'; throughput is 2xx/s."""
+    text = render_markdown(sample_results())
+    assert "### perf-test — open model, 50 % of each stack's own peak, ≤ 100 in flight, 1 Record" in text
+    assert "2,000 req/s offered to every stack" in text and "`#` ranks p99 latency" in text
+    relative = text.split("50 % of each stack's own peak")[1].split("###")[0]
+    assert "| – | go-fast |" in relative and "| 1 | go-fast |" not in relative
+    assert "≥ 10,000ms" in text
+    assert "| 2xx/s (median) |" in text and "Requests/s (median)" not in text
+
+
+def test_markdown_says_when_no_open_level_is_shared():
+    results = sample_results()
+    results.cells = [c for c in results.cells if c.arrival_rate_spec != "2000"]
+    assert "No open-model level was shared by every stack" in render_markdown(results)
+    assert "No open-model level was shared" not in render_markdown(sample_results())

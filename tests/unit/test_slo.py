@@ -194,3 +194,10 @@ def test_the_search_is_deterministic_for_a_deterministic_measure() -> None:
 def test_bad_arguments_are_refused(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         run(**kwargs)
+
+
+def test_a_step_with_any_timeout_fails() -> None:
+    """Issue 10 item 4: one request left without an answer breaks the SLO, whatever the share."""
+    target = SloTarget(p99_ms=50.0, max_error_rate=0.01)
+    assert target.passes(LevelResult(level=1, rps=1, p99_ms=20.0, error_rate=0.001))
+    assert not target.passes(LevelResult(level=1, rps=1, p99_ms=20.0, error_rate=0.001, timeouts=1))

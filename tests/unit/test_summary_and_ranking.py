@@ -131,3 +131,87 @@ def test_relative_arrival_rates_scale_the_closed_peak_of_the_same_parameter(conf
     lonely = opened.model_copy(update={"arrival_rate": None, "stack": "b"})
     with pytest.raises(ValueError, match="no measured closed-model cell"):
         resolve_rate(lonely, [low, high])
+
+
+# ---------------------------------------------------------------- issue 10 items 4, 5, 7
+
+
+def test_summary_marks_a_p99_that_counts_timeouts_as_a_lower_bound(config):
+    """A repetition whose p99 reaches requests without an answer is '≥ timeout'; when it decides the
+    median, the cell's p99 is a lower bound too."""
+    timed_out = Latency(avg_ms=60, p50_ms=1, p90_ms=250, p95_ms=250, p99_ms=250, max_ms=250,
+                        censored=["avg_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"])
+    reps = [rep(i, 1000) for i in (1, 2, 3)]
+    reps[1] = reps[1].model_copy(update={"latency": timed_out})
+    reps[2] = reps[2].model_copy(update={"latency": timed_out})
+    c = cell("a", reps, config)
+    assert c.summary.latency_p99_ms.median == 250
+    assert c.summary.latency_censored == ["latency_p99_ms", "latency_avg_ms"]
+    # one censored repetition above the median does not make the median a bound
+    reps = [rep(i, 1000) for i in (1, 2, 3)]
+    reps[2] = reps[2].model_copy(update={"latency": timed_out})
+    assert cell("b", reps, config).summary.latency_censored == []
+
+
+def test_rps_is_2xx_answers_and_every_request_is_reported_beside_it(config):
+    reps = []
+    for i in (1, 2, 3):
+        r = rep(i, 1000)  # 5,000 requests in 5 s, of which 1,000 answered 500
+        reps.append(r.model_copy(update={"rps": 800.0, "requests_per_second_all": 1000.0,
+                                         "status_codes": {"200": 4000, "500": 1000},
+                                         "errors": Errors(non_2xx=1000)}))
+    c = cell("a", reps, config)
+    assert c.summary.rps.median == 800
+    assert c.summary.requests_per_second_all.median == 1000
+    # CPU per request is per answered (2xx) request: 1 s stack CPU / 4,000 answers per window
+    assert c.summary.stack_cpu_us_per_request == pytest.approx(250)
+
+
+def test_a_cell_near_the_generator_headroom_is_generator_bound_and_not_ranked(config):
+    fast = [rep(i, v) for i, v in enumerate([9_500, 9_510, 9_490], 1)]
+    slow = [rep(i, v) for i, v in enumerate([5_000, 5_010, 4_990], 1)]
+    a = Cell(stack="a", workload="perf-test", parameter_name="rows", parameter=1, engine="oha", vus=50,
+             warmup_seconds=1, duration_seconds=5, repetitions=fast)
+    b = Cell(stack="b", workload="perf-test", parameter_name="rows", parameter=1, engine="oha", vus=50,
+             warmup_seconds=1, duration_seconds=5, repetitions=slow)
+    summarize(a, config, headroom_rps=10_000)  # 9,500 req/s ≥ 90 % of the generator's 10,000
+    summarize(b, config, headroom_rps=10_000)
+    assert GENERATOR_BOUND in a.flags and GENERATOR_BOUND not in b.flags
+    assert _ranks(throughput_ranks([a, b])) == [("a", UNRANKED), ("b", "1")]
+    assert dict(_ranks(efficiency_ranks([a, b])))["a"] == UNRANKED
+
+
+def test_generator_cpu_bound_cells_are_not_ranked(config):
+    bound = cell("bound", [rep(i, 9_000 + i, generator_cpu=4.9) for i in (1, 2, 3)], config)
+    free = cell("free", [rep(i, 5_000 + i) for i in (1, 2, 3)], config)
+    assert GENERATOR_BOUND in bound.flags
+    assert _ranks(throughput_ranks([bound, free])) == [("bound", UNRANKED), ("free", "1")]
+
+
+def _open(stack: str, rps: list[float], p99: list[float], config, spec: str, **kw) -> Cell:
+    reps = [rep(i, v) for i, v in enumerate(rps, 1)]
+    for r, value in zip(reps, p99):
+        r.latency = Latency(avg_ms=1, p50_ms=1, p90_ms=1, p95_ms=1, p99_ms=value, max_ms=value,
+                            censored=kw.get("censored", []))
+    return cell(stack, reps, config, model="open", vus=100, arrival_rate_spec=spec,
+                arrival_rate=2000.0 if not spec.endswith("%") else rps[0])
+
+
+def test_open_model_at_a_shared_rate_ranks_p99_and_at_a_relative_rate_not_at_all(config):
+    """Issue 10 item 6: at the same offered rate 2xx/s is the offered rate, so p99 decides; at a share
+    of each stack's own peak the stacks got different loads, so nothing is ranked."""
+    from pgarena.report.ranking import BY_P99, BY_RPS, NOT_RANKED, rank_basis, table_ranks
+
+    slow = _open("slow", [2000, 2001, 1999], [9.0, 9.1, 9.2], config, "2000")
+    quick = _open("quick", [1999, 2000, 1998], [2.0, 2.1, 2.05], config, "2000")
+    timing_out = _open("timing-out", [2000, 2000, 2001], [250, 250, 250], config, "2000",
+                       censored=["p99_ms", "max_ms"])
+    assert rank_basis([slow, quick]) == BY_P99
+    assert _ranks(table_ranks([slow, quick, timing_out])) == [("quick", "1"), ("slow", "2"), ("timing-out", "3")]
+    big = _open("big", [9000, 9010, 9005], [5, 5, 5], config, "90%")
+    small = _open("small", [1000, 1001, 1002], [5, 5, 5], config, "90%")
+    assert rank_basis([big, small]) == NOT_RANKED
+    assert _ranks(table_ranks([small, big])) == [("big", UNRANKED), ("small", UNRANKED)]
+    assert all(label == UNRANKED for _, label in efficiency_ranks([small, big]))
+    closed = cell("a", [rep(i, 1000) for i in (1, 2, 3)], config)
+    assert rank_basis([closed]) == BY_RPS

@@ -47,8 +47,8 @@ class LoadOutcome:
     """What a generator measured in one window (request latency, not iteration time)."""
 
     requests: int
+    """Completed requests, failed ones included (requests cut off at the window's deadline are not)."""
     duration_seconds: float
-    rps: float
     latency: Latency
     errors: Errors
     status_codes: dict[str, int]
@@ -62,6 +62,16 @@ class LoadOutcome:
     def answered_2xx(self) -> int:
         """Answers with a 2xx status."""
         return sum(count for code, count in self.status_codes.items() if code.startswith("2"))
+
+    @property
+    def rps(self) -> float:
+        """Answered work: 2xx answers per second of the window. Failed requests are not throughput."""
+        return self.answered_2xx / self.duration_seconds if self.duration_seconds else 0.0
+
+    @property
+    def requests_per_second_all(self) -> float:
+        """Every completed request per second, failed ones included (what the generator did)."""
+        return self.requests / self.duration_seconds if self.duration_seconds else 0.0
 
 
 def tool_cache_dir() -> Path:
@@ -123,8 +133,9 @@ class Engine(ABC):
         """argv for one window; output files go to `workdir` named from `stem`."""
 
     @abstractmethod
-    def parse(self, workdir: Path, stem: str) -> LoadOutcome:
-        """Read the window's machine-readable output (raise EngineOutputError if unusable)."""
+    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None) -> LoadOutcome:
+        """Read the window's machine-readable output (raise EngineOutputError if unusable). `timeout_s`
+        is the window's HTTP timeout: requests without an answer count at it in the latency."""
 
     @abstractmethod
     def raw_output(self, workdir: Path, stem: str) -> Path:

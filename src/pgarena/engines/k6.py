@@ -5,8 +5,12 @@ iteration that finds no free VU is not started and counted in k6's `dropped_iter
 `http_req_duration` from the actual send, so with the open model a late start shows up as dropped
 iterations rather than as latency; pgarena reports both.
 
-Latency is `http_req_duration` (request time: sending + waiting + receiving), not iteration time.
-The script classifies each request: by status when there is one (2xx or not), otherwise by k6's error
+Latency is request time (sending + waiting + receiving), not iteration time: the script's
+`pgarena_latency` trend, which is `http_req_duration` except that a request without an answer counts at
+the timeout at least (k6's own `http_req_duration` already holds a timed-out request at about the
+timeout, but a refused connection at ~0 ms). Percentiles are k6's (engines/latency.py has the rule and
+marks lower bounds). Summaries from before that trend fall back to `http_req_duration` and the summary
+rule of engines/latency.py. The script classifies each request: by status when there is one (2xx or not), otherwise by k6's error
 code (1050 timeout, 12xx TCP connect/refused/reset).
 """
 
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from pgarena.checks import CHECK_EVERY
 from pgarena.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary, first_line
+from pgarena.engines.latency import censored_fields, raise_to_timeout
 from pgarena.results import Errors, Latency
 
 K6_VERSION = "1.1.0"
@@ -77,25 +82,34 @@ class K6Engine(Engine):
             argv += ["-e", f"{key}={value}"]
         return [*argv, str(self.script_path(workdir))]
 
-    def parse(self, workdir: Path, stem: str) -> LoadOutcome:
+    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None) -> LoadOutcome:
         path = self.raw_output(workdir, stem)
         try:
             summary = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise EngineOutputError(f"k6 summary {path.name} unreadable: {exc}") from None
-        return parse_k6_summary(summary)
+        return parse_k6_summary(summary, timeout_s=timeout_s)
 
 
 def _count(metrics: dict, name: str) -> int:
     return int(metrics.get(name, {}).get("values", {}).get("count", 0))
 
 
-def parse_k6_summary(summary: dict) -> LoadOutcome:
+def _trend_latency(trend: dict) -> Latency:
+    try:
+        return Latency(avg_ms=trend["avg"], p50_ms=trend["med"], p90_ms=trend["p(90)"], p95_ms=trend["p(95)"],
+                       p99_ms=trend["p(99)"], max_ms=trend["max"])
+    except KeyError as exc:
+        raise EngineOutputError(f"k6 summary lacks latency statistic {exc} (summaryTrendStats changed?)") from None
+
+
+def parse_k6_summary(summary: dict, *, timeout_s: float | None = None) -> LoadOutcome:
     """A LoadOutcome from k6's handleSummary data (k6 v1 layout: metrics.<name>.values).
 
     Requests are the ones k6_script.js classified (2xx, non-2xx, connect, timeout, other); requests cut
-    off when the window closed are left out, as oha does. Latency is `http_req_duration`, which k6
-    computes over every request, failed ones included.
+    off when the window closed are left out, as oha does. Latency is the script's `pgarena_latency`
+    trend over every classified request, a request without an answer at the timeout at least (older
+    summaries: `http_req_duration` under the summary rule of engines/latency.py, with `timeout_s`).
     """
     metrics = summary.get("metrics", {})
     duration_s = summary.get("state", {}).get("testRunDurationMs", 0) / 1000
@@ -113,17 +127,17 @@ def parse_k6_summary(summary: dict) -> LoadOutcome:
             f"k6 received no HTTP response in {duration_s:.1f} s "
             f"(connect errors {errors.connect}, timeouts {errors.timeout}, other {errors.other})"
         )
-    trend = metrics["http_req_duration"].get("values", {})
-    try:
-        latency = Latency(avg_ms=trend["avg"], p50_ms=trend["med"], p90_ms=trend["p(90)"], p95_ms=trend["p(95)"],
-                          p99_ms=trend["p(99)"], max_ms=trend["max"])
-    except KeyError as exc:
-        raise EngineOutputError(f"k6 summary lacks http_req_duration {exc} (summaryTrendStats changed?)") from None
+    responses, failed = answered + errors.non_2xx, errors.unanswered
+    if "pgarena_latency" in metrics:
+        latency = _trend_latency(metrics["pgarena_latency"].get("values", {}))
+        latency.censored = censored_fields(responses, failed)
+    else:  # a summary from before pgarena_latency: http_req_duration, where a refused request is ~0 ms
+        latency = raise_to_timeout(_trend_latency(metrics["http_req_duration"].get("values", {})), responses,
+                                   failed, timeout_s)
     requests = answered + errors.total
     return LoadOutcome(
         requests=requests,
         duration_seconds=duration_s,
-        rps=requests / duration_s,
         latency=latency,
         errors=errors,
         status_codes={"2xx": answered, "non-2xx": errors.non_2xx},

@@ -3,7 +3,7 @@
 // Everything comes from PGARENA_* environment variables set by pgarena's k6 adapter.
 import http from 'k6/http';
 import { SharedArray } from 'k6/data';
-import { Counter } from 'k6/metrics';
+import { Counter, Trend } from 'k6/metrics';
 
 const ok = new Counter('pgarena_2xx');
 const non2xx = new Counter('pgarena_non_2xx');
@@ -12,6 +12,9 @@ const timeouts = new Counter('pgarena_timeouts');
 const otherErrors = new Counter('pgarena_other_errors');
 const checks = new Counter('pgarena_checks');
 const checksFailed = new Counter('pgarena_checks_failed');
+// Latency of every classified request; one without an answer (no status) counts at the timeout at
+// least, as pgarena does for oha (src/pgarena/engines/latency.py).
+const latency = new Trend('pgarena_latency', true);
 
 const method = __ENV.PGARENA_METHOD || 'GET';
 const url = __ENV.PGARENA_URL;
@@ -20,7 +23,8 @@ const body = __ENV.PGARENA_BODY || null;
 const bodies = __ENV.PGARENA_BODIES_FILE
   ? new SharedArray('bodies', () => open(__ENV.PGARENA_BODIES_FILE).split('\n').filter((line) => line))
   : null;
-const timeout = __ENV.PGARENA_TIMEOUT || '10s';
+const timeout = __ENV.PGARENA_TIMEOUT || '10000ms';
+const timeoutMs = timeout.endsWith('ms') ? Number(timeout.slice(0, -2)) : Number(timeout.slice(0, -1)) * 1000;
 const params = {
   timeout: timeout,
   headers: __ENV.PGARENA_CONTENT_TYPE ? { 'Content-Type': __ENV.PGARENA_CONTENT_TYPE } : {},
@@ -58,7 +62,7 @@ const scenario = __ENV.PGARENA_RATE
 
 export const options = {
   discardResponseBodies: true,
-  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(50)', 'p(90)', 'p(95)', 'p(99)'],
+  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(50)', 'p(90)', 'p(95)', 'p(99)', 'count'],
   scenarios: { load: scenario },
 };
 
@@ -73,6 +77,7 @@ export default function () {
   // A response with a status is an answer (k6 also sets error_code 1400-1599 for 4xx/5xx); without a
   // status, k6's error codes tell the kind: 1050 request timeout, 1200-1299 TCP (dial, refused, reset).
   // Windows end with a graceful stop, so requests in flight are awaited and counted here.
+  latency.add(res.status > 0 ? res.timings.duration : Math.max(res.timings.duration, timeoutMs));
   if (res.status >= 200 && res.status < 300) {
     ok.add(1);
   } else if (res.status > 0) {

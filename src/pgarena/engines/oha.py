@@ -9,11 +9,21 @@ oha's JSON reports times in seconds; pgarena stores milliseconds. Requests still
 window closes are aborted by oha ("aborted due to deadline"); they are not failures of the stack and
 are left out of both the request count and the errors. Error kinds are read from the keys of
 `errorDistribution` (oha's own error messages).
+
+Latency: oha's own percentiles cover the answered requests only (a window where a fifth of the requests
+timed out at 250 ms still shows a p99 of 3 ms). pgarena therefore asks oha for every answered request's
+latency (`--db-url <stem>.db`, a SQLite file oha writes after the window, so it costs no load-time CPU),
+adds the requests without an answer at the timeout and computes the percentiles itself
+(engines/latency.py). The SQLite file can be large; it is removed once read (results.json keeps the
+figures, `<stem>.stdout` oha's own summary). Without it (older raw output) the documented summary rule
+of engines/latency.py applies.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from pgarena.engines.base import (
@@ -25,6 +35,7 @@ from pgarena.engines.base import (
     first_line,
     tool_cache_dir,
 )
+from pgarena.engines.latency import from_durations, from_summary
 from pgarena.results import Errors, Latency
 
 OHA_VERSION = "1.16.0"
@@ -54,6 +65,11 @@ class OhaEngine(Engine):
     def raw_output(self, workdir: Path, stem: str) -> Path:
         return workdir / f"{stem}.stdout"
 
+    @staticmethod
+    def requests_file(workdir: Path, stem: str) -> Path:
+        """oha's per-request SQLite file of one window (`--db-url`): every answered request's latency."""
+        return workdir / f"{stem}.db"
+
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:
         argv = [
             str(self.binary), "--no-tui", "--output-format", "json",
@@ -66,6 +82,9 @@ class OhaEngine(Engine):
             # Both engines must send the same request, and verification sends it too (no Accept-Encoding).
             "--disable-compression",
         ]
+        requests_file = self.requests_file(workdir, stem)
+        requests_file.unlink(missing_ok=True)  # oha appends to an existing file
+        argv += ["--db-url", str(requests_file)]
         if spec.rate is not None:
             argv += ["-q", f"{spec.rate:.3f}", "--latency-correction"]
         if spec.bodies_file is not None:
@@ -78,13 +97,29 @@ class OhaEngine(Engine):
             argv += ["-T", spec.content_type]
         return [*argv, spec.url]
 
-    def parse(self, workdir: Path, stem: str) -> LoadOutcome:
+    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None) -> LoadOutcome:
         path = self.raw_output(workdir, stem)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise EngineOutputError(f"oha output {path.name} unreadable: {exc}") from None
-        return parse_oha_json(data)
+        requests_file = self.requests_file(workdir, stem)
+        durations = read_request_durations_ms(requests_file)
+        requests_file.unlink(missing_ok=True)
+        return parse_oha_json(data, timeout_s=timeout_s, durations_ms=durations)
+
+
+def read_request_durations_ms(path: Path) -> list[float] | None:
+    """Every answered request's latency (ms) from oha's `--db-url` file; None when it is missing or
+    unreadable. oha's `duration` column is the one its percentiles use (from the scheduled start with
+    `--latency-correction`)."""
+    if not path.is_file():
+        return None
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            return [row[0] * 1000 for row in conn.execute("SELECT duration FROM oha")]
+    except sqlite3.Error:
+        return None
 
 
 def classify_oha_errors(distribution: dict[str, int]) -> tuple[Errors, int]:
@@ -103,8 +138,21 @@ def classify_oha_errors(distribution: dict[str, int]) -> tuple[Errors, int]:
     return Errors(connect=connect, timeout=timeout, other=other), aborted
 
 
-def parse_oha_json(data: dict) -> LoadOutcome:
-    """A LoadOutcome from oha's `--output-format json` document."""
+def _listed_quantile(percentiles: dict) -> Callable[[float], float]:
+    """The answered requests' quantile q from oha's listed percentiles (p10 … p99.99): the smallest
+    listed one at or above q, so a quantile oha did not list is never understated."""
+    listed = sorted((float(key[1:]) / 100, float(value or 0.0) * 1000) for key, value in percentiles.items())
+
+    def quantile(q: float) -> float:
+        return next((value for p, value in listed if p >= q - 1e-12), listed[-1][1] if listed else 0.0)
+
+    return quantile
+
+
+def parse_oha_json(data: dict, *, timeout_s: float | None = None,
+                   durations_ms: list[float] | None = None) -> LoadOutcome:
+    """A LoadOutcome from oha's `--output-format json` document (and, when given, every answered
+    request's latency from oha's `--db-url` file; requests without an answer count at `timeout_s`)."""
     try:
         summary = data["summary"]
         percentiles = data["latencyPercentiles"]
@@ -119,21 +167,20 @@ def parse_oha_json(data: dict) -> LoadOutcome:
     if responses == 0:
         raise EngineOutputError(f"oha received no response in {duration:.1f} s (errors: {data.get('errorDistribution')})")
 
-    def ms(value: float | None) -> float:
-        return float(value or 0.0) * 1000
-
+    failed = errors.unanswered
+    timeout_ms = timeout_s * 1000 if timeout_s is not None else None
+    latency: Latency
+    if durations_ms is not None and len(durations_ms) == responses and timeout_ms is not None:
+        latency = from_durations(durations_ms, failed, timeout_ms)
+    else:
+        latency = from_summary(answered_quantile=_listed_quantile(percentiles),
+                               avg_ms=float(summary.get("average") or 0.0) * 1000,
+                               max_ms=float(summary.get("slowest") or 0.0) * 1000,
+                               answered=responses, failed=failed, timeout_ms=timeout_ms)
     return LoadOutcome(
         requests=requests,
         duration_seconds=duration,
-        rps=requests / duration if duration else 0.0,
-        latency=Latency(
-            avg_ms=ms(summary.get("average")),
-            p50_ms=ms(percentiles.get("p50")),
-            p90_ms=ms(percentiles.get("p90")),
-            p95_ms=ms(percentiles.get("p95")),
-            p99_ms=ms(percentiles.get("p99")),
-            max_ms=ms(summary.get("slowest")),
-        ),
+        latency=latency,
         errors=errors,
         status_codes=statuses,
     )

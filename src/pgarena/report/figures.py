@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from pgarena.flags import INVALID, NOISY
 from pgarena.report.markdown import WORKLOAD_ORDER
+from pgarena.report.ranking import level_group_label
 from pgarena.results import Cell, RunResults, SloSearchResult
 
 CHART_WIDTH_PX = 960
@@ -126,7 +127,7 @@ class Family:
         """One cell per load level (the first seen), in level order."""
         seen: dict[tuple, Cell] = {}
         for cell in sorted(self.cells, key=level_sort_key):
-            seen.setdefault((cell.model, cell.level_label), cell)
+            seen.setdefault((cell.model, level_group_label(cell)), cell)
         return list(seen.values())
 
 
@@ -175,8 +176,8 @@ def _hover(cell: Cell, rank: str | None = None) -> str:
     assert s is not None
     low, high, what = rps_bounds(cell)
     lines = [f"<b>{cell.stack}</b> · {cell.level_label}",
-             f"{s.rps.median:,.0f} req/s (median; {what} {low:,.0f}–{high:,.0f})",
-             f"p99 {s.latency_p99_ms.median:,.2f} ms"]
+             f"{s.rps.median:,.0f} 2xx/s (median; {what} {low:,.0f}–{high:,.0f})",
+             f"p99 {'≥ ' if 'latency_p99_ms' in s.latency_censored else ''}{s.latency_p99_ms.median:,.2f} ms"]
     if rank is not None:
         lines.append(f"rank {rank}")
     if cell.flags:
@@ -189,10 +190,10 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
     measured = [c for c in family.cells if c.summary is not None]
     if not measured:
         return None
-    levels = [c.level_label for c in family.levels()]
+    levels = [level_group_label(c) for c in family.levels()]
     by_stack: dict[str, dict[str, Cell]] = defaultdict(dict)
     for cell in measured:
-        by_stack[cell.stack].setdefault(cell.level_label, cell)
+        by_stack[cell.stack].setdefault(level_group_label(cell), cell)
     data = []
     for stack in sorted(by_stack, key=list(colors).index):
         cells = [by_stack[stack].get(level) for level in levels]
@@ -225,7 +226,7 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
     return _figure("throughput", family.slug, f"Throughput — {family.title}", data, {
         "barmode": "group", "bargap": round(max(0.18, 1 - 0.12 * len(levels) * len(by_stack)), 2),
         "xaxis": {"type": "category", "title": {"text": "load level"}},
-        "yaxis": {"title": {"text": "requests/s"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "2xx answers/s"}, "rangemode": "tozero"},
     }, notes)
 
 
@@ -266,7 +267,7 @@ def _scaling_figure(family: Family, colors: dict[str, str], model: str) -> dict 
     return _figure(f"scaling-{model}", family.slug, title, data, {
         "grid": {"rows": 1, "columns": 2, "pattern": "independent"},
         "xaxis": x_axis, "xaxis2": x_axis,
-        "yaxis": {"title": {"text": "requests/s (median)"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "2xx answers/s (median)"}, "rangemode": "tozero"},
         "yaxis2": {"title": {"text": "p99 latency (ms, median)"},
                    **log_axis(c.summary.latency_p99_ms.median for c in cells)},  # type: ignore[union-attr]
     }, ["Open marker: noisy; ×: invalid."])
@@ -291,7 +292,7 @@ def _row_label(cell: Cell) -> str:
 
 
 def _horizontal(kind: str, family: Family, title: str, rows: list[Cell], data: list[dict], x_axis: dict,
-                **layout: object) -> dict:
+                notes: Sequence[str] = (), **layout: object) -> dict:
     """One row per stack × level, labelled on the left, first row on top."""
     longest = max(len(_row_label(c)) for c in rows)
     return _figure(kind, family.slug, title, data, {
@@ -300,7 +301,7 @@ def _horizontal(kind: str, family: Family, title: str, rows: list[Cell], data: l
         "yaxis": {"type": "category", "autorange": "reversed", "automargin": True},
         "xaxis": x_axis, "legend": {"traceorder": "normal"},
         **layout,
-    })
+    }, notes)
 
 
 def latency_figure(family: Family) -> dict | None:
@@ -316,9 +317,11 @@ def latency_figure(family: Family) -> dict | None:
              "x": [rounded(m[name], 3) for m in lat],  # type: ignore[index]
              "marker": {"symbol": symbols[name], "color": colors[name], "size": 9},
              "hovertemplate": f"%{{y}}<br>{name} %{{x:.2f}} ms<extra></extra>"} for name in symbols]
+    notes = [f"{_row_label(c)}: p99 and max are lower bounds (requests without an answer counted at the timeout)"
+             for c in rows if c.summary is not None and "latency_p99_ms" in c.summary.latency_censored]
     return _horizontal("latency", family, f"Latency percentiles — {family.title}", rows, data,
                        {"title": {"text": "request latency (ms, median over repetitions; log scale)"},
-                        **log_axis(v for m in lat for v in m.values())})  # type: ignore[union-attr]
+                        **log_axis(v for m in lat for v in m.values())}, notes)  # type: ignore[union-attr]
 
 
 def cost_figure(family: Family, eff_ranks: dict[int, str]) -> dict | None:
@@ -377,7 +380,7 @@ def scatter_figure(family: Family, colors: dict[str, str]) -> dict | None:
         })
     return _figure("scatter", family.slug, f"Throughput against CPU cost — {family.title}", data, {
         "xaxis": {"title": {"text": "CPU µs per request (stack + PostgreSQL)"}, "rangemode": "tozero"},
-        "yaxis": {"title": {"text": "requests/s (median)"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "2xx answers/s (median)"}, "rangemode": "tozero"},
     }, ["One point per load level. Open marker: noisy; ×: invalid."])
 
 
@@ -396,13 +399,13 @@ def slo_figure(index: int, search: SloSearchResult) -> dict | None:
     order = {id(p): i for i, p in enumerate(search.curve, 1)}
     xs = [rounded(p.level) for p in points]
     colors = [PASS_COLOR if p.passed else FAIL_COLOR for p in points]
-    hover = [f"step {order[id(p)]}: level {p.level:,.0f}<br>{p.rps:,.0f} req/s, p99 {p.latency.p99_ms:,.2f} ms<br>"
+    hover = [f"step {order[id(p)]}: level {p.level:,.0f}<br>{p.rps:,.0f} 2xx/s, p99 {p.latency.p99_ms:,.2f} ms<br>"
              f"errors {p.error_rate:.2%}, dropped {p.dropped:,}<br>{'passed' if p.passed else 'failed'}"
              for p in points]
     common = {"type": "scatter", "mode": "lines+markers", "x": xs, "hovertext": hover, "hoverinfo": "text",
               "line": {"color": "#555"}, "marker": {"color": colors, "size": 9}}
     data: list[dict] = [
-        {**common, "name": "achieved requests/s", "y": [rounded(p.rps) for p in points]},
+        {**common, "name": "achieved 2xx/s", "y": [rounded(p.rps) for p in points]},
         {**common, "name": "p99 latency", "xaxis": "x2", "yaxis": "y2",
          "y": [rounded(p.latency.p99_ms, 3) for p in points], "line": {"color": "#888", "dash": "dot"}},
         {"type": "scatter", "mode": "lines", "name": f"SLO p99 {search.slo_p99_ms:g} ms", "xaxis": "x2", "yaxis": "y2",
@@ -431,7 +434,7 @@ def slo_figure(index: int, search: SloSearchResult) -> dict | None:
     return _figure("slo", f"{index}-{search.stack}", slo_title(search), data, {
         "grid": {"rows": 1, "columns": 2, "pattern": "independent"},
         "xaxis": {"title": {"text": x_title}}, "xaxis2": {"title": {"text": x_title}},
-        "yaxis": {"title": {"text": "achieved requests/s"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "achieved 2xx answers/s"}, "rangemode": "tozero"},
         "yaxis2": {"title": {"text": "p99 latency (ms)"},
                    **log_axis([*(p.latency.p99_ms for p in points), search.slo_p99_ms])},
         "shapes": shapes,

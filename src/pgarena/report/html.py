@@ -19,7 +19,8 @@ import jinja2
 from pgarena import flags as F
 from pgarena.report import figures
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
-from pgarena.report.ranking import UNRANKED, comparable_groups, cost, efficiency_ranks, throughput_ranks
+from pgarena.report.ranking import (UNRANKED, comparable_groups, cost, efficiency_ranks, level_group_label, relative_rate,
+                                    table_ranks)
 from pgarena.results import Cell, RunResults, StackInfo
 from pgarena.values import Verdict
 
@@ -33,7 +34,8 @@ FLAG_MEANINGS = {
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
     "columns-wrong": "the stack's answers have ❌ columns (invalid, not ranked)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
-    F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs: it may be the limit",
+    F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
+                       "request rate reached 90 % of its measured headroom: it measured the generator (not ranked)",
     F.DATABASE_BOUND: "PostgreSQL used more than 90 % of the server CPUs while the stack used under 50 %",
     F.TIMEOUTS: "some requests hit the HTTP timeout",
 }
@@ -49,7 +51,7 @@ def _ranks(results: RunResults) -> tuple[dict[int, str], dict[int, str]]:
     tput: dict[int, str] = {}
     eff: dict[int, str] = {}
     for cells in comparable_groups(results.cells).values():
-        tput.update((id(c), label) for c, label in throughput_ranks(cells))
+        tput.update((id(c), label) for c, label in table_ranks(cells))
         eff.update((id(c), label) for c, label in efficiency_ranks(cells))
     return tput, eff
 
@@ -59,6 +61,8 @@ def _why_unranked(cell: Cell) -> str:
     if "failed" in marks:
         return "failed"
     reasons = [f for f in cell.flags if f in F.INVALID] + (["noisy"] if "noisy" in marks else [])
+    if relative_rate(cell):
+        reasons.append("offered a share of its own peak (loads differ)")
     if not reasons and cell.summary is not None and cell.summary.rps_interval is None:
         reasons.append("no interval (fewer than 2 repetitions)")
     return ", ".join(dict.fromkeys(reasons)) or "not ranked"
@@ -69,7 +73,8 @@ def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
     rows = []
     for family in figures.families(results.cells):
         for level_cell in family.levels():
-            cells = [c for c in family.cells if c.model == level_cell.model and c.level_label == level_cell.level_label]
+            group = level_group_label(level_cell)
+            cells = [c for c in family.cells if c.model == level_cell.model and level_group_label(c) == group]
             best, unranked = [], []
             for cell in sorted(cells, key=lambda c: -(c.summary.rps.median if c.summary else -1)):
                 label = ranks.get(id(cell), UNRANKED)
@@ -79,7 +84,7 @@ def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
                     low, high, what = rps_bounds(cell)
                     best.append({"stack": cell.stack, "rank": label, "rps_median": rounded(cell.summary.rps.median),  # type: ignore[union-attr]
                                  "rps_low": rounded(low), "rps_high": rounded(high), "interval": what})
-            rows.append({"family": family.title, "level": level_cell.level_label, "model": level_cell.model,
+            rows.append({"family": family.title, "level": group, "model": level_cell.model,
                          "stacks": len(cells), "best": best, "unranked": unranked})
     return rows
 
@@ -111,6 +116,9 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
                 "stop_reason": s.stop_reason,
                 "latency_avg_ms": rounded(s.latency_avg_ms.median, 3), "latency_p50_ms": rounded(lat.get("p50"), 3),
                 "latency_p99_ms": rounded(s.latency_p99_ms.median, 3), "requests_total": s.requests_total,
+                "latency_censored": list(s.latency_censored),
+                "requests_per_second_all": rounded(s.requests_per_second_all.median)
+                if s.requests_per_second_all else None,
                 "failures_total": s.failures_total, "failure_rate": rounded(s.failure_rate, 4),
                 "offered_total": s.offered_total, "dropped_total": s.dropped_total,
                 "stack_cpu_us": rounded(s.stack_cpu_us_per_request, 1), "db_cpu_us": rounded(s.db_cpu_us_per_request, 1),
@@ -146,6 +154,7 @@ def slo_tables(results: RunResults) -> list[dict]:
             "stop_reason": search.stop_reason, "error": search.error, "window_seconds": search.window_seconds,
             "rows": [{"step": order[id(p)], "level": rounded(p.level), "rps": rounded(p.rps),
                       **{f"{k}_ms": rounded(getattr(p.latency, f"{k}_ms"), 3) for k in ("avg", "p50", "p90", "p95", "p99", "max")},
+                      "censored": list(p.latency.censored), "timeouts": p.timeouts,
                       "error_rate": rounded(p.error_rate, 5), "dropped": p.dropped, "passed": p.passed,
                       "answer": p.level == search.answer_level}
                      for p in sorted(search.curve, key=lambda p: p.level)],
@@ -248,13 +257,16 @@ def headroom(results: RunResults) -> dict:
     h = results.generator_headroom
     if h is None:
         return {"measured": False, "unavailable": results.environment.headroom_unavailable or "not measured in this run"}
-    fastest = max((c for c in results.cells if c.summary is not None), key=lambda c: c.summary.rps.median,  # type: ignore[union-attr]
-                  default=None)
+    def sent(cell: Cell) -> float:  # every request per second: the generator sent them all
+        s = cell.summary
+        return s.requests_per_second_all.median if s.requests_per_second_all else s.rps.median  # type: ignore[union-attr]
+
+    fastest = max((c for c in results.cells if c.summary is not None), key=sent, default=None)
     out = {"measured": True, "rps": rounded(h.rps), "latency_p99_ms": rounded(h.latency_p99_ms, 3), "connections": h.connections,
            "duration_seconds": rounded(h.duration_seconds, 3), "generator_cpu_fraction": rounded(h.generator_cpu_fraction, 3),
            "endpoint": h.endpoint, "fastest_cell": None}
     if fastest is not None and h.rps > 0:
-        rps = fastest.summary.rps.median  # type: ignore[union-attr]
+        rps = sent(fastest)
         out["fastest_cell"] = {"stack": fastest.stack, "family": Family(fastest.workload, fastest.parameter_name,
                                                                           fastest.parameter).title,
                                "level": fastest.level_label, "rps": rounded(rps), "share": rounded(rps / h.rps, 4)}

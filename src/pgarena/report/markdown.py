@@ -7,8 +7,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from pgarena.flags import GENERATOR_BOUND_CPU_FRACTION
-from pgarena.report.ranking import comparable_groups, efficiency_ranks, throughput_ranks
+from pgarena.report.ranking import BY_P99, NOT_RANKED, comparable_groups, efficiency_ranks, rank_basis, table_ranks
 from pgarena.results import Cell, RunResults, StackInfo, WorkloadVerification
+from pgarena.sharedrates import SHARED_SPEC_SUFFIX
 from pgarena.values import Verdict
 from pgarena.workloads import (
     GRAPHQL,
@@ -39,8 +40,10 @@ def _num(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def _ms(value: float) -> str:
-    return f"{value:.2f}ms" if value < 100 else f"{value:,.0f}ms"
+def _ms(value: float, lower_bound: bool = False) -> str:
+    """'1.23ms', '1,234ms'; '≥ 250ms' for a lower bound (it counts requests without an answer at the timeout)."""
+    text = f"{value:.2f}ms" if value < 100 else f"{value:,.0f}ms"
+    return f"≥ {text}" if lower_bound else text
 
 
 def _cost(stack_us: float | None, db_us: float | None) -> str:
@@ -55,8 +58,13 @@ def _mib(value: int | None) -> str:
 
 
 def _cell_title(cell: Cell) -> str:
-    if cell.model == "open":
-        load = f"open model, {cell.level_label} offered, ≤ {cell.vus} in flight"
+    if cell.model == "open" and (cell.arrival_rate_spec or "").endswith("%"):
+        share = cell.arrival_rate_spec.removesuffix("%")  # type: ignore[union-attr]
+        load = f"open model, {share} % of each stack's own peak, ≤ {cell.vus} in flight"
+    elif cell.model == "open":
+        spec = cell.arrival_rate_spec or ""
+        origin = f" ({spec.replace('%', ' %', 1)})" if spec.endswith(SHARED_SPEC_SUFFIX) else ""
+        load = f"open model, {cell.arrival_rate or 0:,.0f} req/s offered to every stack{origin}, ≤ {cell.vus} in flight"
     else:
         load = f"{cell.vus} Virtual User{'s' if cell.vus != 1 else ''}"
     workload, parameter = cell.workload, cell.parameter
@@ -92,15 +100,17 @@ def results_tables(results: RunResults) -> str:
         cells = groups[key]
         is_tx = cells[0].workload == TX
         is_open = cells[0].model == "open"
+        basis = rank_basis(cells)
         efficiency = {id(c): label for c, label in efficiency_ranks(cells)}
         rows = []
-        for cell, rank in throughput_ranks(cells):
+        for cell, rank in table_ranks(cells):
             s = cell.summary
             assert s is not None
             rows.append((
                 rank, cell.stack, f"{_num(s.rps.median, 2)}/s", _interval(cell),
                 *([f"{_num(s.offered_total or 0)}", f"{s.dropped_total:,}"] if is_open else []),
-                _ms(s.latency_avg_ms.median), _ms(s.latency_p99_ms.median), _num(s.requests_total),
+                _ms(s.latency_avg_ms.median, "latency_avg_ms" in s.latency_censored),
+                _ms(s.latency_p99_ms.median, "latency_p99_ms" in s.latency_censored), _num(s.requests_total),
                 f"{s.failures_total:,} ({s.failure_rate:.1%})" if s.failures_total else "0",
                 _cost(s.stack_cpu_us_per_request, s.db_cpu_us_per_request), efficiency.get(id(cell), "–"),
                 _mib(s.stack_rss_peak_bytes),
@@ -112,12 +122,20 @@ def results_tables(results: RunResults) -> str:
             if not cell.summary:
                 rows.append(("–", cell.stack, "failed", *[""] * (width - 3), *([""] if is_tx else []),
                              cell.error or ""))
-        sections.append(f"### {_cell_title(cells[0])}\n\n" + table(
-            ["#", "Stack", "Requests/s (median)", "95 % interval of the mean",
+        note = {BY_P99: "Every stack was offered the same rate, so 2xx/s is about the offered rate: `#` ranks "
+                        "p99 latency (lower first; ties where the 95 % intervals overlap).\n\n",
+                NOT_RANKED: "Each stack was offered a share of its own closed-model peak, so the loads differ: "
+                            "not ranked. Compare stacks at a shared rate instead.\n\n"}.get(basis, "")
+        sections.append(f"### {_cell_title(cells[0])}\n\n{note}" + table(
+            ["#", "Stack", "2xx/s (median)", "95 % interval of the mean",
              *(["Offered", "Dropped"] if is_open else []), "Avg latency", "p99 latency", "Total requests",
              "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak RSS",
              *(["TPC-B invariants"] if is_tx else []), "Flags"],
             rows, "rlrr" + ("rr" if is_open else "") + "rrrrrrr" + ("l" if is_tx else "") + "l"))
+    bases = {rank_basis(cells) for cells in groups.values()}
+    if NOT_RANKED in bases and BY_P99 not in bases:
+        sections.append("_No open-model level was shared by every stack, so no table compares them at equal offered "
+                        "load: give absolute rates (`--rates 1000,90%`) for that._")
     return "\n\n".join(sections) if sections else "_No load cells in this run._"
 
 
@@ -167,7 +185,8 @@ def slo_section(results: RunResults) -> str:
             f"{_num(found.bracket_low)} – {high}", f"{len(found.curve)} ({found.stop_reason})",
             found.error or ""))
     parts = [
-        f"SLO: p99 ≤ {first.slo_p99_ms:g} ms and failed + dropped requests ≤ {first.slo_max_error_rate:.0%}, "
+        f"SLO: p99 ≤ {first.slo_p99_ms:g} ms, failed + dropped requests ≤ {first.slo_max_error_rate:.0%} and no "
+        "request timed out, "
         f"open model ({first.window_seconds:g} s per step). The answer is the highest offered rate that met it; the "
         "limit lies between it and the lowest rate that failed (the bracket). Each step is one window, so "
         "noise near the knee can move the answer by about the bracket's width.",
@@ -175,13 +194,15 @@ def slo_section(results: RunResults) -> str:
               summary_rows, "llrrrll"),
     ]
     for found in searches:
-        rows = [(_num(p.level), f"{_num(p.rps / 1000, 1)}", _ms(p.latency.avg_ms), _ms(p.latency.p90_ms),
-                 _ms(p.latency.p95_ms), _ms(p.latency.p99_ms), _ms(p.latency.max_ms), f"{p.error_rate:.1%}",
+        rows = [(_num(p.level), f"{_num(p.rps / 1000, 1)}",
+                 *(_ms(getattr(p.latency, name), name in p.latency.censored)
+                   for name in ("avg_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms")),
+                 f"{p.error_rate:.1%}" + (f" ({p.timeouts:,} timed out)" if p.timeouts else ""),
                  "✅" if p.passed else "❌")
                 for p in sorted(found.curve, key=lambda p: p.level)]
         title = f"{found.stack} · {found.workload}" + ("" if found.parameter is None else f" {found.parameter_name}={found.parameter}")
         parts.append(f"#### {title}\n\n" + table(
-            ["Offered req/s", "RPS[K]", "avg", "p90", "p95", "p99", "max", "failed + dropped", "SLO"], rows,
+            ["Offered req/s", "2xx/s [K]", "avg", "p90", "p95", "p99", "max", "failed + dropped", "SLO"], rows,
             "rrrrrrrrl"))
     return "\n\n".join(parts)
 
@@ -424,15 +445,20 @@ def render_markdown(results: RunResults) -> str:
     parts = [
         f"# pgarena {results.kind} {results.run_id}{status}",
         f"Started {results.started_at:%Y-%m-%d %H:%M:%S} UTC. Each table: one workload parameter at one load "
-        "level, stacks sorted by median requests/s over the repetitions. `#` ranks throughput only where the 95 % "
-        "confidence intervals of the mean RPS do not overlap (`2–3`: the intervals cannot order these); cells "
-        "flagged `noisy` or invalid get `–` and are never ranked. `Efficiency #` ranks CPU µs per request (stack + "
+        "level, stacks sorted by median 2xx answers per second over the repetitions (answered work: failed "
+        "requests are not throughput; they are in `Failures`). `#` ranks throughput only where the 95 % "
+        "confidence intervals of the mean 2xx/s do not overlap (`2–3`: the intervals cannot order these); cells "
+        "flagged `noisy` or invalid get `–` and are never ranked. Open-model tables at a rate shared by every "
+        "stack rank p99 latency instead; those at a share of each stack's own peak are not ranked. `Efficiency #` ranks CPU µs per request (stack + "
         "PostgreSQL, lower is better) the same way — a steadier figure than RPS on a noisy machine. Latency is "
         "request latency measured by the load generator; in the open model it counts from each request's "
         "scheduled start (oha) and requests the generator could not start or finish on schedule are `Dropped`. "
+        "A request without an answer (timeout, connection error) counts at the HTTP timeout; a latency it "
+        "reaches is a lower bound, printed `≥`. "
         "Flags: `failures>1%` / `dropped>1%` / `checks-failed>1%` / `invariants-broken` / `columns-wrong` / "
-        "`queries-wrong` invalid cell; `noisy` interval wider than the target; `generator-bound` the generator "
-        "used >90 % of its CPUs; `database-bound` PostgreSQL used >90 % of the server CPUs while the stack used "
+        "`queries-wrong` / `generator-bound` invalid cell (`generator-bound`: the generator used >90 % of its "
+        "CPUs over the measured window, or the cell's request rate reached 90 % of the generator's measured "
+        "headroom — it measured the generator, not the stack); `noisy` interval wider than the target; `database-bound` PostgreSQL used >90 % of the server CPUs while the stack used "
         "<50 %; `timeouts` some requests hit the HTTP timeout. Method: README, \"Methodology\".",
     ]
     if results.error:

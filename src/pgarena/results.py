@@ -375,6 +375,21 @@ class Headroom(_Model):
     endpoint: str = Field(description="what answered (a minimal HTTP server pinned to the server CPUs)")
 
 
+class DbCeiling(_Model):
+    """The database alone running one workload's statements (ceiling.py): the most any stack could get."""
+
+    workload: str
+    parameter_name: str | None
+    parameter: int | None
+    connections: int = Field(description="pgbench clients: the stacks' pool size")
+    transactions: int = Field(description="transactions in the whole seconds measured")
+    seconds: int
+    tps: float = Field(description="transactions per second (one transaction = one request's statements)")
+    protocol: str = Field(description="pgbench -M mode: prepared = parsed once, generic plan")
+    statements: str = Field(description="what pgbench ran")
+    cpus: list[int] = Field(default_factory=list, description="CPUs pgbench was pinned to (the server CPU set)")
+
+
 class PhaseRecord(_Model):
     """One phase of an interleaved schedule: its cells measured in rounds until settled (scheduler.py)."""
 
@@ -419,6 +434,12 @@ class RunResults(_Model):
     slo_searches: list[SloSearchResult] = Field(default_factory=list)
     generator_headroom: Headroom | None = None
     schedule: ScheduleRecord | None = None
+    ceilings: list[DbCeiling] = Field(default_factory=list, description="the database's own ceiling per workload")
+    ceiling_unavailable: str | None = Field(None, description="why the ceiling was not measured")
+
+    def ceiling(self, workload: str, parameter: int | None) -> DbCeiling | None:
+        """The ceiling measured for a workload × parameter, if any."""
+        return next((c for c in self.ceilings if c.workload == workload and c.parameter == parameter), None)
 
     def stack(self, stack_id: str) -> StackInfo:
         return next(s for s in self.stacks if s.id == stack_id)

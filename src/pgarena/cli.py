@@ -204,6 +204,8 @@ def run(
     slo_steps: Annotated[Optional[int], typer.Option(help="measured windows an SLO search may use")] = None,
     headroom: Annotated[Optional[bool], typer.Option(
         "--headroom/--no-headroom", help="measure the generator's ceiling against a trivial endpoint")] = None,
+    ceiling_seconds: Annotated[Optional[int], typer.Option(
+        help="seconds of pgbench per workload for the database's own ceiling (0: not measured)")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
     warmup: Annotated[Optional[float], typer.Option(help="warm-up seconds per cell")] = None,
     vus: Annotated[Optional[str], typer.Option(help="load levels (connections/VUs), e.g. 1,50,100")] = None,
@@ -260,7 +262,7 @@ def run(
         arrival_rates=_names(rates), shared_rates=_names(shared_rates), shared_rate_peaks=peaks,
         shared_rates_from=str(shared_rates_from) if shared_rates_from else None,
         open_connections=open_connections, slo_p99_ms=slo_p99,
-        slo_budget_steps=slo_steps, headroom=headroom, duration_s=duration, warmup_s=warmup,
+        slo_budget_steps=slo_steps, headroom=headroom, ceiling_s=ceiling_seconds, duration_s=duration, warmup_s=warmup,
         vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),

@@ -19,6 +19,8 @@ from pgarena.stats import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDT
 
 DEFAULT_ENGINE = "oha"
 DEFAULT_SCHEDULE = "interleaved"
+DEFAULT_CEILING_SECONDS = 5
+"""pgbench seconds per workload × parameter for the database ceiling (ceiling.py)."""
 DEFAULT_MAX_REWARM_S = 2.0
 """Interleaved runs re-warm a stack before each measured window for the warm-up, but at most this long."""
 DEFAULT_POOL_SIZE = 10
@@ -166,6 +168,8 @@ class RunConfig(BaseModel):
     slo_max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, lt=1)
     slo_budget_steps: int = Field(8, ge=1, description="measured windows the search may use per stack × workload")
     headroom: bool = Field(True, description="measure the generator's own ceiling against a trivial endpoint")
+    ceiling_s: int = Field(DEFAULT_CEILING_SECONDS, ge=0, description=(
+        "seconds of pgbench per workload × parameter for the database's own ceiling (0 = not measured)"))
     cold_start_requests: int = Field(20, ge=1, description="first requests timed right after a stack is healthy")
     pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1)
     workers: int = Field(ge=1, description="worker processes/threads for every stack")

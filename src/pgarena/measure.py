@@ -16,7 +16,8 @@ from pgarena.checks import AnswerSampler
 from pgarena.config import RunConfig
 from pgarena.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.engines.base import EngineOutputError
-from pgarena.flags import CHECKS_FAILED, DROPPED, FAILURES, NOISY, saturation_flags
+from pgarena.flags import (CHECKS_FAILED, DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS,
+                           saturation_flags)
 from pgarena.postgres import Database
 from pgarena.process import NotReady, ServerProcess, cpu_between, run_measured
 from pgarena.resources import CpuMeters, TreeSampler
@@ -24,6 +25,8 @@ from pgarena.results import Cell, CellSummary, Interval, Repetition, SloPoint, S
 from pgarena.slo import LevelResult, SloTarget, search_max_sustainable
 from pgarena.stats import confidence_interval, interval_too_wide, relative_half_width, should_stop, spread
 
+SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS)
+"""The flags `summarize` derives from the repetitions."""
 MAX_FAILURE_RATE = 0.01
 """A cell with more failed requests (or, open model, dropped ones) than this is flagged invalid (BRIEF.md)."""
 INTERVAL_METHOD = "Student t-interval on the mean of the per-repetition values"
@@ -148,7 +151,9 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
     checks_total = sum(r.checks_total for r in reps)
     if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
         flags.append(CHECKS_FAILED)
-    cell.flags = sorted(set(cell.flags) | set(flags))
+    # NOTE: these flags are re-derived from all repetitions on every call (an interleaved cell is summarized
+    # after each window), so one that no longer holds is dropped; flags set elsewhere are kept.
+    cell.flags = sorted((set(cell.flags) - set(SUMMARY_FLAGS)) | set(flags))
 
 
 def _workload_stem(workload: str, parameter: int | None) -> str:

@@ -10,6 +10,7 @@ import datetime as dt
 import os
 import random
 import socket
+import subprocess
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Literal
 
 from pgarena import cgroups, loc
 from pgarena import workloads as wl
+from pgarena.ceiling import CEILING_PROTOCOL, measure_ceiling
 from pgarena.coldstart import cold_start_workload, measure_cold_start
 from pgarena.headroom import HeadroomUnavailable, measure_headroom
 from pgarena.progress import RunProgress
@@ -34,6 +36,7 @@ from pgarena.results import (
     Cell,
     ResultsError,
     DatabaseInfo,
+    DbCeiling,
     RunResults,
     ScheduleRecord,
     StackInfo,
@@ -484,6 +487,38 @@ def _cpu_accounting(ctx: _Context, scope: ExitStack) -> None:
     ctx.log(f"CPU accounting: {backend.description}")
 
 
+def _database_ceiling(ctx: _Context) -> None:
+    """pgbench running each workload's statements on the idle database, before any stack starts (ceiling.py);
+    kept across a resume."""
+    config, results = ctx.config, ctx.results
+    if config.ceiling_s <= 0:
+        results.ceiling_unavailable = "not measured (--ceiling-seconds 0)"
+        return
+    for workload in config.workloads:
+        for parameter in workload_parameters(config, workload):
+            if results.ceiling(workload, parameter) is not None:
+                continue
+            try:
+                found = measure_ceiling(ctx.db, workload, parameter, connections=config.pool_size,
+                                        seconds=config.ceiling_s, cpus=config.server_cpus,
+                                        log_dir=ctx.run_dir / "logs" / "ceiling")
+            except (PostgresError, OSError, subprocess.SubprocessError) as exc:
+                results.ceiling_unavailable = f"pgbench could not measure it: {exc}"
+                ctx.log(f"database ceiling not measured: {exc}")
+                return
+            if found is None:
+                continue
+            results.ceilings.append(DbCeiling(
+                workload=workload, parameter_name=wl.PARAMETER_NAMES[workload], parameter=parameter,
+                connections=found.connections, transactions=found.transactions, seconds=found.seconds,
+                tps=round(found.tps, 1), protocol=CEILING_PROTOCOL, statements=found.description,
+                cpus=list(config.server_cpus)))
+            label = workload if parameter is None else f"{workload} {wl.PARAMETER_NAMES[workload]}={parameter}"
+            ctx.log(f"database ceiling, {label}: {found.tps:,.0f} tps ({found.description}; "
+                    f"{found.connections} connections, pgbench -M {CEILING_PROTOCOL})")
+    save(results, ctx.run_dir)
+
+
 def _generator_headroom(ctx: _Context) -> None:
     """The generator's ceiling against a trivial endpoint, recorded before any stack runs."""
     try:
@@ -609,6 +644,7 @@ def execute(
                 _cpu_accounting(ctx, scope)
                 if config.headroom and results.generator_headroom is None:
                     _generator_headroom(ctx)
+                _database_ceiling(ctx)
             for stack in stacks:
                 if not stack.available:
                     log(f"[{stack.id}] {stack.unavailable_reason}")

@@ -28,7 +28,7 @@ def _engine_or_skip(name: str) -> None:
 
 
 def _run(tmp_path, engine: str, **overrides):
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": engine, "engine": engine,
         "stacks": ["fixture-good"], "workloads": ["static"], "vus": [8], "arrival_rates": ["20000"],
         "open_connections": 50, "repetitions": 2, "warmup_s": 1, "duration_s": 2, **overrides})

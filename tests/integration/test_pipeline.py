@@ -39,7 +39,7 @@ class FakeOha(OhaEngine):
 
 def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeypatch, fixture_env):
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 1,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": "r1",
         "stacks": ["fixture-good", "fixture-exits", "fixture-typo", "fixture-faulty"],
         "workloads": ["perf-test", "static"], "perf_test_rows": [1], "vus": [1, 4], "repetitions": 2,
@@ -68,6 +68,9 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
         assert cell.summary.requests_total == 2 * expected_requests
         assert cell.summary.latency_p99_ms.median == pytest.approx(expected["latencyPercentiles"]["p99"] * 1000)
         assert (run_dir / cell.repetitions[0].raw_output).exists()
+    ceiling = results.ceiling("perf-test", 1)
+    assert ceiling is not None and ceiling.tps > 0 and ceiling.connections == config.pool_size
+    assert results.ceiling("static", None) is None and results.ceiling_unavailable is None
     faulty = {(c.workload, c.vus): c for c in results.cells if c.stack == "fixture-faulty"}
     assert "columns-wrong" in faulty[("perf-test", 1)].flags
     assert faulty[("static", 1)].status == "failed" and "verification failed" in faulty[("static", 1)].error
@@ -87,7 +90,7 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
         get_engine(engine).binary  # noqa: B018
     except EngineUnavailable as exc:
         pytest.skip(f"{engine} not installed: {exc}")
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": engine, "stacks": ["fixture-degrading"],
         "workloads": ["users"], "users_limits": [5], "vus": [4], "repetitions": 1, "warmup_s": 1.0,
         "duration_s": 1.5, "engine": engine})
@@ -102,7 +105,7 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
 
 
 def test_tx_cell_checks_the_invariants_and_fails_on_lost_writes(tmp_path, fixture_env):
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "tx", "stacks": ["fixture-good"],
         "workloads": ["tx"], "vus": [4], "repetitions": 2, "warmup_s": 1, "duration_s": 1, "engine": "k6"})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
@@ -114,7 +117,7 @@ def test_tx_cell_checks_the_invariants_and_fails_on_lost_writes(tmp_path, fixtur
 
 def test_report_command_rerenders_from_stored_json_only(tmp_path, monkeypatch, fixture_env):
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "r2", "stacks": ["fixture-good"],
         "workloads": ["static"], "vus": [2], "repetitions": 1, "warmup_s": 0.1, "duration_s": 0.1})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
@@ -130,7 +133,7 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     stop; `run --resume` then redoes only the missing cells and ends with the uninterrupted run's set."""
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
             "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "1", "--repetitions", "1",
-            "--engine", "k6", "--no-headroom", "--results-dir", str(tmp_path), "--run-id", "int",
+            "--engine", "k6", "--no-headroom", "--ceiling-seconds", "0", "--results-dir", str(tmp_path), "--run-id", "int",
             "--schedule", "sequential"]
     # As from a terminal: a test run started in the background by a non-interactive shell inherits SIGINT
     # ignored (POSIX), and Python keeps an ignored SIGINT ignored, so restore the default for the child.
@@ -186,7 +189,7 @@ def test_a_jit_stack_gets_its_longer_warmup_before_the_first_cell_of_each_worklo
         f'[run]\ncommand = \'exec "$FIXTURE_PYTHON" {FIXTURE_STACKS / "fixture-good" / "server.py"}\'\n'
         'min_warmup_s = 0.4\n')
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": stacks_dir, "results_dir": tmp_path / "results", "run_id": "jit", "workloads": ["static", "users"],
         "users_limits": [5], "vus": [1, 2], "repetitions": 1, "warmup_s": 0.1, "duration_s": 0.1,
         "schedule": "sequential"})
@@ -200,10 +203,11 @@ def test_a_stack_returning_numeric_as_a_float_is_flagged_and_unranked(tmp_path, 
     from pgarena.report.ranking import UNRANKED, comparable_groups, throughput_ranks
 
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "numeric",
         "stacks": ["fixture-good", "fixture-numeric-float"], "workloads": ["perf-test"], "perf_test_rows": [10],
         "vus": [2], "repetitions": 2, "warmup_s": 0.1, "duration_s": 0.1,
+        "headroom": False,  # the fake generator's "headroom" equals every cell's rate: all would be generator-bound
     })
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)

@@ -44,7 +44,7 @@ def _stacks(folder, epoch_file):
 
 def _run(tmp_path, schedule: str, run_id: str):
     stacks_dir = _stacks(tmp_path / f"stacks-{run_id}", tmp_path / f"epoch-{run_id}")
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": stacks_dir, "results_dir": tmp_path / "results", "run_id": run_id, "stacks": ["slow", "fast"],
         "workloads": ["static"], "vus": [4], "repetitions": 3, "max_repetitions": 6 if schedule == "interleaved" else 3,
         "warmup_s": 0.3, "duration_s": 0.5, "cell_budget_s": 10, "headroom": False, "engine": "oha",

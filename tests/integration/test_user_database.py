@@ -71,7 +71,7 @@ def test_run_against_a_users_database_leaves_its_objects_untouched_and_stores_no
     argv = [sys.executable, "-m", "pgarena", "run", "--database-url", url, "--stacks-dir", str(FIXTURE_STACKS),
             "--stacks", "fixture-good", "--workloads", "perf-test,users,tx,static", "--rows", "1", "--limits", "5",
             "--vus", "2", "--duration", "1", "--warmup", "1", "--repetitions", "1", "--engine", "k6",
-            "--no-headroom", "--results-dir", str(tmp_path), "--run-id", "ext"]
+            "--no-headroom", "--ceiling-seconds", "1", "--results-dir", str(tmp_path), "--run-id", "ext"]
     done = subprocess.run(argv, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert _fingerprint(url) == before  # the user's table, function and pgbench table are as they were
@@ -204,7 +204,7 @@ password = "benchmarkdbpass"
 name = "hello_world"
 """)
     port = free_port()
-    config = build_config(project_dir=tmp_path, overrides={
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": tmp_path / "stacks", "results_dir": tmp_path / "results", "run_id": "v",
         "workloads": ["users"], "users_limits": [5], "db_port": port})
     run_dir = runner.execute(config, kind="verify", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)

@@ -214,6 +214,13 @@ def postmaster_of(data_dir: Path) -> psutil.Process | None:
     return proc
 
 
+def _is_throwaway_cluster(data_dir: Path) -> bool:
+    """A managed cluster's folder (`<run>/postgres/data` or a private `pgarena-pg-*/data`), nothing else."""
+    home = data_dir.parent
+    return (data_dir.name == "data" and (home.name == "postgres" or home.name.startswith("pgarena-pg-"))
+            and (data_dir / "PG_VERSION").is_file())
+
+
 def _stop(procs: list[psutil.Process], first: signal.Signals, grace_s: float) -> None:
     for proc in procs:
         try:
@@ -293,6 +300,8 @@ def reap(state: dict, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
             lines.append(f"stopped PostgreSQL (pid {postmaster.pid}) left running on {data_dir}")
         if cluster.get("socket_dir"):
             shutil.rmtree(cluster["socket_dir"], ignore_errors=True)
+        if postmaster_of(data_dir) is None and _is_throwaway_cluster(data_dir):
+            shutil.rmtree(data_dir.parent, ignore_errors=True)  # as the run's own stop would have done
     members = _members(state)
     if members:
         described = []

@@ -30,7 +30,9 @@ def write_text_atomic(path: Path, text: str, *, encoding: str = "utf-8") -> Path
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not exc.filename:  # a failed write() names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     return path

@@ -42,6 +42,7 @@ SOURCE_DIR = Path(__file__).resolve().parents[2]
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
+    message = " ".join(line.strip() for line in message.splitlines() if line.strip())  # one line, always
     err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 

@@ -14,13 +14,12 @@ Schema history:
 from __future__ import annotations
 
 import datetime as dt
-import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pgarena.atomic import write_text_atomic
 from pgarena.values import Verdict
 
 SCHEMA_VERSION = 2
@@ -382,18 +381,7 @@ class RunResults(_Model):
 def save(results: RunResults, run_dir: Path) -> Path:
     """Write results.json atomically (temporary file in the same folder, then rename)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / RESULTS_FILE
-    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=run_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(results.model_dump_json(indent=2))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_text_atomic(run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
 
 
 class ResultsError(Exception):

@@ -551,7 +551,12 @@ def execute(
         except OSError as exc:
             if results.status != "failed":  # the run went well until its results could not be written
                 results.status, results.error = "failed", describe_os_error(exc)
-                raise RunError(f"cannot write the results: {describe_os_error(exc)}") from None
+                try:
+                    save(results, run_dir)  # the reason, where results.json can still be written
+                except OSError:
+                    pass
+                raise RunError(f"cannot write the results: {describe_os_error(exc)} (run folder: {run_dir})"
+                               ) from None
         finally:
             registry.close()
     return run_dir

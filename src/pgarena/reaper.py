@@ -214,11 +214,15 @@ def postmaster_of(data_dir: Path) -> psutil.Process | None:
     return proc
 
 
-def _is_throwaway_cluster(data_dir: Path) -> bool:
-    """A managed cluster's folder (`<run>/postgres/data` or a private `pgarena-pg-*/data`), nothing else."""
+def _is_private_cluster(data_dir: Path) -> bool:
+    """A managed cluster in a private temporary folder (`pgarena-pg-*/data`, used when the postgres user
+    cannot enter the run folder), nothing else.
+
+    NOTE: `<run>/postgres` is left to the resumed run (postgres.ManagedCluster replaces it once no server
+    uses it): the watchdog removing it could race with a resume that is already creating its new cluster.
+    """
     home = data_dir.parent
-    return (data_dir.name == "data" and (home.name == "postgres" or home.name.startswith("pgarena-pg-"))
-            and (data_dir / "PG_VERSION").is_file())
+    return data_dir.name == "data" and home.name.startswith("pgarena-pg-") and (data_dir / "PG_VERSION").is_file()
 
 
 def _stop(procs: list[psutil.Process], first: signal.Signals, grace_s: float) -> None:
@@ -300,7 +304,7 @@ def reap(state: dict, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
             lines.append(f"stopped PostgreSQL (pid {postmaster.pid}) left running on {data_dir}")
         if cluster.get("socket_dir"):
             shutil.rmtree(cluster["socket_dir"], ignore_errors=True)
-        if postmaster_of(data_dir) is None and _is_throwaway_cluster(data_dir):
+        if postmaster_of(data_dir) is None and _is_private_cluster(data_dir):
             shutil.rmtree(data_dir.parent, ignore_errors=True)  # as the run's own stop would have done
     members = _members(state)
     if members:

@@ -65,6 +65,8 @@ def describe_os_error(exc: OSError) -> str:
 
 def _create_run_dir(config: RunConfig) -> Path:
     """A new, empty run folder: the given --run-id, or a timestamp (suffixed if another run took it)."""
+    if config.results_dir.exists() and not config.results_dir.is_dir():
+        raise RunError(f"--results-dir {config.results_dir} is a file, not a folder")
     try:
         return _make_run_dir(config)
     except OSError as exc:
@@ -420,6 +422,8 @@ FINISHED_STACK_STATES = ("unavailable", "config_error", "build_failed", "start_f
 
 def load_for_resume(run_dir: Path, *, database_url: str | None = None) -> tuple[RunConfig, RunResults]:
     """The config and results of an unfinished run, to continue it (RunError if it cannot be)."""
+    if not run_dir.exists():
+        raise RunError(f"--resume {run_dir}: no such run folder")
     try:
         previous = load_results(run_dir)
     except ResultsError as exc:

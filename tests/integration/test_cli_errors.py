@@ -107,6 +107,16 @@ def test_errors_name_the_real_options(tmp_path, args, needles):
         assert field not in line
 
 
+def test_bad_paths(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    assert_one_line_error(pgarena("verify", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
+                                  "--results-dir", str(tmp_path / "a-file")), "--results-dir", "is a file")
+    assert_one_line_error(pgarena("verify", "--stacks-dir", str(tmp_path / "nowhere"), "--results-dir",
+                                  str(tmp_path)), "no stacks selected", "--stacks-dir")
+    assert_one_line_error(pgarena("run", "--resume", str(tmp_path / "nowhere")), "--resume", "no such run folder")
+    assert_one_line_error(pgarena("run", "--resume", str(tmp_path)), "no results.json in this folder")
+
+
 def test_a_read_only_results_folder(tmp_path):
     with tmpfs(tmp_path / "ro", "ro,size=64k") as folder:
         done = pgarena("verify", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",

@@ -167,9 +167,9 @@ def run_logged(
     started = time.monotonic()
     with open(log_path, "ab") as log:
         proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus)
-        if tracker is not None:
-            tracker.track(proc.pid, "build")
         try:
+            if tracker is not None:
+                tracker.track(proc.pid, "build")
             returncode = proc.wait(timeout=timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
@@ -237,7 +237,12 @@ class ServerProcess:
             self._proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus, preexec=preexec,
                                       death_signal=_death_signal_for_server())
         if tracker is not None:
-            tracker.track(self._proc.pid, role)
+            try:
+                tracker.track(self._proc.pid, role)
+            except BaseException:  # e.g. a full disk: not recorded, so not left running either
+                kill_tree(self._proc.pid, grace_s=2.0)
+                self._proc.wait()
+                raise
 
     @property
     def pid(self) -> int:

@@ -153,6 +153,14 @@ class PidRegistry:
     def _save(self) -> None:
         _write_json(self.path, self._state)
 
+    def _save_forgetting(self) -> None:
+        """Save after forgetting a stopped process: a stale entry is harmless (its start time no longer
+        matches anything), so a full disk here is not an error."""
+        try:
+            self._save()
+        except OSError:
+            pass
+
     def track(self, pid: int, role: str) -> None:
         """Record a process-group leader pgarena started (a stack, a build)."""
         self._state["processes"].append(_record(pid, role))
@@ -161,7 +169,7 @@ class PidRegistry:
     def untrack(self, pid: int) -> None:
         """Forget a process group once pgarena has stopped it."""
         self._state["processes"] = [p for p in self._state["processes"] if p["pid"] != pid]
-        self._save()
+        self._save_forgetting()
 
     def track_postgres(self, data_dir: Path, socket_dir: str | None) -> None:
         """Record a managed cluster's data directory before its server starts."""
@@ -171,7 +179,7 @@ class PidRegistry:
     def untrack_postgres(self, data_dir: Path) -> None:
         """Forget a managed cluster once its server has stopped."""
         self._state["postgres"] = [p for p in self._state["postgres"] if p["data_dir"] != str(data_dir)]
-        self._save()
+        self._save_forgetting()
 
     def close(self) -> None:
         """Restore the environment, mark the registry finished and let the watchdog reap and exit."""
@@ -180,10 +188,7 @@ class PidRegistry:
         else:
             os.environ[TOKEN_VARIABLE] = self._saved_token
         self._state["finished"] = True
-        try:
-            self._save()
-        except OSError:  # a full disk: the watchdog still reaps from the last registry it can read
-            pass
+        self._save_forgetting()  # a full disk: the watchdog still reaps from the last registry it read
         if self._watchdog is not None:
             self._watchdog.stdin.close()  # type: ignore[union-attr]
             try:

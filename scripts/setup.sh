@@ -6,6 +6,10 @@
 #   - oha (pinned) built once with `cargo install --locked` into ~/.cache/pgarena/tools.
 # The stacks' own dependencies (Go modules, npm packages, pip packages) are installed by each stack's
 # build command when pgarena builds it.
+#
+# Under CI=true a tool the tests need that cannot be installed or built (oha without cargo, Chromium
+# without root) makes this script fail with a message saying which and how to get it, instead of letting
+# the tests that need it skip; elsewhere it is a warning (tests/conftest.py does the same for skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +18,13 @@ TOOLS="${XDG_CACHE_HOME:-$HOME/.cache}/pgarena/tools"
 APT_UPDATED=
 
 say() { printf '[setup] %s\n' "$*"; }
+
+under_ci() { case "${CI:-}" in [Tt][Rr][Uu][Ee]|1|[Yy][Ee][Ss]) return 0 ;; *) return 1 ;; esac; }
+cannot_provide=()
+# A tool the tests need is missing: under CI, remember it (the script fails at the end); else warn.
+missing_for_tests() {
+  if under_ci; then cannot_provide+=("$1"); say "ERROR: $1"; else say "warning: $1"; fi
+}
 
 apt_install() {
   if [ "$(id -u)" != 0 ]; then
@@ -46,7 +57,7 @@ if [ ${#browser_missing[@]} -gt 0 ]; then
     say "installing ${browser_missing[*]} (apt) for the HTML report's browser test"
     apt_install "${browser_missing[@]}"
   else
-    say "missing: ${browser_missing[*]} — the browser test will skip (as root: apt-get install ${browser_missing[*]})"
+    missing_for_tests "missing: ${browser_missing[*]} — the browser tests need them (as root: apt-get install ${browser_missing[*]})"
   fi
 fi
 
@@ -68,10 +79,15 @@ fi
 # oha, pinned, built from crates.io (newer releases need a newer rustc than this machine's).
 if [ ! -x "$TOOLS/oha-$OHA_VERSION/bin/oha" ]; then
   if ! command -v cargo >/dev/null; then
-    say "cargo not found: oha cannot be built; runs can still use --engine k6"
+    missing_for_tests "cargo not found: oha $OHA_VERSION cannot be built (the oha tests need it; runs can still use --engine k6). Install Rust's cargo (apt-get install cargo, or rustup) and run this again"
   else
     say "building oha $OHA_VERSION with cargo install --locked (about 6 minutes cold, once per machine)"
-    cargo install oha --version "$OHA_VERSION" --locked --root "$TOOLS/oha-$OHA_VERSION" -q
+    cargo install oha --version "$OHA_VERSION" --locked --root "$TOOLS/oha-$OHA_VERSION" -q || {
+      say "ERROR: cargo install oha $OHA_VERSION failed (output above): the oha tests and runs need it"; exit 1; }
   fi
+fi
+if [ ${#cannot_provide[@]} -gt 0 ]; then
+  say "CI=true: ${#cannot_provide[@]} tool(s) the tests need could not be provided (see ERROR above); failing"
+  exit 1
 fi
 say "ready: $(.venv/bin/pgarena engines 2>/dev/null | tr '\n' ';')"

@@ -6,6 +6,7 @@ User errors become one line on stderr and exit code 2; Ctrl-C exits 130 with the
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import signal
 import sys
@@ -24,7 +25,7 @@ from pgarena.postgres import PostgresError
 from pgarena.report import write_reports
 from pgarena.results import ResultsError, json_schema, load
 from pgarena.progress import RunProgress
-from pgarena.runner import RunError, execute, load_for_resume, new_run_id
+from pgarena.runner import RunError, describe_os_error, execute, load_for_resume, new_run_id
 from pgarena.sharedrates import slowest_peaks
 from pgarena.stackdef import load_stacks
 from pgarena.verify import failed_stacks
@@ -43,6 +44,7 @@ SOURCE_DIR = Path(__file__).resolve().parents[2]
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
+    message = " ".join(line.strip() for line in message.splitlines() if line.strip())  # one line, always
     err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
@@ -76,17 +78,37 @@ StacksDirOpt = Annotated[Path, typer.Option(help="folder of stack definitions")]
 ResultsDirOpt = Annotated[Path, typer.Option(help="where run folders are written")]
 
 
+OPTION_OF_FIELD = {
+    "warmup_s": "--warmup", "duration_s": "--duration", "cell_budget_s": "--cell-budget",
+    "target_rel_half_width": "--target-width", "perf_test_rows": "--rows", "users_limits": "--limits",
+    "arrival_rates": "--rates", "slo_p99_ms": "--slo-p99", "slo_budget_steps": "--slo-steps",
+    "http_timeout_s": "--http-timeout", "max_repetitions": "--max-repetitions", "repetitions": "--repetitions",
+    "open_connections": "--open-connections", "generator_cpus": "--generator-cpus",
+    "server_cpus": "--server-cpus", "pool_size": "--pool-size", "database_url": "--database-url",
+    "stacks_dir": "--stacks-dir", "results_dir": "--results-dir", "run_id": "--run-id",
+}
+"""RunConfig field → the command-line option that sets it, so that errors name what the user typed."""
+
+
+def _option_names(message: str) -> str:
+    """`message` with every RunConfig field name replaced by its command-line option."""
+    return re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\brepetitions\b",
+                  lambda m: OPTION_OF_FIELD.get(m.group(0), m.group(0)), message)
+
+
 def _config(profile: str, **overrides) -> cfg.RunConfig:
     try:
         return cfg.build_config(profile=profile, project_dir=PROJECT_DIR, overrides=overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
-        message = first["msg"].removeprefix("Value error, ")
+        message = _option_names(first["msg"].removeprefix("Value error, "))
         if first["loc"]:
-            message = f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {message}"
+            field = str(first["loc"][0])
+            option = OPTION_OF_FIELD.get(field, f"--{field.replace('_', '-')}")
+            message = f"{option}: {message}"
         raise _fail(message) from None
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(_option_names(str(exc))) from None
 
 
 def _execute(config: cfg.RunConfig, kind: str, resume: tuple[Path, object] | None = None) -> Path:
@@ -101,6 +123,8 @@ def _execute(config: cfg.RunConfig, kind: str, resume: tuple[Path, object] | Non
                        progress=RunProgress(console=out), resume=resume)  # type: ignore[arg-type]
     except (RunError, EngineUnavailable, PostgresError) as exc:
         raise _fail(str(exc)) from None
+    except OSError as exc:  # a full disk or a read-only folder outside the run's own bookkeeping
+        raise _fail(describe_os_error(exc)) from None
     except KeyboardInterrupt:
         err.print("interrupted: finished cells are kept in the run folder's results.json")
         raise typer.Exit(130) from None
@@ -288,7 +312,11 @@ def report(run_dir: Annotated[Path, typer.Argument(help="a run folder (or its re
     except ResultsError as exc:
         raise _fail(str(exc)) from None
     folder = run_dir if run_dir.is_dir() else run_dir.parent
-    for path in write_reports(results, folder):
+    try:
+        written = write_reports(results, folder)
+    except OSError as exc:
+        raise _fail(f"cannot write the reports: {describe_os_error(exc)}") from None
+    for path in written:
         out.print(f"Report: {path}")
 
 
@@ -338,7 +366,11 @@ def compare(
         out.print(f"not compared: {label} ({note})", highlight=False, markup=False)
     out.print(comparing.summary_text(comparison), highlight=False, markup=False)
     folder = out_dir or (run_b if run_b.is_dir() else run_b.parent)
-    for path in comparing.write_outputs(comparison, folder):
+    try:
+        written = comparing.write_outputs(comparison, folder)
+    except OSError as exc:
+        raise _fail(f"cannot write the comparison: {describe_os_error(exc)}") from None
+    for path in written:
         out.print(f"Comparison: {path}", highlight=False, markup=False)
     if fail_on_regression is not None:
         failing = comparison.regressions(fail_on_regression / 100)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from pgarena.atomic import write_text_atomic
 from pgarena.rankcheck import RankAgreement, ranking_agreement
 from pgarena.results import Cell, RunResults
 from pgarena.stats import confidence_interval, t_critical
@@ -468,8 +469,8 @@ def write_outputs(comparison: Comparison, out_dir: Path) -> list[Path]:
     """Write the Markdown and HTML comparison into `out_dir` (created if needed); return the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     md, html = output_paths(comparison, out_dir)
-    md.write_text(render_markdown(comparison), encoding="utf-8")
-    html.write_text(render_html(comparison), encoding="utf-8")
+    write_text_atomic(md, render_markdown(comparison))
+    write_text_atomic(html, render_html(comparison))
     return [md, html]
 
 

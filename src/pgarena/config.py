@@ -35,6 +35,8 @@ USERS_MAX_LIMIT = 10000
 
 Engine = Literal["oha", "k6"]
 DEFAULT_OPEN_CONNECTIONS = 100
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+"""A run id is one plain folder name inside the results folder: no '/', no '..', not hidden, ≤ 100 characters."""
 """Open model: the most requests in flight at once (oha connections, k6 VUs), seed 000's top VU level."""
 DEFAULT_SLO_P99_MS = 50.0
 """The default SLO of the max-sustainable-throughput search: p99 at most 50 ms and < 1 % errors."""
@@ -202,6 +204,15 @@ class RunConfig(BaseModel):
         """The re-warm before each interleaved window, in seconds."""
         return self.rewarm_s if self.rewarm_s is not None else min(self.warmup_s, DEFAULT_MAX_REWARM_S)
 
+    @field_validator("run_id")
+    @classmethod
+    def _plain_folder_name(cls, run_id: str | None) -> str | None:
+        if run_id is not None and not RUN_ID_PATTERN.fullmatch(run_id):
+            raise ValueError(f"'{run_id}' is not a plain folder name: use letters, digits, '.', '_' and '-' "
+                             "(no '/', no '..', not starting with '.' or '-'); the run folder stays inside "
+                             "the results folder")
+        return run_id
+
     @field_validator("workloads")
     @classmethod
     def _known_workloads(cls, names: list[str]) -> list[str]:
@@ -263,7 +274,7 @@ class RunConfig(BaseModel):
     @model_validator(mode="after")
     def _k6_minimum_window(self) -> RunConfig:
         if self.engine == "k6" and min(self.warmup_s, self.duration_s) < K6_MIN_WINDOW_S:
-            raise ValueError(f"k6 needs warm-up and duration of at least {K6_MIN_WINDOW_S:g} s "
+            raise ValueError(f"k6 needs --warmup and --duration of at least {K6_MIN_WINDOW_S:g} s "
                              f"(got {self.warmup_s:g} s and {self.duration_s:g} s)")
         return self
 

@@ -32,6 +32,8 @@ from psycopg import sql as pgsql
 from pgarena import namespace
 from pgarena.namespace import NamespaceConflict
 
+from pgarena.reaper import PidRegistry, postmaster_of
+
 APP_USER = "pgarena"
 """The stacks' role (managed cluster: unless --db-user or a stack's [database] names another)."""
 APP_DATABASE = "pgarena"
@@ -183,9 +185,11 @@ class ManagedCluster:
     """A throwaway cluster in `workdir`: initdb → start → (use) → stop → remove its data."""
 
     def __init__(self, workdir: Path, *, bin_dir: Path, cpus: Sequence[int] | None = None,
-                 settings: ClusterSettings | None = None, max_connections: int | None = None) -> None:
+                 settings: ClusterSettings | None = None, max_connections: int | None = None,
+                 registry: PidRegistry | None = None) -> None:
         settings = settings or ClusterSettings()
         self.workdir = workdir
+        self.registry = registry
         self.bin_dir = bin_dir
         self.cpus = list(cpus or [])
         self.max_connections = max_connections
@@ -228,6 +232,7 @@ class ManagedCluster:
                 raise PostgresError(
                     f"running as root needs the '{self.os_user}' OS user to own the cluster: {INSTALL_HINT}"
                 ) from None
+        self._clear_stale_home()
         self.home.mkdir(parents=True)
         self._chown(self.home)
         if self.os_user and _run_as(self.os_user, ["test", "-w", str(self.home)]).returncode != 0:
@@ -238,6 +243,8 @@ class ManagedCluster:
             self._chown(self.home)
         self._socket_dir = tempfile.mkdtemp(prefix="pgarena-sock-")
         self._chown(Path(self._socket_dir))
+        if self.registry is not None:  # before the server exists: a kill from here on leaves it findable
+            self.registry.track_postgres(self.data_dir, self._socket_dir)
         pwfile = Path(tempfile.mkstemp(prefix="pgarena-pw-")[1])
         try:
             pwfile.write_text(self.admin_password + "\n")
@@ -301,6 +308,16 @@ class ManagedCluster:
             postmaster_pid=pid,
         )
 
+    def _clear_stale_home(self) -> None:
+        """Remove the cluster folder a killed run left in `workdir` (a resumed run), unless a server uses it."""
+        if not self.home.exists():
+            return
+        server = postmaster_of(self.data_dir)
+        if server is not None:
+            raise PostgresError(f"{self.data_dir} is in use by a running PostgreSQL (pid {server.pid}); "
+                                f"not deleting it. Stop that server first: pg_ctl -D {self.data_dir} stop")
+        shutil.rmtree(self.home)
+
     def _pin(self, pid: int) -> None:
         if not self.cpus:
             return
@@ -320,7 +337,10 @@ class ManagedCluster:
             self._started = False
         if self.log_path.exists():
             shutil.copyfile(self.log_path, self.workdir / "postgres.log")
-        if not keep_data:
+        running = postmaster_of(self.data_dir)
+        if self.registry is not None and running is None:
+            self.registry.untrack_postgres(self.data_dir)
+        if not keep_data and running is None:  # never delete a data directory a live server uses
             shutil.rmtree(self.home, ignore_errors=True)
         if self._socket_dir:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
@@ -377,15 +397,18 @@ def external_database(url: str, *, admin_url: str | None = None, allow_overwrite
 def provide_database(
     workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None,
     admin_url: str | None = None, allow_overwrite: bool = False, settings: ClusterSettings | None = None,
-    max_connections: int | None = None,
+    max_connections: int | None = None, registry: PidRegistry | None = None,
 ) -> Iterator[Database]:
     """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened.
-    `max_connections` raises the managed cluster's limit above the settings profile's (never lowers it)."""
+
+    `max_connections` raises the managed cluster's limit above the settings profile's (never lowers it);
+    `registry` records the managed cluster so that a killed run's server is found and stopped (reaper.py).
+    """
     if database_url:
         yield external_database(database_url, admin_url=admin_url, allow_overwrite=allow_overwrite)
         return
     cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus, settings=settings,
-                             max_connections=max_connections)
+                             max_connections=max_connections, registry=registry)
     try:
         yield cluster.start()
     finally:

@@ -1,39 +1,86 @@
 """Subprocess hygiene: own process groups, CPU pinning, logs per phase, deadlines, whole-tree stops.
 
 Every child starts in its own process group (as asv's `check_output` does) so that a server that forks
-workers is stopped entirely; readiness is polled against a deadline, never a fixed sleep.
+workers is stopped entirely; readiness is polled against a deadline, never a fixed sleep. Every child
+also asks the kernel for a parent-death signal, so that it dies with pgarena even when pgarena is
+killed with SIGKILL; what that signal cannot reach is left to reaper.py (`tracker`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 import psutil
 
 DEFAULT_STOP_GRACE_S = 10.0
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal the calling process gets when its parent thread dies."""
 
 
-def _preexec(cpus: Sequence[int] | None, then: Callable[[], None] | None = None) -> Callable[[], None] | None:
-    """The child's setup before exec: pin it to `cpus`, then run `then` (e.g. join a cgroup)."""
-    if not cpus and then is None:
+class ProcessTracker(Protocol):
+    """Records the process groups pgarena starts so that a later run can stop them (reaper.PidRegistry)."""
+
+    def track(self, pid: int, role: str) -> None: ...
+
+    def untrack(self, pid: int) -> None: ...
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, loaded in the parent (loading it between fork and exec is not safe); None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _preexec(cpus: Sequence[int] | None, then: Callable[[], None] | None = None, *,
+             death_signal: signal.Signals | None = signal.SIGKILL) -> Callable[[], None] | None:
+    """The child's setup before exec: die with pgarena, pin it to `cpus`, then run `then` (e.g. join a cgroup).
+
+    NOTE: the kernel sends `death_signal` when the *thread* that forked the child ends, not only the
+    process: a child that must outlive the thread that started it gets `death_signal=None`. The signal
+    survives exec but not a change of user (setpriv, runuser) and is not inherited by grandchildren;
+    reaper.py covers those.
+    """
+    prctl = _prctl() if death_signal is not None else None
+    if not cpus and then is None and prctl is None:
         return None
     cpu_set = set(cpus or ())
+    parent = os.getpid()
 
     def setup() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
+            if os.getppid() != parent:  # pgarena died before the request was made: nobody will signal
+                os.kill(os.getpid(), death_signal)
         if cpu_set:
             os.sched_setaffinity(0, cpu_set)
         if then is not None:
             then()
 
     return setup
+
+
+def _death_signal_for_server() -> signal.Signals | None:
+    """SIGTERM (a stack's script may clean up) for a child started by the main thread, which lives as
+    long as pgarena; none for one started by another thread, which may end before the child should."""
+    return signal.SIGTERM if threading.current_thread() is threading.main_thread() else None
 
 
 def popen_guarded(argv: Sequence[str], **kwargs) -> subprocess.Popen:
@@ -63,8 +110,10 @@ def popen_guarded(argv: Sequence[str], **kwargs) -> subprocess.Popen:
 
 
 def _spawn_shell(command: str, *, cwd: Path, env: dict[str, str], log, cpus: Sequence[int] | None,
-                 preexec: Callable[[], None] | None = None) -> subprocess.Popen:
-    """`/bin/sh -c command` in its own process group, pinned to `cpus`, output appended to `log`."""
+                 preexec: Callable[[], None] | None = None,
+                 death_signal: signal.Signals | None = signal.SIGTERM) -> subprocess.Popen:
+    """`/bin/sh -c command` in its own process group, pinned to `cpus`, output appended to `log`;
+    it gets `death_signal` when the thread that started it dies (SIGTERM: the shell may clean up)."""
     log.write(f"$ {command}\n".encode())
     log.flush()
     return popen_guarded(
@@ -75,7 +124,7 @@ def _spawn_shell(command: str, *, cwd: Path, env: dict[str, str], log, cpus: Seq
         stdout=log,
         stderr=subprocess.STDOUT,
         process_group=0,
-        preexec_fn=_preexec(cpus, preexec),
+        preexec_fn=_preexec(cpus, preexec, death_signal=death_signal),
     )
 
 
@@ -109,13 +158,18 @@ def run_logged(
     log_path: Path,
     timeout_s: float,
     cpus: Sequence[int] | None = None,
+    tracker: ProcessTracker | None = None,
 ) -> StepResult:
-    """Run a shell command to completion, output appended to `log_path`; kill its group on timeout."""
+    """Run a shell command to completion, output appended to `log_path`; kill its group on timeout.
+
+    `tracker` records the command's process group while it runs (so a killed pgarena's build is found)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log_path, "ab") as log:
         proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus)
         try:
+            if tracker is not None:
+                tracker.track(proc.pid, "build")
             returncode = proc.wait(timeout=timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
@@ -125,6 +179,9 @@ def run_logged(
         except BaseException:  # Ctrl-C: the build has its own process group, so stop it here
             kill_tree(proc.pid, grace_s=2.0)
             raise
+        finally:
+            if tracker is not None:
+                tracker.untrack(proc.pid)
     return StepResult(returncode, time.monotonic() - started, timed_out)
 
 
@@ -169,12 +226,23 @@ class ServerProcess:
         log_path: Path,
         cpus: Sequence[int] | None = None,
         preexec: Callable[[], None] | None = None,
+        tracker: ProcessTracker | None = None,
+        role: str = "stack",
     ) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path = log_path
         self.started_at = time.monotonic()
+        self._tracker = tracker
         with open(log_path, "ab") as log:
-            self._proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus, preexec=preexec)
+            self._proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus, preexec=preexec,
+                                      death_signal=_death_signal_for_server())
+        if tracker is not None:
+            try:
+                tracker.track(self._proc.pid, role)
+            except BaseException:  # e.g. a full disk: not recorded, so not left running either
+                kill_tree(self._proc.pid, grace_s=2.0)
+                self._proc.wait()
+                raise
 
     @property
     def pid(self) -> int:
@@ -194,6 +262,9 @@ class ServerProcess:
             self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        if self._tracker is not None:
+            self._tracker.untrack(self._proc.pid)
+            self._tracker = None
 
     def __enter__(self) -> ServerProcess:
         return self

@@ -14,13 +14,12 @@ Schema history:
 from __future__ import annotations
 
 import datetime as dt
-import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pgarena.atomic import write_text_atomic
 from pgarena.values import Verdict
 
 SCHEMA_VERSION = 2
@@ -451,18 +450,7 @@ class RunResults(_Model):
 def save(results: RunResults, run_dir: Path) -> Path:
     """Write results.json atomically (temporary file in the same folder, then rename)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / RESULTS_FILE
-    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=run_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(results.model_dump_json(indent=2))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_text_atomic(run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
 
 
 class ResultsError(Exception):
@@ -470,22 +458,40 @@ class ResultsError(Exception):
 
 
 def load(path: Path) -> RunResults:
-    """Read a results.json (or the one inside a run directory)."""
+    """Read a results.json (or the one inside a run directory).
+
+    ResultsError, in one line, for a folder without results.json, an unreadable or truncated file, JSON
+    that is not a results document, and a document of another schema version or shape.
+    """
     if path.is_dir():
+        if not (path / RESULTS_FILE).exists():
+            raise ResultsError(f"{path}: no {RESULTS_FILE} in this folder (not a pgarena run folder)")
         path = path / RESULTS_FILE
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a results file (not UTF-8 text)") from None
     try:
         import json
 
-        version = json.loads(text).get("schema_version")
+        document = json.loads(text)
     except ValueError as exc:
-        raise ResultsError(f"{path}: not JSON: {exc}") from None
+        hint = " (truncated?)" if text.strip() and not text.rstrip().endswith("}") else ""
+        raise ResultsError(f"{path}: not valid JSON{hint}: {exc}") from None
+    if not isinstance(document, dict) or "schema_version" not in document:
+        raise ResultsError(f"{path}: not a pgarena results document (no schema_version)")
+    version = document["schema_version"]
     if version != SCHEMA_VERSION:
         raise ResultsError(f"{path}: schema_version {version} is not supported (this pgarena reads {SCHEMA_VERSION})")
-    return RunResults.model_validate_json(text)
+    try:
+        return RunResults.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "document"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ResultsError(f"{path}: not a valid pgarena results document: {where}: {first['msg']}{more}") from None
 
 
 def json_schema() -> dict:

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pgarena import cgroups, loc
+from pydantic import ValidationError
+
+from pgarena import cgroups, loc, reaper
 from pgarena import workloads as wl
 from pgarena.ceiling import CEILING_PROTOCOL, measure_ceiling
 from pgarena.coldstart import cold_start_workload, measure_cold_start
@@ -62,8 +64,24 @@ def new_run_id() -> str:
     return dt.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
+def describe_os_error(exc: OSError) -> str:
+    """An OSError in one line: what failed and on which path ('No space left on device: /r/results.json')."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
 def _create_run_dir(config: RunConfig) -> Path:
     """A new, empty run folder: the given --run-id, or a timestamp (suffixed if another run took it)."""
+    if config.results_dir.exists() and not config.results_dir.is_dir():
+        raise RunError(f"--results-dir {config.results_dir} is a file, not a folder")
+    try:
+        return _make_run_dir(config)
+    except OSError as exc:
+        raise RunError(f"cannot create a run folder in --results-dir {config.results_dir}: "
+                       f"{describe_os_error(exc)}") from None
+
+
+def _make_run_dir(config: RunConfig) -> Path:
     config.results_dir.mkdir(parents=True, exist_ok=True)
     if config.run_id:
         run_dir = config.results_dir / config.run_id
@@ -80,7 +98,7 @@ def _create_run_dir(config: RunConfig) -> Path:
             return run_dir
         except FileExistsError:
             continue
-    raise RunError(f"cannot create a run folder in {config.results_dir}")
+    raise RunError(f"cannot create a run folder in --results-dir {config.results_dir}")
 
 
 def _stack_info(stack: Stack) -> StackInfo:
@@ -112,7 +130,7 @@ def select_stacks(config: RunConfig) -> tuple[list[Stack], list[StackLoadError]]
     unknown = [sid for sid in config.stacks if sid not in by_id and sid not in broken]
     if unknown:
         known = ", ".join(sorted([*by_id, *broken])) or "none"
-        raise RunError(f"unknown stack '{unknown[0]}'; stacks in {config.stacks_dir}: {known}")
+        raise RunError(f"--stacks: unknown stack '{unknown[0]}'; stacks in {config.stacks_dir}: {known}")
     return [by_id[s] for s in config.stacks if s in by_id], [broken[s] for s in config.stacks if s in broken]
 
 
@@ -234,6 +252,8 @@ class _Context:
     progress: RunProgress = field(default_factory=RunProgress)
     done_keys: set[tuple] = field(default_factory=set)
     """Cells already in results.json (a resumed run): not measured again."""
+    registry: reaper.PidRegistry | None = None
+    """Where the processes of this run are recorded (run_dir/pids.json), so a killed run's are found."""
 
 
 @dataclass
@@ -291,7 +311,7 @@ def bring_up(ctx: _Context, stack: Stack, info: StackInfo, kind: str, scope: Exi
         build_log = logs / "build.log"
         step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
                           env=stack_environment(values, definition.build.env), log_path=build_log,
-                          timeout_s=definition.build.timeout_s)
+                          timeout_s=definition.build.timeout_s, tracker=ctx.registry)
         info.build_seconds = round(step.duration_s, 3)
         if not step.ok:
             why = f"timed out after {definition.build.timeout_s:.0f} s" if step.timed_out else f"exit code {step.returncode}"
@@ -304,7 +324,7 @@ def bring_up(ctx: _Context, stack: Stack, info: StackInfo, kind: str, scope: Exi
     server = scope.enter_context(ServerProcess(
         render_template(definition.run.command, values), cwd=stack.directory,
         env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
-        preexec=group.preexec_fn() if group else None))
+        preexec=group.preexec_fn() if group else None, tracker=ctx.registry))
     meters = {"stack": group.cpu_seconds} if group else {}
     if ctx.db_group:
         meters["db"] = ctx.db_group.cpu_seconds
@@ -541,6 +561,8 @@ FINISHED_STACK_STATES = ("unavailable", "config_error", "build_failed", "start_f
 def load_for_resume(run_dir: Path, *, database_url: str | None = None, admin_database_url: str | None = None,
                     db_password: str | None = None) -> tuple[RunConfig, RunResults]:
     """The config and results of an unfinished run, to continue it (RunError if it cannot be)."""
+    if not run_dir.exists():
+        raise RunError(f"--resume {run_dir}: no such run folder")
     try:
         previous = load_results(run_dir)
     except ResultsError as exc:
@@ -563,7 +585,11 @@ def load_for_resume(run_dir: Path, *, database_url: str | None = None, admin_dat
             raise RunError("the run used --db-password; pass it again (it is not stored)")
         stored["db_password"] = db_password
     stored["run_id"] = previous.run_id
-    return RunConfig.model_validate(stored), previous
+    try:
+        return RunConfig.model_validate(stored), previous
+    except ValidationError as exc:
+        raise RunError(f"{run_dir}: its stored settings are not valid for this pgarena: "
+                       f"{exc.errors()[0]['msg']}") from None
 
 
 def execute(
@@ -583,7 +609,7 @@ def execute(
     """
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
-        raise RunError(f"no stacks selected (stacks folder: {config.stacks_dir})")
+        raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
     settings = cluster_settings(config, stacks)
     engine = get_engine(config.engine) if kind == "run" else None
     if engine is not None:
@@ -603,6 +629,11 @@ def execute(
         )
     else:
         run_dir, results = resume
+        try:
+            for line in reaper.reap_run(run_dir):  # what the interrupted pgarena left running
+                log(line)
+        except reaper.RunInUse as exc:
+            raise RunError(str(exc)) from None
         environment = results.environment
         results.status, results.error = "running", None
         results.resumed.append(dt.datetime.now(dt.timezone.utc))
@@ -611,6 +642,8 @@ def execute(
     planned = {s.id: plan_cells(config, s, engine.name) for s in stacks if s.available} if engine else {}
     for error in load_errors:
         log(f"[{error.stack_id}] skipped: {error.message}")
+    for line in reaper.reap_abandoned(config.results_dir):  # runs killed earlier, e.g. by SIGKILL
+        log(line)
     save(results, run_dir)
     interleave = kind == "run" and config.schedule == "interleaved"
     if kind == "run":
@@ -622,11 +655,12 @@ def execute(
                                               rewarm_seconds=config.rewarm_seconds if interleave else None)
     runnable = [s for s in stacks if s.available]
     max_connections = len(runnable) * config.pool_size + 50 if interleave else None
+    registry = reaper.PidRegistry(run_dir).__enter__()
     try:
         with ExitStack() as scope, provide_database(
                 run_dir, database_url=config.database_url, cpus=config.server_cpus,
                 admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
-                settings=settings, max_connections=max_connections) as db:
+                settings=settings, max_connections=max_connections, registry=registry) as db:
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version
@@ -636,7 +670,7 @@ def execute(
                 url=redact_url(db.url),
             )
             ctx = _Context(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
-                           progress=progress, done_keys=done_keys)
+                           progress=progress, done_keys=done_keys, registry=registry)
             todo = {sid: [c for c in cells if c.key not in done_keys] for sid, cells in planned.items()}
             progress.begin(sum(len(c) for c in planned.values()), already_done=sum(
                 len(planned[sid]) - len(todo[sid]) for sid in planned))
@@ -656,17 +690,37 @@ def execute(
     except KeyboardInterrupt:
         results.status = "interrupted"
         raise
+    except OSError as exc:  # a full disk, a read-only folder: one line for the user, the reason stored
+        results.status, results.error = "failed", describe_os_error(exc)
+        raise RunError(f"run failed: {describe_os_error(exc)} (run folder: {run_dir})") from None
     except Exception as exc:
         results.status, results.error = "failed", redact_secrets(f"{type(exc).__name__}: {exc}")
         raise
     finally:
         progress.end()
         results.finished_at = dt.datetime.now(dt.timezone.utc)
-        save(results, run_dir)
-        from pgarena.report import write_reports
-
-        write_reports(results, run_dir)
+        try:
+            _write_outputs(results, run_dir)
+        except OSError as exc:
+            if results.status != "failed":  # the run went well until its results could not be written
+                results.status, results.error = "failed", describe_os_error(exc)
+                try:
+                    save(results, run_dir)  # the reason, where results.json can still be written
+                except OSError:
+                    pass
+                raise RunError(f"cannot write the results: {describe_os_error(exc)} (run folder: {run_dir})"
+                               ) from None
+        finally:
+            registry.close()
     return run_dir
+
+
+def _write_outputs(results: RunResults, run_dir: Path) -> None:
+    """results.json, then the reports (each written atomically)."""
+    from pgarena.report import write_reports
+
+    save(results, run_dir)
+    write_reports(results, run_dir)
 
 
 def _slo_missing(ctx: _Context, stack: Stack) -> bool:

@@ -85,7 +85,7 @@ def test_unreadable_runs_exit_2(runs: tuple[Path, Path], tmp_path: Path) -> None
     assert missing.exit_code == 2 and "cannot read" in missing.stderr
     (old / RESULTS_FILE).write_text(json.dumps({**document, "cells": "not a list"}))
     invalid = runner.invoke(app, ["compare", str(old), str(run_b)])
-    assert invalid.exit_code == 2 and "not a valid results file" in invalid.stderr
+    assert invalid.exit_code == 2 and "not a valid pgarena results document: cells:" in invalid.stderr
 
 
 def test_installed_command_prints_lines_when_not_a_tty(runs: tuple[Path, Path]) -> None:

@@ -317,7 +317,7 @@ def test_build_config_reads_affinity_through_os(tmp_path, monkeypatch):
 
 
 def test_k6_windows_shorter_than_a_second_are_refused(tmp_path):
-    with pytest.raises(ValidationError, match="k6 needs warm-up and duration of at least 1 s"):
+    with pytest.raises(ValidationError, match="k6 needs --warmup and --duration of at least 1 s"):
         build_config(project_dir=tmp_path, overrides={"engine": "k6", "warmup_s": 0.5})
     assert build_config(project_dir=tmp_path, overrides={"engine": "oha", "warmup_s": 0.5}).warmup_s == 0.5
 

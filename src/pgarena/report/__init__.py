@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pgarena.atomic import write_text_atomic
 from pgarena.report.html import render_html
 from pgarena.report.markdown import render_markdown
 from pgarena.results import RunResults
@@ -13,10 +14,10 @@ EXPORTERS = {"report.md": render_markdown, "report.html": render_html}
 
 
 def write_reports(results: RunResults, run_dir: Path) -> list[Path]:
-    """Render every exporter into `run_dir`; return the written paths."""
+    """Render every exporter into `run_dir` (each file replaced atomically); return the written paths."""
     written = []
     for name, render in EXPORTERS.items():
         path = run_dir / name
-        path.write_text(render(results), encoding="utf-8")
+        write_text_atomic(path, render(results))
         written.append(path)
     return written

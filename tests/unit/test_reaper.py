@@ -1,0 +1,191 @@
+"""A killed run's processes are found and stopped, and nothing else is (pgarena.reaper, process.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pgarena import reaper
+from pgarena.process import ServerProcess, _prctl
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and uses prctl (Linux)")
+
+SLEEP = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def _gone(proc: subprocess.Popen | psutil.Process, timeout_s: float = 20.0) -> bool:
+    """True once the process has exited (polled against a deadline)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if isinstance(proc, subprocess.Popen):
+            if proc.poll() is not None:
+                return True
+        elif not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def spawned():
+    """Start helper processes; whatever is left is killed after the test."""
+    procs: list[subprocess.Popen] = []
+
+    def spawn(argv=SLEEP, **kwargs) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, **kwargs)
+        procs.append(proc)
+        return proc
+
+    yield spawn
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def _state(**extra) -> dict:
+    return {"owner": {"pid": 999_999_999, "start_time": 1.0, "role": "pgarena"}, "token": None, "finished": False,
+            "watchdog": None, "processes": [], "postgres": [], **extra}
+
+
+def test_a_recorded_pid_with_another_start_time_is_not_the_same_process(spawned):
+    proc = spawned()
+    started = psutil.Process(proc.pid).create_time()
+    assert reaper.is_alive({"pid": proc.pid, "start_time": started})
+    assert not reaper.is_alive({"pid": proc.pid, "start_time": started - 5})  # the pid was reused
+    state = _state(processes=[{"pid": proc.pid, "start_time": started - 5, "role": "stack"}])
+    assert reaper.reap(state, grace_s=1) == []
+    assert proc.poll() is None, "a process that merely reuses a recorded pid must not be killed"
+
+
+def test_reap_stops_token_carriers_and_recorded_groups_but_nothing_else(spawned):
+    token = "t" * 32
+    carrier = spawned(env={**os.environ, reaper.TOKEN_VARIABLE: token})
+    other_token = spawned(env={**os.environ, reaper.TOKEN_VARIABLE: "u" * 32})
+    # a shell's child in the shell's process group: no token (it was cleared), found by its group
+    leader = spawned(["/bin/sh", "-c", f"'{sys.executable}' -c 'import time; time.sleep(120)' & wait"],
+                     env={k: v for k, v in os.environ.items() if k != reaper.TOKEN_VARIABLE}, process_group=0)
+    deadline = time.monotonic() + 20
+    while not psutil.Process(leader.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    grandchild = psutil.Process(leader.pid).children()[0]
+    bystander = spawned()
+    state = _state(token=token, processes=[reaper._record(leader.pid, "stack")])
+    lines = reaper.reap(state, grace_s=2)
+    assert _gone(carrier) and _gone(leader) and _gone(grandchild)
+    assert other_token.poll() is None and bystander.poll() is None
+    assert len(lines) == 1 and lines[0].startswith("stopped 3 process(es)")
+
+
+def test_a_run_whose_pgarena_still_runs_is_refused_and_a_dead_ones_leftovers_are_stopped(tmp_path, spawned):
+    owner = spawned()
+    left = spawned(env={**os.environ, reaper.TOKEN_VARIABLE: "a" * 32})
+    state = _state(owner=reaper._record(owner.pid, "pgarena"), token="a" * 32)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / reaper.PIDS_FILE).write_text(json.dumps(state))
+    with pytest.raises(reaper.RunInUse, match=f"still being run by pgarena \\(pid {owner.pid}\\)"):
+        reaper.reap_run(tmp_path / "run", grace_s=1)
+    assert reaper.reap_abandoned(tmp_path, grace_s=1) == [] and left.poll() is None
+    owner.kill()
+    owner.wait()
+    lines = reaper.reap_abandoned(tmp_path, grace_s=1)
+    assert lines and lines[0].startswith("run: stopped 1 process(es)") and _gone(left)
+    assert reaper.read_state(tmp_path / "run")["finished"] is True
+    assert reaper.reap_abandoned(tmp_path, grace_s=1) == []  # reaped once
+
+
+def test_postmaster_pid_names_a_server_only_if_its_start_time_matches(tmp_path, spawned):
+    proc = spawned()
+    started = psutil.Process(proc.pid).create_time()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "postmaster.pid").write_text(f"{proc.pid}\n{data}\n{int(started)}\n5432\n")
+    assert reaper.postmaster_of(data).pid == proc.pid
+    (data / "postmaster.pid").write_text(f"{proc.pid}\n{data}\n{int(started) - 3600}\n5432\n")
+    assert reaper.postmaster_of(data) is None
+    assert reaper.postmaster_of(tmp_path / "nothing") is None
+
+
+def test_the_registry_records_tracks_and_its_watchdog_reaps_on_close(tmp_path, spawned, monkeypatch):
+    monkeypatch.delenv(reaper.TOKEN_VARIABLE, raising=False)
+    with reaper.PidRegistry(tmp_path) as registry:
+        assert os.environ[reaper.TOKEN_VARIABLE] == registry.token
+        state = reaper.read_state(tmp_path)
+        assert state["owner"]["pid"] == os.getpid() and state["watchdog"]["pid"] and not state["finished"]
+        watchdog = psutil.Process(state["watchdog"]["pid"])
+        leftover = spawned()  # inherits the token from the environment, like every child of a run
+        stack = spawned(process_group=0)
+        registry.track(stack.pid, "stack")
+        assert [p["pid"] for p in reaper.read_state(tmp_path)["processes"]] == [stack.pid]
+        registry.untrack(stack.pid)
+        assert reaper.read_state(tmp_path)["processes"] == []
+    assert reaper.TOKEN_VARIABLE not in os.environ
+    assert reaper.read_state(tmp_path)["finished"] is True
+    assert _gone(leftover), "the watchdog stops what the run left behind"
+    assert _gone(watchdog) and _gone(stack)
+
+
+def test_the_watchdog_reaps_when_pgarena_is_killed(tmp_path):
+    script = (f"import sys, time; sys.path[:0] = {sys.path!r}\n"
+              "from pathlib import Path; from pgarena.reaper import PidRegistry; import subprocess\n"
+              f"r = PidRegistry(Path({str(tmp_path)!r})).__enter__()\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True)\n"
+              "print(p.pid, flush=True); time.sleep(120)\n")
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        orphan = psutil.Process(int(owner.stdout.readline()))
+        watchdog = psutil.Process(reaper.read_state(tmp_path)["watchdog"]["pid"])
+        owner.kill()
+        owner.wait()
+        assert _gone(orphan), "a process in a session of its own is still found by the token"
+        assert _gone(watchdog)
+        assert "watchdog: stopped 1 process(es)" in (tmp_path / "logs" / "watchdog.log").read_text()
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+@pytest.mark.skipif(_prctl() is None, reason="no prctl in this libc")
+def test_a_server_dies_with_pgarena_even_on_sigkill(tmp_path):
+    """The parent-death signal: ServerProcess's child gets SIGTERM when the process that started it dies."""
+    script = (f"import sys, time; sys.path[:0] = {sys.path!r}\n"
+              "from pathlib import Path; from pgarena.process import ServerProcess\n"
+              f"s = ServerProcess('exec sleep 120', cwd=Path('.'), env={{'PATH': '/usr/bin:/bin'}}, "
+              f"log_path=Path({str(tmp_path / 'run.log')!r}))\n"
+              "print(s.pid, flush=True); time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        server = psutil.Process(int(parent.stdout.readline()))
+        assert server.is_running()
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert _gone(server)
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def test_a_tracked_server_is_recorded_while_it_runs(tmp_path):
+    class Tracker:
+        def __init__(self):
+            self.events = []
+
+        def track(self, pid, role):
+            self.events.append(("track", pid, role))
+
+        def untrack(self, pid):
+            self.events.append(("untrack", pid))
+
+    tracker = Tracker()
+    with ServerProcess("exec sleep 120", cwd=Path("."), env={"PATH": "/usr/bin:/bin"},
+                       log_path=tmp_path / "run.log", tracker=tracker) as server:
+        pid = server.pid
+    assert tracker.events == [("track", pid, "stack"), ("untrack", pid)]

@@ -74,7 +74,7 @@ def workload_script(workload: str, parameter: int | None) -> PgbenchScript | Non
         limit = parameter if workload == wl.USERS else wl.GRAPHQL_LIMIT
         columns = "id, username, full_name" if workload == wl.GRAPHQL else "id, username, full_name, email, age, created_at"
         sql = f"SELECT {columns} FROM users ORDER BY id LIMIT :limit;\n"
-        return PgbenchScript(sql, None, ("-D", f"limit={limit}"), sql.strip().replace(":limit", str(limit)))
+        return PgbenchScript(sql, None, ("-D", f"limit={limit}"), sql.strip().rstrip(";").replace(":limit", str(limit)))
     if workload == wl.TX:
         return PgbenchScript(None, "tpcb-like", (), "pgbench's built-in TPC-B-like transaction")
     return None
@@ -126,6 +126,9 @@ def measure_ceiling(db: Database, workload: str, parameter: int | None, *, conne
         if done.returncode != 0:
             raise PostgresError(f"pgbench failed for {workload}: {done.stderr.strip()[-400:]}")
         transactions, intervals = read_aggregate_logs(Path(tmp))
+    if transactions <= 0 or intervals <= 0:
+        raise PostgresError(f"pgbench completed no transaction of {workload} in {seconds} s (a busy machine? "
+                            f"see {log_dir or 'its log'})")
     return CeilingMeasurement(workload=workload, parameter=parameter, connections=connections,
                               transactions=transactions, seconds=max(intervals, 1),
                               description=script.description)

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from pgarena import cgroups, loc, reaper
 from pgarena import workloads as wl
 from pgarena.ceiling import CEILING_PROTOCOL, measure_ceiling
+from pgarena.flags import GENERATOR_BOUND_CPU_FRACTION
 from pgarena.coldstart import cold_start_workload, measure_cold_start
 from pgarena.headroom import HeadroomUnavailable, measure_headroom
 from pgarena.progress import RunProgress
@@ -404,9 +405,14 @@ def _sequential_cells(ctx: _Context, live: LiveStack) -> None:
 
 
 def headroom_rps(ctx: _Context) -> float | None:
-    """The generator's measured ceiling (requests/s), for the generator-bound flag."""
+    """The generator's measured ceiling (requests/s), for the generator-bound flag — only when the generator
+    was the bottleneck of that measurement (its CPU at least GENERATOR_BOUND_CPU_FRACTION). Otherwise the
+    trivial endpoint (or a busy machine) limited it: the figure is a lower bound of what the generator can
+    do, and cells are judged by their own generator CPU alone."""
     headroom = ctx.results.generator_headroom
-    return headroom.rps if headroom else None
+    if headroom is None or headroom.generator_cpu_fraction is None:
+        return None
+    return headroom.rps if headroom.generator_cpu_fraction >= GENERATOR_BOUND_CPU_FRACTION else None
 
 
 def mark_invalid_answers(ctx: _Context, cell: Cell) -> None:
@@ -523,9 +529,10 @@ def _database_ceiling(ctx: _Context) -> None:
                                         seconds=config.ceiling_s, cpus=config.server_cpus,
                                         log_dir=ctx.run_dir / "logs" / "ceiling")
             except (PostgresError, OSError, subprocess.SubprocessError) as exc:
-                results.ceiling_unavailable = f"pgbench could not measure it: {exc}"
-                ctx.log(f"database ceiling not measured: {exc}")
-                return
+                label = workload if parameter is None else f"{workload} {wl.PARAMETER_NAMES[workload]}={parameter}"
+                results.ceiling_unavailable = f"{label}: pgbench could not measure it: {exc}"
+                ctx.log(f"database ceiling of {label} not measured: {exc}")
+                continue
             if found is None:
                 continue
             results.ceilings.append(DbCeiling(

@@ -39,7 +39,7 @@ class FakeOha(OhaEngine):
 
 def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeypatch, fixture_env):
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
-    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 1,
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 2,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": "r1",
         "stacks": ["fixture-good", "fixture-exits", "fixture-typo", "fixture-faulty"],
         "workloads": ["perf-test", "static"], "perf_test_rows": [1], "vus": [1, 4], "repetitions": 2,

@@ -82,10 +82,11 @@ def results_tables(results: RunResults) -> str:
     groups = comparable_groups(results.cells)
 
     def order(key: tuple) -> tuple:
-        workload, parameter, model, _ = key
+        workload, parameter, model, _level, engine = key
         first = groups[key][0]
         level = first.vus if model == "closed" else (first.arrival_rate or 0)
-        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model, level, parameter or 0)
+        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model, level, parameter or 0,
+                engine)
 
     sections = []
     for key in sorted(groups, key=order):
@@ -112,7 +113,7 @@ def results_tables(results: RunResults) -> str:
             if not cell.summary:
                 rows.append(("–", cell.stack, "failed", *[""] * (width - 3), *([""] if is_tx else []),
                              cell.error or ""))
-        sections.append(f"### {_cell_title(cells[0])}\n\n" + table(
+        sections.append(f"### {_cell_title(cells[0])} · measured with {cells[0].engine}\n\n" + table(
             ["#", "Stack", "Requests/s (median)", "95 % interval of the mean",
              *(["Offered", "Dropped"] if is_open else []), "Avg latency", "p99 latency", "Total requests",
              "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak RSS",
@@ -127,17 +128,19 @@ def cost_section(results: RunResults) -> str:
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in results.cells:
         if cell.model == "closed" and cell.summary is not None:
-            groups[(cell.workload, cell.parameter)].append(cell)
+            groups[(cell.workload, cell.parameter, cell.engine)].append(cell)  # engines never share a rank
     rows = []
-    for (workload, parameter), cells in sorted(groups.items(), key=lambda kv: (
-            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0)):
+    mixed = len({engine for _, _, engine in groups}) > 1
+    for (workload, parameter, engine), cells in sorted(groups.items(), key=lambda kv: (
+            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0, kv[0][2])):
         top = max(c.vus for c in cells)
         for cell, rank in efficiency_ranks([c for c in cells if c.vus == top]):
             s = cell.summary
             assert s is not None
             interval = s.cpu_us_per_request_interval
             rows.append((
-                f"{workload}{'' if parameter is None else f' {cell.parameter_name}={parameter}'} @ {top} VUs",
+                f"{workload}{'' if parameter is None else f' {cell.parameter_name}={parameter}'} @ {top} VUs"
+                + (f" ({engine})" if mixed else ""),
                 rank, cell.stack, _num(s.stack_cpu_us_per_request or 0), _num(s.db_cpu_us_per_request or 0),
                 _num((s.stack_cpu_us_per_request or 0) + (s.db_cpu_us_per_request or 0)),
                 "–" if interval is None else f"{_num(interval.low)}–{_num(interval.high)}",

@@ -29,13 +29,17 @@ import argparse
 import datetime as dt
 import json
 import random
+import re
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-from contextlib import ExitStack
+import threading
+import time
+from contextlib import ExitStack, nullcontext
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -84,9 +88,9 @@ class WindowFigures:
     stack_cpu_us_per_request: float | None = None
     db_cpu_us_per_request: float | None = None
     stack_ctx_switches_per_request: float | None = None
-    tcp_passive_opens: int | None = None
-    tcp_in_segments_per_request: float | None = None
-    tcp_out_segments_per_request: float | None = None
+    connections: int | None = None
+    response_segments_per_request: float | None = None
+    per_second: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -100,14 +104,65 @@ class Harness:
     base_url: str
     routes: dict[str, str]
     cpu: CpuMeters
+    meters: dict[str, Callable[[], float]]
+    """The cumulative CPU-seconds counters behind `cpu` (cgroups), for the per-second sampler."""
     workdir: Path
     windows: list[WindowFigures] = field(default_factory=list)
 
 
-def tcp_counters() -> dict[str, int]:
-    """Host-wide TCP counters from /proc/net/snmp (PassiveOpens, InSegs, OutSegs)."""
-    lines = [line.split() for line in Path("/proc/net/snmp").read_text().splitlines() if line.startswith("Tcp:")]
-    return {name: int(value) for name, value in zip(lines[0][1:], lines[1][1:])}
+def port_sockets(port: int) -> tuple[int, int, int]:
+    """(established connections, data segments received, data segments sent) of the sockets listening-side
+    on `port`, summed from `ss -tin` (per-connection counters since each connection opened)."""
+    out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"], capture_output=True,
+                         text=True, timeout=10, check=False).stdout
+    connections = sum(1 for line in out.splitlines() if line and not line[0].isspace())
+    segs_in = sum(int(m) for m in re.findall(r"\bdata_segs_in:(\d+)", out))
+    segs_out = sum(int(m) for m in re.findall(r"\bdata_segs_out:(\d+)", out))
+    return connections, segs_in, segs_out
+
+
+class PerSecond:
+    """Engines mode: once a second during a window, the stack's requests (its sockets' received data
+    segments: one per GET), context switches and CPU, to see whether the server changes state mid-window."""
+
+    def __init__(self, h: Harness) -> None:
+        self._h, self._stop = h, threading.Event()
+        self.samples: list[tuple[float, int, float, int, int, int]] = []
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self) -> None:
+        port = int(self._h.base_url.rsplit(":", 1)[1])
+        meter = self._h.meters.get("stack")
+        stack_cpu = meter() if meter else 0.0
+        self.samples.append((time.monotonic(), ctx_switches(self._h.server.pid), stack_cpu, *port_sockets(port)))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self._sample()
+
+    def __enter__(self) -> PerSecond:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def figures(self) -> dict:
+        """Peak connections, response data segments per request, and per second: requests/s, the stack's
+        context switches and CPU µs per request (seconds in which connections were steady)."""
+        rows = []
+        for a, b in zip(self.samples, self.samples[1:]):
+            requests = b[4] - a[4]
+            if b[3] != a[3] or requests <= 0:
+                continue  # connections opened or closed in between: the counters do not subtract
+            seconds = b[0] - a[0]
+            rows.append({"rps": round(requests / seconds), "stack_ctx_switches_per_request": round((b[1] - a[1]) / requests, 2),
+                         "stack_cpu_us_per_request": round((b[2] - a[2]) / requests * 1e6, 1)})
+        last = max(self.samples, key=lambda x: x[4], default=None)
+        return {"connections": max((x[3] for x in self.samples), default=None),
+                "response_segments_per_request": round(last[5] / last[4], 2) if last and last[4] else None,
+                "per_second": rows}
 
 
 def ctx_switches(pid: int) -> int:
@@ -129,8 +184,10 @@ def ctx_switches(pid: int) -> int:
     return total
 
 
-def bare_window(h: Harness, engine: Engine, cell: Cell, round_no: int, arm: str, extra: list[str]) -> WindowFigures:
-    """Warm-up and one window of the generator alone, pinned with taskset, argv as pgarena builds it."""
+def bare_window(h: Harness, engine: Engine, cell: Cell, round_no: int, arm: str, extra: list[str],
+                per_second: bool = False) -> WindowFigures:
+    """Warm-up and one window of the generator alone, pinned with taskset, argv as pgarena builds it
+    (`per_second`: with the PerSecond sampler beside it — engines mode only, never in overhead mode)."""
     raw_dir = h.workdir / "bare" / arm
     raw_dir.mkdir(parents=True, exist_ok=True)
     spec = load_spec(cell.workload, cell.parameter, base_url=h.base_url, routes=h.routes, connections=cell.vus,
@@ -153,10 +210,10 @@ def bare_window(h: Harness, engine: Engine, cell: Cell, round_no: int, arm: str,
 
     run(f"r{round_no}-warmup", cell.warmup_seconds)
     stem = f"r{round_no}"
-    switches_before, tcp_before = ctx_switches(h.server.pid), tcp_counters()
-    with h.cpu.window() as used:
+    switches_before = ctx_switches(h.server.pid)
+    with h.cpu.window() as used, (PerSecond(h) if per_second else nullcontext()) as sampler:
         generator_cpu, generator_switches = run(stem, cell.duration_seconds)
-    switches, tcp_after = ctx_switches(h.server.pid) - switches_before, tcp_counters()
+    switches = ctx_switches(h.server.pid) - switches_before
     out = engine.parse(raw_dir, stem)
     n = max(out.requests, 1)
     return WindowFigures(
@@ -165,10 +222,7 @@ def bare_window(h: Harness, engine: Engine, cell: Cell, round_no: int, arm: str,
         generator_ctx_switches_per_request=generator_switches / n,
         stack_cpu_us_per_request=used["stack"] / n * 1e6 if "stack" in used else None,
         db_cpu_us_per_request=used["db"] / n * 1e6 if "db" in used else None,
-        stack_ctx_switches_per_request=switches / n,
-        tcp_passive_opens=tcp_after["PassiveOpens"] - tcp_before["PassiveOpens"],
-        tcp_in_segments_per_request=(tcp_after["InSegs"] - tcp_before["InSegs"]) / n,
-        tcp_out_segments_per_request=(tcp_after["OutSegs"] - tcp_before["OutSegs"]) / n,
+        stack_ctx_switches_per_request=switches / n, **(sampler.figures() if sampler else {}),
     )
 
 
@@ -211,8 +265,7 @@ def print_table(windows: list[WindowFigures], arms: list[str]) -> None:
     columns = [("rps", "req/s"), ("latency_p99_ms", "p99 ms"), ("generator_cpu_us_per_request", "gen µs/req"),
                ("generator_ctx_switches_per_request", "gen ctxsw/req"), ("stack_cpu_us_per_request", "stack µs/req"),
                ("db_cpu_us_per_request", "db µs/req"), ("stack_ctx_switches_per_request", "stack ctxsw/req"),
-               ("tcp_passive_opens", "conns opened"), ("tcp_in_segments_per_request", "in seg/req"),
-               ("tcp_out_segments_per_request", "out seg/req")]
+               ("connections", "conns"), ("response_segments_per_request", "resp seg/req")]
     cols = [name for name, _ in columns]
     heads = ["round", "arm", *(head for _, head in columns)]
     print(" | ".join(heads))
@@ -224,6 +277,10 @@ def print_table(windows: list[WindowFigures], arms: list[str]) -> None:
         print(" | ".join([str(w.round), w.arm, *(cell(getattr(w, c)) for c in cols)]))
     for arm in arms:
         print(" | ".join(["median", arm, *(cell(median_of(windows, arm, c)) for c in cols)]))
+    for w in windows:
+        if w.per_second:
+            print(f"round {w.round} {w.arm} per second (req/s:stack ctxsw/req): "
+                  + " ".join(f"{p['rps']}:{p['stack_ctx_switches_per_request']}" for p in w.per_second))
 
 
 def start_stack(scope: ExitStack, args: argparse.Namespace, engines: list[str]) -> Harness:
@@ -247,7 +304,8 @@ def start_stack(scope: ExitStack, args: argparse.Namespace, engines: list[str]) 
     db = scope.enter_context(provide_database(workdir, database_url=None, cpus=config.server_cpus))
     load_workload_data(db, config.workloads)
     backend = cgroups.probe()
-    meters, source = {}, "psutil"
+    meters: dict[str, Callable[[], float]] = {}
+    source = "psutil"
     if not isinstance(backend, str):
         source = backend.description
         if db.postmaster_pid:
@@ -278,7 +336,8 @@ def start_stack(scope: ExitStack, args: argparse.Namespace, engines: list[str]) 
     print(f"[{stack.id}] healthy at {base_url} (pid {server.pid}); generator CPUs {config.generator_cpus}, "
           f"server CPUs {config.server_cpus}; CPU accounting: {source}", file=sys.stderr)
     return Harness(engine_for=engine_for, config=config, db=db, server=server, base_url=base_url,
-                   routes=dict(definition.routes), cpu=CpuMeters(meters, source), workdir=workdir)
+                   routes=dict(definition.routes), cpu=CpuMeters(meters, source), meters=meters,
+                   workdir=workdir)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -331,7 +390,8 @@ def main(argv: list[str]) -> int:
                         w = bare_window(h, h.engine_for[args.engine], cell, round_no, "bare", [])
                     else:
                         extra = args.oha_arg if arm == "oha+" else []
-                        w = bare_window(h, h.engine_for[arm.rstrip("+")], cell, round_no, arm, extra)
+                        w = bare_window(h, h.engine_for[arm.rstrip("+")], cell, round_no, arm, extra,
+                                        per_second=True)
                     h.windows.append(w)
                     print(f"round {round_no} {arm}: {w.rps:,.0f} req/s", file=sys.stderr)
             versions = {name: e.version() for name, e in h.engine_for.items()}

@@ -38,8 +38,8 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import ExitStack, nullcontext
 from collections.abc import Callable
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -50,7 +50,8 @@ from pgarena import workloads as wl
 from pgarena.config import RunConfig, build_config
 from pgarena.engines import Engine, EngineUnavailable, get_engine
 from pgarena.measure import load_spec, measure_cell
-from pgarena.postgres import Database, free_port, load_workload_data, provide_database
+from pgarena.engines.base import EngineOutputError
+from pgarena.postgres import Database, PostgresError, free_port, load_workload_data, provide_database
 from pgarena.process import NotReady, ServerProcess, run_logged, wait_until_healthy
 from pgarena.resources import CpuMeters
 from pgarena.results import Cell
@@ -398,6 +399,9 @@ def main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"measurer_overhead: {exc}", file=sys.stderr)
         return 2
+    except (PostgresError, NotReady, EngineOutputError) as exc:
+        print(f"measurer_overhead: {exc}", file=sys.stderr)
+        return 1
     print_table(h.windows, arms)
     by_arm = {arm: [w for w in h.windows if w.arm == arm] for arm in arms}
     ratio = ratio_summary([w.rps for w in by_arm[arms[0]]], [w.rps for w in by_arm[arms[1]]])

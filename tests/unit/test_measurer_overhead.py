@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,10 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "measurer_overhead.py
 def mo():
     spec = importlib.util.spec_from_file_location("measurer_overhead", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    yield module
+    del sys.modules[spec.name]
 
 
 def test_ratio_summary_is_per_round_with_median_and_t_interval(mo):

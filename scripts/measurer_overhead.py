@@ -158,7 +158,8 @@ class PerSecond:
             if b[3] != a[3] or requests <= 0:
                 continue  # connections opened or closed in between: the counters do not subtract
             seconds = b[0] - a[0]
-            rows.append({"rps": round(requests / seconds), "stack_ctx_switches_per_request": round((b[1] - a[1]) / requests, 2),
+            rows.append({"rps": round(requests / seconds),
+                         "stack_ctx_switches_per_request": round((b[1] - a[1]) / requests, 2),
                          "stack_cpu_us_per_request": round((b[2] - a[2]) / requests * 1e6, 1)})
         last = max(self.samples, key=lambda x: x[4], default=None)
         return {"connections": max((x[3] for x in self.samples), default=None),
@@ -299,7 +300,8 @@ def start_stack(scope: ExitStack, args: argparse.Namespace, engines: list[str]) 
     except (EngineUnavailable, RunError) as exc:
         raise UsageError(str(exc)) from None
     if broken or not stacks[0].available:
-        raise UsageError(f"stack {args.stack} cannot run here: {broken[0].message if broken else stacks[0].unavailable_reason}")
+        why = broken[0].message if broken else stacks[0].unavailable_reason
+        raise UsageError(f"stack {args.stack} cannot run here: {why}")
     stack = stacks[0]
     workdir = Path(scope.enter_context(tempfile.TemporaryDirectory(prefix="pgarena-measurer-")))
     db = scope.enter_context(provide_database(workdir, database_url=None, cpus=config.server_cpus))
@@ -411,7 +413,8 @@ def main(argv: list[str]) -> int:
               + ", ".join(f"{r:.3f}" for r in variant["per_round"]))
     print(f"\n{arms[0]} / {arms[1]} req/s per round: {', '.join(f'{r:.3f}' for r in ratio['per_round'])}")
     if "ci95_low" in ratio:
-        print(f"median {ratio['median']:.3f} (range {ratio['min']:.3f}–{ratio['max']:.3f}); mean {ratio['mean']:.3f}, "
+        print(f"median {ratio['median']:.3f} (range {ratio['min']:.3f}–{ratio['max']:.3f}); "
+              f"mean {ratio['mean']:.3f}, "
               f"95 % interval {ratio['ci95_low']:.3f}–{ratio['ci95_high']:.3f} over {len(ratio['per_round'])} rounds")
     document = {
         "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

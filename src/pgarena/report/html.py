@@ -69,7 +69,8 @@ def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
     rows = []
     mixed = len({c.engine for c in results.cells}) > 1
     for family in figures.families(results.cells):
-        for level_cell, engine in ((lc, e) for lc in family.levels() for e in sorted({c.engine for c in family.cells})):
+        engines = sorted({c.engine for c in family.cells})
+        for level_cell, engine in ((lc, e) for lc in family.levels() for e in engines):
             cells = [c for c in family.cells if c.model == level_cell.model and c.level_label == level_cell.level_label
                      and c.engine == engine]  # cells of different engines never share a rank
             if not cells:

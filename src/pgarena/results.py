@@ -338,6 +338,7 @@ class SloSearchResult(_Model):
     bracket_high: float | None = Field(description="... and the first failing one (None: none failed)")
     stop_reason: str
     error: str | None = None
+    engine: str | None = Field(None, description="load generator that measured the curve (None: older results)")
 
 
 class Headroom(_Model):
@@ -349,6 +350,7 @@ class Headroom(_Model):
     duration_seconds: float
     generator_cpu_fraction: float | None
     endpoint: str = Field(description="what answered (a minimal HTTP server pinned to the server CPUs)")
+    engine: str | None = Field(None, description="load generator whose ceiling this is (None: older results)")
 
 
 class RunResults(_Model):

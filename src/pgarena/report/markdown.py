@@ -414,8 +414,8 @@ def _headroom(results: RunResults) -> str:
     if h is None:
         return f"not measured ({results.environment.headroom_unavailable or 'disabled'})"
     cpu = "" if h.generator_cpu_fraction is None else f", generator CPU {h.generator_cpu_fraction:.0%}"
-    text = (f"{_num(h.rps)} req/s, p99 {_ms(h.latency_p99_ms)} at {h.connections} connections against a trivial "
-            f"endpoint ({h.endpoint}{cpu})")
+    text = (f"{_num(h.rps)} req/s{f' with {h.engine}' if h.engine else ''}, p99 {_ms(h.latency_p99_ms)} at "
+            f"{h.connections} connections against a trivial endpoint ({h.endpoint}{cpu})")
     if h.generator_cpu_fraction is not None and h.generator_cpu_fraction <= GENERATOR_BOUND_CPU_FRACTION:
         text += "; the generator was not saturated, so its ceiling is higher still"
     return text

@@ -89,6 +89,7 @@ class WindowFigures:
     stack_cpu_us_per_request: float | None = None
     db_cpu_us_per_request: float | None = None
     stack_ctx_switches_per_request: float | None = None
+    stack_involuntary_ctx_switches_per_request: float | None = None
     connections: int | None = None
     response_segments_per_request: float | None = None
     per_second: list[dict] = field(default_factory=list)
@@ -167,23 +168,33 @@ class PerSecond:
                 "per_second": rows}
 
 
-def ctx_switches(pid: int) -> int:
-    """Voluntary + involuntary context switches of every thread of a process tree, summed from the kernel's
-    /proc/<pid>/task/<tid>/status (the process's own status file counts its main thread only)."""
-    total = 0
+def ctx_switch_counts(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of every thread of a process tree, summed from the kernel's
+    /proc/<pid>/task/<tid>/status (the process's own status file counts its main thread only). Voluntary:
+    the thread blocked (waited for I/O, a lock, a timer); involuntary: the scheduler preempted it."""
+    counts = [0, 0]
     try:
         root = psutil.Process(pid)
         pids = [root.pid, *(child.pid for child in root.children(recursive=True))]
     except psutil.NoSuchProcess:
-        return 0
+        return 0, 0
     for proc_pid in pids:
         for status in Path(f"/proc/{proc_pid}/task").glob("*/status"):
             try:
                 text = status.read_text()
             except OSError:
                 continue  # the thread ended
-            total += sum(int(line.split()[1]) for line in text.splitlines() if "ctxt_switches:" in line)
-    return total
+            for line in text.splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    counts[0] += int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    counts[1] += int(line.split()[1])
+    return counts[0], counts[1]
+
+
+def ctx_switches(pid: int) -> int:
+    """Voluntary + involuntary context switches of every thread of a process tree (ctx_switch_counts)."""
+    return sum(ctx_switch_counts(pid))
 
 
 def bare_window(h: Harness, engine: Engine, cell: Cell, round_no: int, arm: str, extra: list[str],
@@ -212,10 +223,11 @@ def bare_window(h: Harness, engine: Engine, cell: Cell, round_no: int, arm: str,
 
     run(f"r{round_no}-warmup", cell.warmup_seconds)
     stem = f"r{round_no}"
-    switches_before = ctx_switches(h.server.pid)
+    switches_before = ctx_switch_counts(h.server.pid)
     with h.cpu.window() as used, (PerSecond(h) if per_second else nullcontext()) as sampler:
         generator_cpu, generator_switches = run(stem, cell.duration_seconds)
-    switches = ctx_switches(h.server.pid) - switches_before
+    voluntary, involuntary = (after - before for after, before in zip(ctx_switch_counts(h.server.pid),
+                                                                        switches_before))
     out = engine.parse(raw_dir, stem)
     n = max(out.requests, 1)
     return WindowFigures(
@@ -224,7 +236,8 @@ def bare_window(h: Harness, engine: Engine, cell: Cell, round_no: int, arm: str,
         generator_ctx_switches_per_request=generator_switches / n,
         stack_cpu_us_per_request=used["stack"] / n * 1e6 if "stack" in used else None,
         db_cpu_us_per_request=used["db"] / n * 1e6 if "db" in used else None,
-        stack_ctx_switches_per_request=switches / n, **(sampler.figures() if sampler else {}),
+        stack_ctx_switches_per_request=(voluntary + involuntary) / n,
+        stack_involuntary_ctx_switches_per_request=involuntary / n, **(sampler.figures() if sampler else {}),
     )
 
 
@@ -267,6 +280,7 @@ def print_table(windows: list[WindowFigures], arms: list[str]) -> None:
     columns = [("rps", "req/s"), ("latency_p99_ms", "p99 ms"), ("generator_cpu_us_per_request", "gen µs/req"),
                ("generator_ctx_switches_per_request", "gen ctxsw/req"), ("stack_cpu_us_per_request", "stack µs/req"),
                ("db_cpu_us_per_request", "db µs/req"), ("stack_ctx_switches_per_request", "stack ctxsw/req"),
+               ("stack_involuntary_ctx_switches_per_request", "of which preempted"),
                ("connections", "conns"), ("response_segments_per_request", "resp seg/req")]
     cols = [name for name, _ in columns]
     heads = ["round", "arm", *(head for _, head in columns)]

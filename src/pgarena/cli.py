@@ -362,7 +362,7 @@ def compare(
     else:
         for line in comparing.terminal_lines(comparison):
             print(line)
-    for label, note in comparison.only_a + comparison.only_b:
+    for label, note in comparison.only_a + comparison.only_b + comparison.not_comparable:
         out.print(f"not compared: {label} ({note})", highlight=False, markup=False)
     out.print(comparing.summary_text(comparison), highlight=False, markup=False)
     folder = out_dir or (run_b if run_b.is_dir() else run_b.parent)

@@ -203,6 +203,10 @@ class Comparison:
     ranking: RankAgreement = field(default_factory=RankAgreement)
     profiles: tuple[str, str] = ("", "")
     """The two runs' profiles: short-window profiles are flagged as too noisy to gate on."""
+    not_comparable: list[tuple[str, str]] = field(default_factory=list)
+    """(cell label, why) of cells present in both runs but measured with different load generators
+    ('not comparable: oha vs k6'): oha and k6 measure different throughput against the same server, so
+    such a pair is never judged (docs/methodology.md)."""
 
     @property
     def drift(self) -> float | None:
@@ -298,7 +302,9 @@ def compare_runs(a: RunResults, b: RunResults, *, alpha: float = DEFAULT_ALPHA,
     cells_b = {c.key: c for c in b.cells}
     ok_a = {k: c for k, c in cells_a.items() if _usable(c)}
     ok_b = {k: c for k, c in cells_b.items() if _usable(c)}
-    common = [k for k in ok_a if k in ok_b]
+    common = [k for k in ok_a if k in ok_b and ok_a[k].engine == ok_b[k].engine]
+    not_comparable = [(cell_label(c), engines_note(c, ok_b[k])) for k, c in ok_a.items()
+                      if k in ok_b and c.engine != ok_b[k].engine]
     compared = []
     for key in common:
         ca, cb = ok_a[key], ok_b[key]
@@ -316,7 +322,12 @@ def compare_runs(a: RunResults, b: RunResults, *, alpha: float = DEFAULT_ALPHA,
     failed_in_b = [cell_label(c) for k, c in ok_a.items() if k in cells_b and not _usable(cells_b[k])]
     return Comparison(a.run_id, b.run_id, alpha, min_change, compared, only_a, only_b, differences, info,
                       failed_in_b, ranking_agreement(a, b),
-                      (str(a.config.get("profile", "")), str(b.config.get("profile", ""))))
+                      (str(a.config.get("profile", "")), str(b.config.get("profile", ""))), not_comparable)
+
+
+def engines_note(a: Cell, b: Cell) -> str:
+    """'not comparable: oha vs k6' — why a cell of both runs is not judged."""
+    return f"not comparable: {a.engine} vs {b.engine}"
 
 
 def _figure(ca: Cell, cb: Cell, per_rep: Callable, fallback: Callable, higher_is_better: bool, alpha: float,
@@ -390,7 +401,9 @@ def summary_text(comparison: Comparison) -> str:
     """'12 common cells: 1 regression, 2 improvements, 9 within noise; 1 only in A, 0 only in B.'"""
     return (f"{len(comparison.cells)} common cells: {comparison.count('regression')} regression(s), "
             f"{comparison.count('improvement')} improvement(s), {comparison.count('within noise')} within noise "
-            f"(RPS); {len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B. "
+            f"(RPS); {len(comparison.only_a)} only in A, {len(comparison.only_b)} only in B"
+            + (f", {len(comparison.not_comparable)} not comparable (different load generators)"
+               if comparison.not_comparable else "") + ". "
             + ("" if comparison.drift is None else
                f"Median RPS change over all common cells (run-to-run drift): {comparison.drift:.1%}. ")
             + comparison.ranking.summary())
@@ -435,7 +448,8 @@ def render_markdown(comparison: Comparison) -> str:
         parts.append("_No cell was measured in both runs._")
     if comparison.ranking.disagreements:
         parts.append("## Ranking disagreements\n\n" + "\n".join(f"- {d}" for d in comparison.ranking.disagreements))
-    for title, missing in (("Only in A", comparison.only_a), ("Only in B", comparison.only_b)):
+    for title, missing in (("Only in A", comparison.only_a), ("Only in B", comparison.only_b),
+                           ("Not comparable (different load generators)", comparison.not_comparable)):
         if missing:
             parts.append(f"## {title}\n\n" + "\n".join(f"- {label} ({note})" for label, note in missing))
     if comparison.info:

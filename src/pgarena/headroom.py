@@ -85,7 +85,8 @@ def measure_headroom(engine: Engine, config: RunConfig, run_dir: Path) -> Headro
     return Headroom(rps=out.rps, latency_p99_ms=out.latency.p99_ms, connections=HEADROOM_CONNECTIONS,
                     duration_seconds=out.duration_seconds,
                     generator_cpu_fraction=window.generator_cpu_seconds / seconds if seconds else None,
-                    endpoint=f"Go {_go_version()} net/http, fixed 2-byte answer, GOMAXPROCS={len(config.server_cpus)}")
+                    endpoint=f"Go {_go_version()} net/http, fixed 2-byte answer, GOMAXPROCS={len(config.server_cpus)}",
+                    engine=engine.name)
 
 
 def _go_version() -> str:

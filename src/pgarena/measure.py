@@ -435,7 +435,8 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
     record = SloSearchResult(
         stack=stack, workload=workload, parameter_name=name, parameter=parameter, model="open",
         slo_p99_ms=target.p99_ms, slo_max_error_rate=target.max_error_rate, window_seconds=config.duration_s,
-        curve=[], answer_level=None, answer_rps=None, bracket_low=0.0, bracket_high=None, stop_reason="error")
+        curve=[], answer_level=None, answer_rps=None, bracket_low=0.0, bracket_high=None, stop_reason="error",
+        engine=engine.name)
     try:
         found = search_max_sustainable(measure, start=start, max_level=maximum, target=target,
                                        budget_steps=config.slo_budget_steps, growth=SLO_GROWTH)

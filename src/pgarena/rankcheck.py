@@ -1,12 +1,13 @@
 """Do two runs agree on the ranking? Checked only where the ranking claims an order.
 
-Within each table of a run (workload × parameter × load level), two stacks are ordered when both cells
-are valid with an interval (report.ranking.in_field; noisy cells included) and the intervals of the figure
-the table ranks by do not overlap: 2xx/s, or p99 latency for open-model tables at a rate shared by every
-stack; tables at a share of each stack's own peak rank nothing and are skipped. For every
+Within each table of a run (workload × parameter × load level × engine), two stacks are ordered when both
+cells are valid with an interval (report.ranking.in_field; noisy cells included) and the intervals of the
+figure the table ranks by do not overlap: 2xx/s, or p99 latency for open-model tables at a rate shared by
+every stack; tables at a share of each stack's own peak rank nothing and are skipped. For every
 pair of stacks ordered in *both* runs, the order must be the same; a pair ordered in one run only is a
 tie in the other, which is not a contradiction. Two runs of the same stacks a minute apart should
-therefore never disagree — a disagreement means an interval was too optimistic.
+therefore never disagree — a disagreement means an interval was too optimistic. Tables are matched by
+their engine as well: a pair measured with oha in one run and with k6 in the other is not compared.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def ranking_agreement(a: RunResults, b: RunResults) -> RankAgreement:
             if oa and ob:
                 result.ordered_in_both += 1
                 if oa != ob:
-                    workload, parameter, _, level = key
-                    where = f"{workload}{'' if parameter is None else f' {parameter}'} @ {level}"
+                    workload, parameter, _, level, engine = key
+                    where = f"{workload}{'' if parameter is None else f' {parameter}'} @ {level} ({engine})"
                     faster_a, faster_b = (x, y) if oa > 0 else (y, x), (x, y) if ob > 0 else (y, x)  # better
                     result.disagreements.append(f"{where}: A has {faster_a[0]} above {faster_a[1]}, "
                                                 f"B has {faster_b[0]} above {faster_b[1]}")

@@ -361,6 +361,7 @@ class SloSearchResult(_Model):
     bracket_high: float | None = Field(description="... and the first failing one (None: none failed)")
     stop_reason: str
     error: str | None = None
+    engine: str | None = Field(None, description="load generator that measured the curve (None: older results)")
 
 
 class Headroom(_Model):
@@ -372,6 +373,7 @@ class Headroom(_Model):
     duration_seconds: float
     generator_cpu_fraction: float | None
     endpoint: str = Field(description="what answered (a minimal HTTP server pinned to the server CPUs)")
+    engine: str | None = Field(None, description="load generator whose ceiling this is (None: older results)")
 
 
 class DbCeiling(_Model):

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from pgarena.compare import (compare_figure, compare_runs, render_html, render_markdown, terminal_lines,
+from pgarena.compare import (compare_figure, compare_runs, render_html, render_markdown, summary_text, terminal_lines,
                              welch_test)
 from pgarena.results import (Cell, CellSummary, DatabaseInfo, Environment, Errors, Latency, Repetition,
                              RunResults, StackInfo)
@@ -16,7 +16,7 @@ from pgarena.stats import spread
 
 
 def make_cell(stack: str, rps: list[float], p99_ms: list[float] | None = None, *, workload: str = "perf-test",
-              rows: int = 10, vus: int = 50, status: str = "ok", cpu_us: float = 100.0) -> Cell:
+              rows: int = 10, vus: int = 50, status: str = "ok", cpu_us: float = 100.0, engine: str = "oha") -> Cell:
     """A closed-model cell whose repetitions have the given RPS (and p99 ms; 10 ms each by default)."""
     p99_ms = p99_ms or [10.0] * len(rps)
     reps = [Repetition(index=i, requests=int(r * 10), duration_seconds=10, rps=r,
@@ -30,7 +30,7 @@ def make_cell(stack: str, rps: list[float], p99_ms: list[float] | None = None, *
                               latency_p99_ms=spread(p99_ms), requests_total=sum(r.requests for r in reps),
                               failures_total=0, failure_rate=0.0, stack_cpu_us_per_request=cpu_us * 0.6,
                               db_cpu_us_per_request=cpu_us * 0.4)
-    return Cell(stack=stack, workload=workload, parameter_name="rows", parameter=rows, vus=vus, engine="oha",
+    return Cell(stack=stack, workload=workload, parameter_name="rows", parameter=rows, vus=vus, engine=engine,
                 warmup_seconds=2, duration_seconds=10, repetitions=reps if status == "ok" else [], summary=summary,
                 status=status, error=None if status == "ok" else "stack crashed")
 
@@ -156,6 +156,21 @@ def test_cells_on_one_side_only_are_listed() -> None:
     markdown = render_markdown(comparison)
     assert "## Only in A" in markdown and "failed in B: stack crashed" in markdown
     assert "## Only in B" in markdown and "s4 · perf-test rows=10 · 50 VUs (not in A)" in markdown
+
+
+def test_cells_of_different_engines_are_never_paired() -> None:
+    """oha and k6 measure different RPS against the same server: a cell measured with each is reported as
+    not comparable, not judged as a regression or improvement."""
+    a = make_run("a", [make_cell("s1", [1500, 1510, 1505]), make_cell("s2", [900, 905, 910])])
+    b = make_run("b", [make_cell("s1", [2100, 2110, 2105], engine="k6"), make_cell("s2", [900, 905, 910])],
+                 config={"engine": "k6"}, engine_versions={"oha": "1.8.0", "k6": "1.1.0"})
+    comparison = compare_runs(a, b)
+    assert [c.a.stack for c in comparison.cells] == ["s2"], "only the same-engine pair is judged"
+    assert comparison.not_comparable == [("s1 · perf-test rows=10 · 50 VUs", "not comparable: oha vs k6")]
+    assert comparison.count("improvement") == 0 and comparison.only_a == [] and comparison.only_b == []
+    assert "1 not comparable (different load generators)" in summary_text(comparison)
+    assert "s1 · perf-test rows=10 · 50 VUs (not comparable: oha vs k6)" in render_markdown(comparison)
+    assert "not comparable: oha vs k6" in render_html(comparison)
 
 
 # --- Environment ----------------------------------------------------------------------------------------------

@@ -437,6 +437,14 @@ def test_oha_command_get(fake_binaries, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_oha_command_asks_for_no_compression_like_k6(fake_binaries, tmp_path):
+    """oha advertises gzip/br by default and k6 nothing: a stack that compresses when asked would do more
+    work for one engine than for the other."""
+    spec = LoadSpec(url="http://127.0.0.1:8080/", method="GET", connections=1, duration_s=1, timeout_s=1)
+    assert "--disable-compression" in OhaEngine().command(spec, tmp_path, "s")
+    assert "Accept-Encoding" not in K6Engine().script_path(tmp_path).read_text(encoding="utf-8")
+
+
 def test_oha_command_rounds_durations_to_ms(fake_binaries, tmp_path):
     spec = LoadSpec(url="http://127.0.0.1:1/", method="GET", connections=1, duration_s=10.0004, timeout_s=0.0256)
     argv = OhaEngine().command(spec, tmp_path, "s")

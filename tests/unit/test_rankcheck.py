@@ -17,13 +17,13 @@ def config(tmp_path, monkeypatch):
     return build_config(profile="quick", project_dir=tmp_path)  # ±10 % target
 
 
-def measured(stack: str, rps: list[float], config, vus: int = 50) -> Cell:
+def measured(stack: str, rps: list[float], config, vus: int = 50, engine: str = "oha") -> Cell:
     reps = [Repetition(index=i, requests=int(r * 2), duration_seconds=2, rps=r,
                        latency=Latency(avg_ms=1, p50_ms=1, p90_ms=1, p95_ms=1, p99_ms=1, max_ms=1), errors=Errors(),
                        status_codes={"200": int(r * 2)}, stack_cpu_seconds=1, db_cpu_seconds=1,
                        stack_rss_peak_bytes=None, generator_cpu_seconds=1, raw_output="x")
             for i, r in enumerate(rps, 1)]
-    cell = Cell(stack=stack, workload="perf-test", parameter_name="rows", parameter=1, vus=vus, engine="oha",
+    cell = Cell(stack=stack, workload="perf-test", parameter_name="rows", parameter=1, vus=vus, engine=engine,
                 warmup_seconds=1, duration_seconds=2, repetitions=reps)
     summarize(cell, config)
     return cell
@@ -81,3 +81,13 @@ def test_shared_rate_tables_are_checked_on_p99_and_relative_ones_not_at_all(conf
     result = ranking_agreement(a, b)
     assert result.ordered_in_both == 1, "only the shared-rate pair; the 90 % tables rank nothing"
     assert "A has go above py, B has py above go" in result.disagreements[0]
+
+
+def test_pairs_measured_with_different_engines_are_ignored(config):
+    """A stack pair ordered one way under oha and the other way under k6 is no disagreement: the engines'
+    tables are different tables (they never share a rank)."""
+    a = make_run("a", [measured("go", [9000, 9100, 9050], config), measured("py", [1000, 1010, 1005], config)])
+    b = make_run("b", [measured("go", [900, 910, 905], config, engine="k6"),
+                       measured("py", [1000, 1010, 1005], config, engine="k6")])
+    result = ranking_agreement(a, b)
+    assert (result.ordered_in_both, result.ordered_in_one, result.disagreements) == (0, 0, [])

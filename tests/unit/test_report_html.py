@@ -88,3 +88,20 @@ def test_a_run_without_cells_renders_without_charts():
     assert not any(payload["sections"].values()) and payload["cells"] == [] and payload["headline"] == []
     html = render_html(results)
     assert 'data-chart="' not in html and "No load cells in this run." in html
+
+
+def test_a_run_mixing_engines_ranks_and_heads_each_engine_apart():
+    """py-steady measured with k6 beside go-fast with oha: each is first among its engine's cells, the
+    headline has one row per engine and the cell table names each cell's engine."""
+    results = sample_results()
+    for c in results.cells:
+        if c.stack == "py-steady":
+            c.engine = "k6"
+    payload = html_payload(results)
+    rows = [h for h in payload["headline"] if h["family"] == "perf-test · 1 row" and h["level"].startswith("1 VU")]
+    assert [(h["level"], [b["stack"] for b in h["best"]]) for h in rows] == [
+        ("1 VU · k6", ["py-steady"]), ("1 VU · oha", ["go-fast"])]
+    assert rows[0]["best"][0]["rank"] == rows[1]["best"][0]["rank"] == "1", "no tie across engines"
+    table = payload["cells"][0]
+    assert table["engines"] == ["k6", "oha"]
+    assert "(k6)" in render_html(results) and "measured with k6 and oha" in render_html(results)

@@ -201,3 +201,34 @@ def test_a_step_with_any_timeout_fails() -> None:
     target = SloTarget(p99_ms=50.0, max_error_rate=0.01)
     assert target.passes(LevelResult(level=1, rps=1, p99_ms=20.0, error_rate=0.001))
     assert not target.passes(LevelResult(level=1, rps=1, p99_ms=20.0, error_rate=0.001, timeouts=1))
+
+
+def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypatch) -> None:
+    """Every figure records its engine: an SLO search's record and the generator headroom line."""
+    from pgarena import measure
+    from pgarena.config import build_config
+    from pgarena.engines import LoadOutcome
+    from pgarena.report.markdown import _headroom
+    from pgarena.results import Errors, Headroom, Latency
+    from tests.fixtures.report_run import sample_results
+
+    class FakeEngine:
+        name = "k6"
+
+    def window(engine, spec, duration_s, raw_dir, stem, config):
+        out = LoadOutcome(requests=int(spec.rate * duration_s), duration_seconds=duration_s,
+                          latency=Latency(avg_ms=1, p50_ms=1, p90_ms=1, p95_ms=1, p99_ms=1 if spec.rate < 400 else 99,
+                                          max_ms=99), errors=Errors(), status_codes={"200": int(spec.rate * duration_s)}, dropped=0)
+        return measure.Window(out, 0.1, raw_dir / stem)
+
+    monkeypatch.setattr(measure, "run_window", window)
+    monkeypatch.setattr("pgarena.config.default_cpu_sets", lambda: ([0], [1]))
+    config = build_config(profile="quick", project_dir=tmp_path, overrides={"slo_p99_ms": 50.0})
+    found = measure.search_sustainable(stack="s", workload="static", parameter=None, peak_rps=300.0,
+                                       engine=FakeEngine(), config=config, base_url="http://127.0.0.1:1",  # type: ignore[arg-type]
+                                       routes={}, run_dir=tmp_path, log=lambda _: None)
+    assert found.engine == "k6" and found.answer_level is not None
+    results = sample_results()
+    results.generator_headroom = Headroom(rps=75000.0, latency_p99_ms=4.5, connections=50, duration_seconds=2.0,
+                                          generator_cpu_fraction=0.9, endpoint="trivial", engine="oha")
+    assert _headroom(results).startswith("75,000 req/s with oha, p99")

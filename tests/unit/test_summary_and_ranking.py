@@ -7,7 +7,7 @@ import pytest
 from pgarena.config import build_config
 from pgarena.flags import DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS
 from pgarena.measure import keep_repeating, summarize
-from pgarena.report.ranking import UNRANKED, efficiency_ranks, throughput_ranks
+from pgarena.report.ranking import UNRANKED, comparable_groups, efficiency_ranks, throughput_ranks
 from pgarena.results import Cell, Errors, Latency, Repetition
 
 
@@ -31,7 +31,8 @@ def rep(index: int, rps: float, *, seconds: float = 5.0, stack_cpu: float | None
 
 def cell(stack: str, reps: list[Repetition], config, **kw) -> Cell:
     kw.setdefault("vus", 50)
-    c = Cell(stack=stack, workload="perf-test", parameter_name="rows", parameter=1, engine="oha",
+    kw.setdefault("engine", "oha")
+    c = Cell(stack=stack, workload="perf-test", parameter_name="rows", parameter=1,
              warmup_seconds=1, duration_seconds=5, repetitions=reps, **kw)
     summarize(c, config)
     return c
@@ -109,6 +110,18 @@ def test_overlapping_intervals_tie_and_noisy_or_invalid_cells_are_not_ranked(con
     fast_noisy = cell("fast", [rep(i, v) for i, v in enumerate([40_000, 30_000, 50_000], 1)], config)
     slow = cell("slow", [rep(i, v) for i, v in enumerate([1_000, 1_001, 999], 1)], config)
     assert _ranks(throughput_ranks([slow, fast_noisy])) == [("fast", UNRANKED), ("slow", "2")]
+
+
+def test_cells_of_different_engines_never_share_a_rank(config):
+    """Same workload, parameter and level, measured with oha and with k6: two groups, each ranked alone."""
+    fast_k6 = cell("a", [rep(i, v) for i, v in enumerate([20_000, 20_010, 19_990], 1)], config, engine="k6")
+    slow_oha = cell("b", [rep(i, v) for i, v in enumerate([10_000, 10_020, 9_990], 1)], config)
+    slower_oha = cell("c", [rep(i, v) for i, v in enumerate([5_000, 5_010, 4_995], 1)], config)
+    groups = comparable_groups([fast_k6, slow_oha, slower_oha])
+    assert [[c.stack for c in cells] for cells in groups.values()] == [["a"], ["b", "c"]]
+    assert [key[-1] for key in groups] == ["k6", "oha"]
+    assert [_ranks(throughput_ranks(cells)) for cells in groups.values()] == [
+        [("a", "1")], [("b", "1"), ("c", "2")]], "b is first among the oha cells, not second behind a k6 cell"
 
 
 def test_efficiency_ranks_lower_cpu_per_request_first(config):

@@ -5,6 +5,10 @@ latency from its scheduled start, so time spent waiting for a free connection co
 omission). Requests scheduled but not completed by the deadline are not reported by oha; pgarena counts
 them as dropped (offered = rate × window, minus completed).
 
+Requests carry the same headers as k6's, apart from the user agent: oha by default advertises
+`Accept-Encoding: gzip, compress, deflate, br` and k6 sends no Accept-Encoding, so `--disable-compression`
+drops it (docs/methodology.md, "oha and k6 disagree").
+
 oha's JSON reports times in seconds; pgarena stores milliseconds. Requests still in flight when the
 window closes are aborted by oha ("aborted due to deadline"); they are not failures of the stack and
 are left out of both the request count and the errors. Error kinds are read from the keys of

@@ -71,10 +71,15 @@ def _why_unranked(cell: Cell) -> str:
 def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
     """Per workload × parameter × load level: the stacks ranked first (ties included) and what was left out."""
     rows = []
+    mixed = len({c.engine for c in results.cells}) > 1
     for family in figures.families(results.cells):
-        for level_cell in family.levels():
+        engines = sorted({c.engine for c in family.cells})
+        for level_cell, engine in ((lc, e) for lc in family.levels() for e in engines):
             group = level_group_label(level_cell)
-            cells = [c for c in family.cells if c.model == level_cell.model and level_group_label(c) == group]
+            cells = [c for c in family.cells if c.model == level_cell.model and level_group_label(c) == group
+                     and c.engine == engine]  # cells of different engines never share a rank
+            if not cells:
+                continue
             best, unranked = [], []
             for cell in sorted(cells, key=lambda c: -(c.summary.rps.median if c.summary else -1)):
                 label = ranks.get(id(cell), UNRANKED)
@@ -84,14 +89,16 @@ def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
                     low, high, what = rps_bounds(cell)
                     best.append({"stack": cell.stack, "rank": label, "rps_median": rounded(cell.summary.rps.median),  # type: ignore[union-attr]
                                  "rps_low": rounded(low), "rps_high": rounded(high), "interval": what})
-            rows.append({"family": family.title, "level": group, "model": level_cell.model,
+            rows.append({"family": family.title, "level": group + (f" · {engine}" if mixed else ""),
+                         "model": level_cell.model,
                          "stacks": len(cells), "best": best, "unranked": unranked})
     return rows
 
 
 def cell_tables(results: RunResults, ranks: dict[int, str], eff: dict[int, str]) -> list[dict]:
     """Per workload × parameter, one row per cell for its sortable table (by level, then median RPS)."""
-    return [{"title": family.title, "slug": family.slug, "rows": cell_rows(family, ranks, eff)}
+    return [{"title": family.title, "slug": family.slug, "rows": cell_rows(family, ranks, eff),
+             "engines": sorted({c.engine for c in family.cells})}
             for family in figures.families(results.cells)]
 
 
@@ -102,6 +109,7 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
                                                       -(c.summary.rps.median if c.summary else -1), c.stack)):
         row = {"family": family.title, "workload": cell.workload, "level": cell.level_label,
                "level_value": rounded(_level_value(cell)), "model": cell.model, "stack": cell.stack,
+               "engine": cell.engine,
                "rank": ranks.get(id(cell), UNRANKED), "efficiency_rank": eff.get(id(cell), UNRANKED),
                "marks": cell_marks(cell), "flags": list(cell.flags), "error": cell.error,
                "repetitions": len(cell.repetitions)}

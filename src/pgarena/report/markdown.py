@@ -90,10 +90,11 @@ def results_tables(results: RunResults) -> str:
     groups = comparable_groups(results.cells)
 
     def order(key: tuple) -> tuple:
-        workload, parameter, model, _ = key
+        workload, parameter, model, _level, engine = key
         first = groups[key][0]
         level = first.vus if model == "closed" else (first.arrival_rate or 0)
-        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model, level, parameter or 0)
+        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model, level, parameter or 0,
+                engine)
 
     sections = []
     for key in sorted(groups, key=order):
@@ -126,7 +127,7 @@ def results_tables(results: RunResults) -> str:
                         "p99 latency (lower first; ties where the 95 % intervals overlap).\n\n",
                 NOT_RANKED: "Each stack was offered a share of its own closed-model peak, so the loads differ: "
                             "not ranked. Compare stacks at a shared rate instead.\n\n"}.get(basis, "")
-        sections.append(f"### {_cell_title(cells[0])}\n\n{note}" + table(
+        sections.append(f"### {_cell_title(cells[0])} · measured with {cells[0].engine}\n\n{note}" + table(
             ["#", "Stack", "2xx/s (median)", "95 % interval of the mean",
              *(["Offered", "Dropped"] if is_open else []), "Avg latency", "p99 latency", "Total requests",
              "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak RSS",
@@ -145,17 +146,19 @@ def cost_section(results: RunResults) -> str:
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in results.cells:
         if cell.model == "closed" and cell.summary is not None:
-            groups[(cell.workload, cell.parameter)].append(cell)
+            groups[(cell.workload, cell.parameter, cell.engine)].append(cell)  # engines never share a rank
     rows = []
-    for (workload, parameter), cells in sorted(groups.items(), key=lambda kv: (
-            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0)):
+    mixed = len({engine for _, _, engine in groups}) > 1
+    for (workload, parameter, engine), cells in sorted(groups.items(), key=lambda kv: (
+            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0, kv[0][2])):
         top = max(c.vus for c in cells)
         for cell, rank in efficiency_ranks([c for c in cells if c.vus == top]):
             s = cell.summary
             assert s is not None
             interval = s.cpu_us_per_request_interval
             rows.append((
-                f"{workload}{'' if parameter is None else f' {cell.parameter_name}={parameter}'} @ {top} VUs",
+                f"{workload}{'' if parameter is None else f' {cell.parameter_name}={parameter}'} @ {top} VUs"
+                + (f" ({engine})" if mixed else ""),
                 rank, cell.stack, _num(s.stack_cpu_us_per_request or 0), _num(s.db_cpu_us_per_request or 0),
                 _num((s.stack_cpu_us_per_request or 0) + (s.db_cpu_us_per_request or 0)),
                 "–" if interval is None else f"{_num(interval.low)}–{_num(interval.high)}",
@@ -432,8 +435,8 @@ def _headroom(results: RunResults) -> str:
     if h is None:
         return f"not measured ({results.environment.headroom_unavailable or 'disabled'})"
     cpu = "" if h.generator_cpu_fraction is None else f", generator CPU {h.generator_cpu_fraction:.0%}"
-    text = (f"{_num(h.rps)} req/s, p99 {_ms(h.latency_p99_ms)} at {h.connections} connections against a trivial "
-            f"endpoint ({h.endpoint}{cpu})")
+    text = (f"{_num(h.rps)} req/s{f' with {h.engine}' if h.engine else ''}, p99 {_ms(h.latency_p99_ms)} at "
+            f"{h.connections} connections against a trivial endpoint ({h.endpoint}{cpu})")
     if h.generator_cpu_fraction is not None and h.generator_cpu_fraction <= GENERATOR_BOUND_CPU_FRACTION:
         text += "; the generator was not saturated, so its ceiling is higher still"
     return text

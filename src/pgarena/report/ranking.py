@@ -58,14 +58,22 @@ def rankable(cell: Cell) -> bool:
             and not any(flag in INVALID for flag in cell.flags))
 
 
+def group_key(cell: Cell) -> tuple:
+    """(workload, parameter, model, level, engine): what a cell's figure depends on besides its stack."""
+    return (*cell.key[1:], cell.engine)
+
+
 def comparable_groups(cells: Iterable[Cell]) -> dict[tuple, list[Cell]]:
     """Cells measured under the same conditions — workload, parameter, model and level (`Cell.key` without
     the stack; open-model levels by their configured spec: '2000' is the same 2,000 req/s for every
-    stack, '90%' is 90 % of each stack's own peak, which `rank_basis` does not rank) — in first-seen
-    order. Ranks are only ever computed within one group."""
+    stack, '90%' is 90 % of each stack's own peak, which `rank_basis` does not rank) and load generator —
+    in first-seen order, keyed by `group_key`. Ranks are only ever computed within one group.
+
+    NOTE: the engine is part of the group because oha and k6 measure different throughput against the same
+    server (docs/methodology.md, "oha and k6 disagree"); cells of different engines never share a rank."""
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in cells:
-        groups[cell.key[1:]].append(cell)
+        groups[group_key(cell)].append(cell)
     return groups
 
 

@@ -3,25 +3,26 @@ and the cell's summary and flags (median and range over the repetitions, docs/me
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pgarena import txcheck
+from pgarena import accounting, txcheck, variants, windowcheck
 from pgarena import workloads as wl
-from pgarena.checks import AnswerSampler
+from pgarena.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_variants
 from pgarena.config import RunConfig
 from pgarena.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.engines.base import EngineOutputError
-from pgarena.flags import CHECKS_FAILED, DROPPED, FAILURES, NOISY, saturation_flags
+from pgarena.flags import CHECKS_FAILED, DROPPED, FAILURES, NOISY, QUERIES_WRONG, VARIANTS_WRONG, saturation_flags
 from pgarena.postgres import Database
 from pgarena.process import NotReady, ServerProcess, run_measured
 from pgarena.resources import CpuMeters, TreeSampler
 from pgarena.results import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult
 from pgarena.slo import LevelResult, SloTarget, search_max_sustainable
 from pgarena.stats import confidence_interval, interval_too_wide, relative_half_width, should_stop, spread
+from pgarena.values import Verdict
 
 MAX_FAILURE_RATE = 0.01
 """A cell with more failed requests (or, open model, dropped ones) than this is flagged invalid (BRIEF.md)."""
@@ -137,13 +138,24 @@ def cell_label(cell: Cell) -> str:
 
 def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, routes: dict[str, str],
               connections: int, config: RunConfig, rate: float | None = None,
-              bodies_file: Path | None = None) -> LoadSpec:
-    """The generator's request shape for a workload and parameter (duration set per window)."""
+              bodies_file: Path | None = None, urls_file: Path | None = None) -> LoadSpec:
+    """The generator's request shape for a workload and parameter (duration set per window); with
+    `urls_file` each request takes one of its URLs (the cell's variants)."""
     request = wl.load_request(cell_workload, parameter)
     return LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=connections,
                     duration_s=0, timeout_s=config.http_timeout_s, body=request.body,
                     content_type=request.content_type, bodies_file=bodies_file,
-                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate)
+                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate,
+                    urls_file=urls_file)
+
+
+def variants_file(raw_dir: Path, label: str, workload: str, parameter: int | None, base_url: str,
+                  routes: dict[str, str]) -> Path | None:
+    """The URL file of a workload's variants (None: a single request, nothing to vary)."""
+    requests = variants.requests_for(workload, parameter) if workload != wl.TX else []
+    if len(requests) < 2:
+        return None
+    return variants.write_urls_file(raw_dir / f"{label}.urls", base_url, routes, requests)
 
 
 def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
@@ -185,10 +197,52 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     return Window(outcome, generator_cpu, engine.raw_output(raw_dir, stem))
 
 
+def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str,
+                      routes: dict[str, str], raw_dir: Path, label: str,
+                      log: Callable[[str], None]) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
+    """The cell's load spec, its read variants with their expected answers (tx: none; the sampler's tx
+    requests are drawn per window) and, for tx, the accounts the generator's bodies touch.
+
+    Every read variant is sent once and judged whole before the warm-up; a wrong one flags the cell."""
+    rate = cell.arrival_rate if cell.model == "open" else None
+    if cell.workload == wl.TX:
+        bodies_file = write_tx_bodies(raw_dir, cell.stack, label)
+        bodies = [line for line in bodies_file.read_bytes().split(b"\n") if line]
+        cell.variants = len(set(bodies))
+        spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
+                         config=config, rate=rate, bodies_file=bodies_file)
+        return spec, [], variants.tx_aids(bodies)
+    cases = variants.read_variants(db, cell.workload, cell.parameter)
+    urls_file = variants_file(raw_dir, label, cell.workload, cell.parameter, base_url, routes)
+    spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
+                     config=config, rate=rate, urls_file=urls_file)
+    cell.variants = len(cases)
+    cell.variants_failed, first = check_variants(base_url, cell.workload, cases, engine.request_headers(spec),
+                                                 config.http_timeout_s, routes)
+    if cell.variants_failed:
+        cell.flags.append(VARIANTS_WRONG)
+        log(f"  {cell.variants_failed} of {len(cases)} variants answered wrongly before the load: {first}")
+    return spec, cases, set()
+
+
+def _tx_sample_cases(db: Database, cell: Cell, index: int, avoid: set[int]) -> list[variants.Variant]:
+    """The sampler's tx requests for one window: on accounts no other request touches (so each balance is
+    predictable), enough for one every SAMPLE_INTERVAL_S; their accounts are added to `avoid`."""
+    count = math.ceil(cell.duration_seconds / SAMPLE_INTERVAL_S) + 4
+    bodies = variants.tx_sampler_bodies(count, zlib.crc32(f"{cell.stack}/{cell_label(cell)}/{index}".encode()), avoid)
+    avoid |= variants.tx_aids(bodies)
+    return variants.tx_variants(db, bodies)
+
+
 def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
                  cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None) -> None:
     """Warm-up and repetitions of one cell; fills cell.repetitions (and, for tx, its invariants).
+
+    Before the warm-up the cell's variants are prepared and checked (variants.py). Each repetition is
+    one generator run with pgarena's answer sampler beside it (checks.py) and pg_stat_statements read
+    right before and right after it (windowcheck.py); a window whose statements do not match its
+    answers flags the cell `queries-wrong`.
 
     Repetitions stop once at least `config.repetitions` were measured and the RPS t-interval is within
     ±`config.target_rel_half_width` (stats.should_stop), or at `config.max_repetitions`, or when another
@@ -197,16 +251,16 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
     raw_dir = run_dir / "raw" / cell.stack
     raw_dir.mkdir(parents=True, exist_ok=True)
     label = cell_label(cell)
-    bodies_file = write_tx_bodies(raw_dir, cell.stack, label) if cell.workload == wl.TX else None
-    spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
-                     config=config, rate=cell.arrival_rate if cell.model == "open" else None, bodies_file=bodies_file)
+    spec, cases, tx_avoid = _prepare_variants(cell, engine=engine, config=config, db=db, base_url=base_url,
+                                              routes=routes, raw_dir=raw_dir, label=label, log=log)
+    headers = engine.request_headers(spec)
     cpu = cpu or CpuMeters({})
+    cell.window_accounting_unavailable = accounting.available(db)
 
     tx_before = txcheck.snapshot(db) if cell.workload == wl.TX else None
     answered_200 = 0
     warmup = run_window(engine, spec, cell.warmup_seconds, raw_dir, f"{label}-warmup", config)
     answered_200 += warmup.outcome.answered_2xx
-    sample = spec.expected_rows is not None and not engine.checks_answers
     measured_s = 0.0
     index = 0
     while True:
@@ -214,16 +268,25 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
         if server.exit_code() is not None:
             raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
         stem = f"{label}-rep{index}"
-        sampler = AnswerSampler(base_url, wl.load_request(cell.workload, cell.parameter), cell.workload,
-                                spec.expected_rows or 0, config.http_timeout_s, routes) if sample else nullcontext()
+        is_tx = cell.workload == wl.TX
+        sample_cases = _tx_sample_cases(db, cell, index, tx_avoid) if is_tx else cases
+        sampler = AnswerSampler(base_url, cell.workload, sample_cases, headers, config.http_timeout_s, routes,
+                                reuse=not is_tx)
+        # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
+        before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
         with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
             window = run_window(engine, spec, cell.duration_seconds, raw_dir, stem, config)
         outcome = window.outcome
-        answered_200 += outcome.answered_2xx
+        record = None
+        if before is not None:
+            record = windowcheck.judge_window(
+                cell.workload, cell.parameter, before, accounting.read_counts(db),
+                answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
+                unknown=outcome.errors.total + sampler.unknown, in_flight=spec.connections + 1)
+        answered_200 += outcome.answered_2xx + sampler.answered_2xx
         measured_s += outcome.duration_seconds
         stack_usage, db_usage = usage.usage.get("stack"), usage.usage.get("db")
-        checks_total, checks_failed = (sampler.total, sampler.failed) if sample else (  # type: ignore[union-attr]
-            outcome.checks_total, outcome.checks_failed)
+        checks_total, checks_failed, check_failure = sampler.judge()
         offered, dropped = window.dropped(spec, cell.duration_seconds)
         cell.repetitions.append(Repetition(
             index=index, requests=outcome.requests, duration_seconds=outcome.duration_seconds, rps=outcome.rps,
@@ -234,7 +297,8 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
             generator_cpu_seconds=window.generator_cpu_seconds,
             raw_output=str(window.raw_output.relative_to(run_dir)),
             offered_requests=offered, dropped=dropped,
-            checks_total=checks_total, checks_failed=checks_failed,
+            checks_total=checks_total, checks_failed=checks_failed, check_failure=check_failure,
+            accounting=record,
         ))
         rps = [r.rps for r in cell.repetitions]
         if on_repetition is not None:
@@ -242,9 +306,15 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
         log(f"  rep {index}: {outcome.rps:,.0f} req/s, p99 {outcome.latency.p99_ms:.1f} ms, "
             f"{outcome.errors.total} failed" + (f", {dropped} dropped" if offered is not None else "")
             + (f", {checks_failed}/{checks_total} checks failed" if checks_total else "")
+            + (f", window accounting {record.verdict.symbol}" if record else "")
             + (f" — ±{relative_half_width(rps, config.confidence_level):.1%}" if len(rps) > 1 else ""))
         if not keep_repeating(rps, measured_s, cell.duration_seconds, config):
             break
+    cell.window_accounting, cell.window_accounting_reason = windowcheck.cell_verdict(
+        [r.accounting for r in cell.repetitions])
+    if cell.window_accounting is Verdict.WRONG:
+        cell.flags.append(QUERIES_WRONG)
+        log(f"  window accounting ❌ {cell.window_accounting_reason}")
     if tx_before is not None:
         cell.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(db), answered_200)
         if not cell.tx_invariants.holds:
@@ -280,7 +350,8 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
     label = f"{_workload_stem(workload, parameter)}-slo"
     bodies = write_tx_bodies(raw_dir, stack, label) if workload == wl.TX else None
     base = load_spec(workload, parameter, base_url=base_url, routes=routes, connections=config.open_connections,
-                     config=config, bodies_file=bodies)
+                     config=config, bodies_file=bodies,
+                     urls_file=variants_file(raw_dir, label, workload, parameter, base_url, routes))
     target = SloTarget(p99_ms=config.slo_p99_ms, max_error_rate=config.slo_max_error_rate)
     points: list[SloPoint] = []
 

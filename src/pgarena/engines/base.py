@@ -37,9 +37,12 @@ class LoadSpec:
     bodies_file: Path | None = None
     """One request body per line; each request takes one (tx: pre-generated random transactions)."""
     expected_rows: int | None = None
-    """Rows a sampled answer must hold (engines that check answers themselves)."""
+    """Rows one answer holds (None: not a list of rows)."""
     workload: str = ""
     rate: float | None = None
+    urls_file: Path | None = None
+    """One absolute URL per line; each request takes one at random (the cell's variants). `url` is then
+    the first of them."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,11 @@ class Engine(ABC):
     install_hint: str
     checks_answers: bool = False
     """True if the engine checks a sample of answers itself (else pgarena samples beside it)."""
+
+    @abstractmethod
+    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str]]:
+        """The headers the generator sends with each request of `spec` (besides Host and Content-Length),
+        names spelled as it spells them: pgarena's sampler sends exactly these (checks.py)."""
 
     def __init__(self) -> None:
         self._binary: Path | None = None

@@ -54,6 +54,13 @@ class OhaEngine(Engine):
     def raw_output(self, workdir: Path, stem: str) -> Path:
         return workdir / f"{stem}.stdout"
 
+    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str]]:
+        """oha's defaults (oha 1.16.0 src/lib.rs) plus the content type; tests/unit/test_engine_headers.py
+        compares them with what the real binary sends."""
+        headers = [("accept", "*/*"), ("accept-encoding", "gzip, compress, deflate, br"),
+                   ("user-agent", f"oha/{OHA_VERSION}")]
+        return headers + ([("content-type", spec.content_type)] if spec.content_type else [])
+
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:
         argv = [
             str(self.binary), "--no-tui", "--output-format", "json",
@@ -73,6 +80,8 @@ class OhaEngine(Engine):
             argv += ["-D", str(body_path)]
         if spec.content_type:
             argv += ["-T", spec.content_type]
+        if spec.urls_file is not None:
+            return [*argv, "--urls-from-file", str(spec.urls_file)]  # a random line per request
         return [*argv, spec.url]
 
     def parse(self, workdir: Path, stem: str) -> LoadOutcome:

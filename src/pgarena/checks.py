@@ -129,7 +129,7 @@ class AnswerSampler:
         return len(self.samples) - self.answered_2xx
 
     def judge(self) -> tuple[int, int, str | None]:
-        """(checked, failed, first failure: request and reason) over the recorded answers."""
+        """(checked, failed, first failure: reason and request) over the recorded answers."""
         failed, first = 0, None
         for sample in self.samples:
             reason = sample.error or judge_answer(
@@ -139,14 +139,14 @@ class AnswerSampler:
                 failed += 1
                 if first is None:
                     request = sample.variant.request
-                    first = f"{request.method} {request.path}: {reason}"[:300]
+                    first = f"{reason} — {request.method} {request.path}"[:400]
         return len(self.samples), failed, first
 
 
 def check_variants(base_url: str, workload: str, variants: list[Variant], headers: list[tuple[str, str]],
                    timeout_s: float, routes: dict[str, str] | None = None) -> tuple[int, str | None]:
     """Send every variant once, one at a time, before the load and judge each answer whole:
-    (wrong answers, the first one's request and reason)."""
+    (wrong answers, the first one's reason and request)."""
     sampler = AnswerSampler(base_url, workload, variants, headers, timeout_s, routes)
     try:
         sampler.samples = [sampler.send(variant) for variant in variants]

@@ -52,7 +52,7 @@ def perf_test_values(index: int) -> dict[str, str]:
     return {
         "_text": f"variant {index} — ünïcode ✓ & \"quoted\"",
         "_int": str(1000 * index - 31_000),
-        "_bigint": str(9_000_000_000_000_000 + 1_000_003 * index),
+        "_bigint": str(9_100_000_000_000_000_000 + 1_000_003 * index),
         "_numeric": f"{index}.{index:04d}",
         "_real": f"{index}.25",
         "_double": f"{index * 1000}.125",

@@ -91,3 +91,15 @@ def test_wrong_variants_are_caught_before_the_load(tmp_path, fixture_env):
     assert cell.variants_failed == PERF_TEST_VARIANTS and "variants-wrong" in cell.flags
     rep = cell.repetitions[0]
     assert rep.checks_failed == rep.checks_total > 0 and "bigint_val" in rep.check_failure
+
+
+def test_tx_windows_are_accounted_and_sampled_balances_predicted(tmp_path, fixture_env):
+    _, results = _run(tmp_path, "oha", "fixture-good", ["tx"])
+    (cell,) = results.cells
+    rep = cell.repetitions[0]
+    assert cell.status == "ok" and cell.tx_invariants.holds  # the sampler's commits are counted too
+    assert cell.variants == len(set((tmp_path / "fixture-good-oha" / "raw" / "fixture-good" / "tx-vus4.bodies")
+                                    .read_bytes().split(b"\n")) - {b""})
+    # each sampled transaction went to an account of its own: its balance was predicted exactly
+    assert rep.checks_total > 0 and rep.checks_failed == 0, rep.check_failure
+    assert rep.accounting.statements_per_request == 5 and cell.window_accounting is Verdict.EXACT

@@ -102,7 +102,8 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
                "rank": ranks.get(id(cell), UNRANKED), "efficiency_rank": eff.get(id(cell), UNRANKED),
                "marks": cell_marks(cell), "flags": list(cell.flags), "error": cell.error,
                "repetitions": len(cell.repetitions), "variants": variants_label(cell),
-               "window_accounting": window_accounting_label(cell)}
+               "window_accounting": cell.window_accounting.symbol if cell.window_accounting else "not measured",
+               "window_accounting_detail": window_accounting_label(cell)}
         s = cell.summary
         if s is not None:
             low, high, what = rps_bounds(cell)

@@ -60,6 +60,12 @@ def available(db: Database) -> str | None:
     with db.connect() as conn:
         if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone():
             return "pg_stat_statements is not installed"
+        # Without this, another role's statements read as '<insufficient privilege>' and count as none.
+        privileged = conn.execute("SELECT rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'MEMBER') "
+                                  "FROM pg_roles WHERE rolname = current_user").fetchone()
+        if not privileged or not privileged[0]:
+            return ("pgarena's database role may not read the stacks' statements "
+                    "(it needs superuser or pg_read_all_stats)")
     return None
 
 

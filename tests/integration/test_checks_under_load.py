@@ -63,12 +63,13 @@ def test_a_stack_that_caches_for_the_generator_only_is_caught(tmp_path, fixture_
     assert cell.window_accounting is Verdict.WRONG and "queries-wrong" in cell.flags and _unranked(cell)
 
 
-def test_an_honest_stack_passes_every_window_with_varied_requests(tmp_path, fixture_env):
-    run_dir, results = _run(tmp_path, "oha", "fixture-good", ["perf-test", "users", "static"],
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_honest_stack_passes_every_window_with_varied_requests(tmp_path, fixture_env, engine):
+    run_dir, results = _run(tmp_path, engine, "fixture-good", ["perf-test", "users", "static", "graphql"],
                             repetitions=2)
     cells = {c.workload: c for c in results.cells}
     assert cells["perf-test"].variants == PERF_TEST_VARIANTS and cells["perf-test"].variants_failed == 0
-    assert cells["users"].variants == 1 and cells["static"].variants == 1
+    assert cells["users"].variants == cells["static"].variants == cells["graphql"].variants == 1
     for cell in results.cells:
         assert cell.status == "ok" and cell.window_accounting is Verdict.EXACT, (cell.workload,
                                                                                  cell.window_accounting_reason)

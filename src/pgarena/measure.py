@@ -217,11 +217,12 @@ def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Data
     spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
                      config=config, rate=rate, urls_file=urls_file)
     cell.variants = len(cases)
-    cell.variants_failed, first = check_variants(base_url, cell.workload, cases, engine.request_headers(spec),
+    cell.variants_failed, cell.variants_failure = check_variants(base_url, cell.workload, cases, engine.request_headers(spec),
                                                  config.http_timeout_s, routes)
     if cell.variants_failed:
         cell.flags.append(VARIANTS_WRONG)
-        log(f"  {cell.variants_failed} of {len(cases)} variants answered wrongly before the load: {first}")
+        log(f"  {cell.variants_failed} of {len(cases)} variants answered wrongly before the load: "
+            f"{cell.variants_failure}")
     return spec, cases, set()
 
 

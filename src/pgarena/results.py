@@ -318,6 +318,7 @@ class Cell(_Model):
     variants: int | None = Field(None, description="distinct requests the generator drew from (tx: bodies); "
                                                    "None: not recorded")
     variants_failed: int = Field(0, description="variants whose answer was wrong when checked before the load")
+    variants_failure: str | None = Field(None, description="the first wrong variant: why, and its request")
     window_accounting: Verdict | None = Field(
         None, description="worst per-window database accounting verdict (None: not measured)")
     window_accounting_reason: str | None = Field(None, description="the first wrong window's reason")

@@ -90,6 +90,7 @@ def test_wrong_variants_are_caught_before_the_load(tmp_path, fixture_env):
     _, results = _run(tmp_path, "oha", "fixture-faulty", ["perf-test"])
     (cell,) = results.cells
     assert cell.variants_failed == PERF_TEST_VARIANTS and "variants-wrong" in cell.flags
+    assert "bigint_val" in cell.variants_failure
     rep = cell.repetitions[0]
     assert rep.checks_failed == rep.checks_total > 0 and "bigint_val" in rep.check_failure
 

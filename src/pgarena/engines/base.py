@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,9 +100,6 @@ class Engine(ABC):
     name: str
     pinned_version: str
     install_hint: str
-    checks_answers: bool = False
-    """True if the engine checks a sample of answers itself (else pgarena samples beside it)."""
-
     @abstractmethod
     def request_headers(self, spec: LoadSpec) -> list[tuple[str, str]]:
         """The headers the generator sends with each request of `spec` (besides Host and Content-Length),
@@ -125,6 +123,13 @@ class Engine(ABC):
     @abstractmethod
     def version(self) -> str:
         """The generator's version as it reports it."""
+
+    def version_number(self) -> str:
+        """The x.y.z of the binary in use (the pinned version if its version line has none); cached."""
+        if not hasattr(self, "_version_number"):
+            match = re.search(r"\d+\.\d+\.\d+", self.version() or "")
+            self._version_number = match.group(0) if match else self.pinned_version
+        return self._version_number
 
     @abstractmethod
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:

@@ -51,7 +51,7 @@ class K6Engine(Engine):
     def request_headers(self, spec: LoadSpec) -> list[tuple[str, str]]:
         """k6's only default header (its User-Agent) plus the script's Content-Type;
         tests/unit/test_engine_headers.py compares them with what the real binary sends."""
-        headers = [("User-Agent", f"Grafana k6/{K6_VERSION}")]
+        headers = [("User-Agent", f"Grafana k6/{self.version_number()}")]
         return headers + ([("Content-Type", spec.content_type)] if spec.content_type else [])
 
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:

@@ -58,7 +58,7 @@ class OhaEngine(Engine):
         """oha's defaults (oha 1.16.0 src/lib.rs) plus the content type; tests/unit/test_engine_headers.py
         compares them with what the real binary sends."""
         headers = [("accept", "*/*"), ("accept-encoding", "gzip, compress, deflate, br"),
-                   ("user-agent", f"oha/{OHA_VERSION}")]
+                   ("user-agent", f"oha/{self.version_number()}")]
         return headers + ([("content-type", spec.content_type)] if spec.content_type else [])
 
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:

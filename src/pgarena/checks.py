@@ -48,15 +48,27 @@ def answer_ok(response: httpx.Response, workload: str, expected_rows: int | None
         return False
 
 
-def exact_headers_client(base_url: str, timeout_s: float, routes: dict[str, str],
-                         headers: list[tuple[str, str]]) -> httpx.Client:
-    """A client that sends exactly `headers` (plus Host and Content-Length), none of httpx's defaults."""
+def bare_client(base_url: str, timeout_s: float, routes: dict[str, str]) -> httpx.Client:
+    """A client without httpx's default headers (Accept, Accept-Encoding, Connection, User-Agent)."""
     client = wl.http_client(base_url, timeout_s, routes)
     for name in list(client.headers.keys()):
         del client.headers[name]
-    for name, value in headers:
-        client.headers[name] = value
     return client
+
+
+def fill_headers(template: list[tuple[str, str | None]], netloc: str, body: bytes | None) -> list[tuple[str, str]]:
+    """A request's headers from an engine's template (Engine.request_headers): Host is `netloc`,
+    Content-Length the body's length and left out without a body."""
+    headers = []
+    for name, value in template:
+        if name.lower() == "host":
+            headers.append((name, netloc))
+        elif name.lower() == "content-length":
+            if body is not None:
+                headers.append((name, str(len(body))))
+        elif value is not None:
+            headers.append((name, value))
+    return headers
 
 
 @dataclass(frozen=True)
@@ -76,9 +88,12 @@ class AnswerSampler:
     """Records answers in a background thread for the duration of a `with` block (bounded by it), then
     judges them whole. `reuse=False` sends each variant at most once (tx: every body changes a balance)."""
 
-    def __init__(self, base_url: str, workload: str, variants: list[Variant], headers: list[tuple[str, str]],
-                 timeout_s: float, routes: dict[str, str] | None = None, *, reuse: bool = True):
-        self._client = exact_headers_client(base_url, timeout_s, routes or {}, headers)
+    def __init__(self, base_url: str, workload: str, variants: list[Variant],
+                 headers: list[tuple[str, str | None]], timeout_s: float, routes: dict[str, str] | None = None, *,
+                 reuse: bool = True):
+        self._client = bare_client(base_url, timeout_s, routes or {})
+        self._headers = headers
+        self._netloc = httpx.URL(base_url).netloc.decode()
         self._workload = workload
         self._variants = variants
         self._reuse = reuse
@@ -91,7 +106,8 @@ class AnswerSampler:
         request = variant.request
         sent = time.time() * 1000
         try:
-            response = self._client.request(request.method, request.path, content=request.body)
+            response = self._client.request(request.method, request.path, content=request.body,
+                                            headers=fill_headers(self._headers, self._netloc, request.body))
         except httpx.HTTPError as exc:
             return Sample(variant, None, None, b"", sent, time.time() * 1000, f"{type(exc).__name__}: {exc}")
         return Sample(variant, response.status_code, response.headers.get("content-type"), response.content, sent,
@@ -143,7 +159,7 @@ class AnswerSampler:
         return len(self.samples), failed, first
 
 
-def check_variants(base_url: str, workload: str, variants: list[Variant], headers: list[tuple[str, str]],
+def check_variants(base_url: str, workload: str, variants: list[Variant], headers: list[tuple[str, str | None]],
                    timeout_s: float, routes: dict[str, str] | None = None) -> tuple[int, str | None]:
     """Send every variant once, one at a time, before the load and judge each answer whole:
     (wrong answers, the first one's reason and request)."""

@@ -217,8 +217,8 @@ def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Data
     spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
                      config=config, rate=rate, urls_file=urls_file)
     cell.variants = len(cases)
-    cell.variants_failed, cell.variants_failure = check_variants(base_url, cell.workload, cases, engine.request_headers(spec),
-                                                 config.http_timeout_s, routes)
+    cell.variants_failed, cell.variants_failure = check_variants(
+        base_url, cell.workload, cases, engine.request_headers(spec), config.http_timeout_s, routes)
     if cell.variants_failed:
         cell.flags.append(VARIANTS_WRONG)
         log(f"  {cell.variants_failed} of {len(cases)} variants answered wrongly before the load: "

@@ -101,9 +101,10 @@ class Engine(ABC):
     pinned_version: str
     install_hint: str
     @abstractmethod
-    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str]]:
-        """The headers the generator sends with each request of `spec` (besides Host and Content-Length),
-        names spelled as it spells them: pgarena's sampler sends exactly these (checks.py)."""
+    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str | None]]:
+        """The headers the generator sends with each request of `spec`, in its order and spelling; a None
+        value is filled per request (Host: the target's host:port; Content-Length: the body's length, only
+        when there is a body). pgarena's sampler sends exactly these (checks.py)."""
 
     def __init__(self) -> None:
         self._binary: Path | None = None

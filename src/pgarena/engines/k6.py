@@ -48,10 +48,12 @@ class K6Engine(Engine):
     def raw_output(self, workdir: Path, stem: str) -> Path:
         return workdir / f"{stem}.k6-summary.json"
 
-    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str]]:
-        """k6's only default header (its User-Agent) plus the script's Content-Type;
-        tests/unit/test_engine_headers.py compares them with what the real binary sends."""
-        headers = [("User-Agent", f"Grafana k6/{self.version_number()}")]
+    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str | None]]:
+        """Host, k6's only default header (its User-Agent), then Content-Length and the script's
+        Content-Type, as the binary sends them (tests/unit/test_load_requests.py compares them with a
+        real request)."""
+        headers: list[tuple[str, str | None]] = [("Host", None), ("User-Agent", f"Grafana k6/{self.version_number()}"),
+                                                 ("Content-Length", None)]
         return headers + ([("Content-Type", spec.content_type)] if spec.content_type else [])
 
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:

@@ -54,12 +54,15 @@ class OhaEngine(Engine):
     def raw_output(self, workdir: Path, stem: str) -> Path:
         return workdir / f"{stem}.stdout"
 
-    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str]]:
-        """oha's defaults (oha 1.16.0 src/lib.rs) plus the content type; tests/unit/test_engine_headers.py
-        compares them with what the real binary sends."""
-        headers = [("accept", "*/*"), ("accept-encoding", "gzip, compress, deflate, br"),
-                   ("user-agent", f"oha/{self.version_number()}")]
-        return headers + ([("content-type", spec.content_type)] if spec.content_type else [])
+    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str | None]]:
+        """oha's defaults (oha 1.16.0 src/lib.rs), the content type, then Host and Content-Length, as the
+        binary sends them (tests/unit/test_load_requests.py compares them with a real request)."""
+        headers: list[tuple[str, str | None]] = [
+            ("accept", "*/*"), ("accept-encoding", "gzip, compress, deflate, br"),
+            ("user-agent", f"oha/{self.version_number()}")]
+        if spec.content_type:
+            headers.append(("content-type", spec.content_type))
+        return [*headers, ("host", None), ("content-length", None)]
 
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:
         argv = [

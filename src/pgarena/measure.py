@@ -198,8 +198,8 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
 
 
 def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str,
-                      routes: dict[str, str], raw_dir: Path, label: str,
-                      log: Callable[[str], None]) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
+                      routes: dict[str, str], raw_dir: Path, label: str, log: Callable[[str], None],
+                      cache: dict | None) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
     """The cell's load spec, its read variants with their expected answers (tx: none; the sampler's tx
     requests are drawn per window) and, for tx, the accounts the generator's bodies touch.
 
@@ -212,7 +212,11 @@ def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Data
         spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
                          config=config, rate=rate, bodies_file=bodies_file)
         return spec, [], variants.tx_aids(bodies)
-    cases = variants.read_variants(db, cell.workload, cell.parameter)
+    key = (cell.workload, cell.parameter)
+    cases = cache[key] if cache is not None and key in cache else variants.read_variants(db, cell.workload,
+                                                                                         cell.parameter)
+    if cache is not None:
+        cache[key] = cases
     urls_file = variants_file(raw_dir, label, cell.workload, cell.parameter, base_url, routes)
     spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
                      config=config, rate=rate, urls_file=urls_file)
@@ -237,10 +241,12 @@ def _tx_sample_cases(db: Database, cell: Cell, index: int, avoid: set[int]) -> l
 
 def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
-                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None) -> None:
+                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None,
+                 variants_cache: dict | None = None) -> None:
     """Warm-up and repetitions of one cell; fills cell.repetitions (and, for tx, its invariants).
 
-    Before the warm-up the cell's variants are prepared and checked (variants.py). Each repetition is
+    Before the warm-up the cell's variants are prepared and checked (variants.py); their expected
+    answers are kept in `variants_cache` (if given) for the next cell of the same workload and parameter. Each repetition is
     one generator run with pgarena's answer sampler beside it (checks.py) and pg_stat_statements read
     right before and right after it (windowcheck.py); a window whose statements do not match its
     answers flags the cell `queries-wrong`.
@@ -253,7 +259,8 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
     raw_dir.mkdir(parents=True, exist_ok=True)
     label = cell_label(cell)
     spec, cases, tx_avoid = _prepare_variants(cell, engine=engine, config=config, db=db, base_url=base_url,
-                                              routes=routes, raw_dir=raw_dir, label=label, log=log)
+                                              routes=routes, raw_dir=raw_dir, label=label, log=log,
+                                              cache=variants_cache)
     headers = engine.request_headers(spec)
     cpu = cpu or CpuMeters({})
     cell.window_accounting_unavailable = accounting.available(db)

@@ -197,6 +197,8 @@ class _Context:
     progress: RunProgress = field(default_factory=RunProgress)
     done_keys: set[tuple] = field(default_factory=set)
     """Cells already in results.json (a resumed run): not measured again."""
+    variants_cache: dict = field(default_factory=dict)
+    """Read workloads' request variants with their expected answers, per (workload, parameter)."""
 
 
 def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
@@ -317,7 +319,7 @@ def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: 
         try:
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
                          base_url=base_url, run_dir=ctx.run_dir, routes=routes, log=ctx.log, cpu=cpu,
-                         on_repetition=ctx.progress.repetition_done)
+                         on_repetition=ctx.progress.repetition_done, variants_cache=ctx.variants_cache)
             if cell.repetitions:
                 summarize(cell, config, cpu.source)
         except (NotReady, EngineOutputError) as exc:

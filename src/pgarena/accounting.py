@@ -87,11 +87,11 @@ def read_counts(db: Database) -> StatementCounts:
     return StatementCounts({query: (int(calls), int(nrows)) for query, calls, nrows in rows})
 
 
-def judge(workload: str, before: StatementCounts, after: StatementCounts, requests: int,
-          rows_per_request: int | None) -> DbAccounting:
-    """Statements and rows per request over a burst, with a verdict and its reason."""
+def split_calls(workload: str, before: StatementCounts,
+                after: StatementCounts) -> tuple[int, int, int, dict[str, int]]:
+    """(workload statement calls, their rows, other statement calls, other query text → calls) between two
+    readings; a workload statement is one naming the workload's objects (OBJECTS)."""
     pattern = OBJECTS[workload]
-    expected_calls, allowed_other = EXPECTED[workload]
     workload_calls = workload_rows = other_calls = 0
     others: dict[str, int] = {}
     for query, (calls, nrows) in after.by_query.items():
@@ -105,6 +105,14 @@ def judge(workload: str, before: StatementCounts, after: StatementCounts, reques
         else:
             other_calls += delta
             others[" ".join(query.split())[:80]] = delta
+    return workload_calls, workload_rows, other_calls, others
+
+
+def judge(workload: str, before: StatementCounts, after: StatementCounts, requests: int,
+          rows_per_request: int | None) -> DbAccounting:
+    """Statements and rows per request over a burst, with a verdict and its reason."""
+    expected_calls, allowed_other = EXPECTED[workload]
+    workload_calls, workload_rows, other_calls, others = split_calls(workload, before, after)
     per_request = workload_calls / requests
     other_per_request = other_calls / requests
     rows = workload_rows / requests if workload_calls else 0.0

@@ -18,9 +18,15 @@ DROPPED = "dropped>1%"
 """Open model: more than 1 % of the offered requests were not completed in the window (invalid)."""
 CHECKS_FAILED = "checks-failed>1%"
 """More than 1 % of the answers sampled under load were wrong (invalid)."""
+QUERIES_WRONG = "queries-wrong"
+"""The database did not see the workload's statements for the answers (a cache or an N+1), at
+verification or in a measured window (windowcheck.py): invalid."""
+VARIANTS_WRONG = "variants-wrong"
+"""A request variant of the cell was answered wrongly when checked before the load (invalid)."""
 GENERATOR_BOUND = "generator-bound"
 """The load generator, not the stack, may have been the limit: the cell measured the generator."""
-INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", "queries-wrong", GENERATOR_BOUND)
+INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", QUERIES_WRONG, VARIANTS_WRONG,
+           GENERATOR_BOUND)
 """Flags that make a cell's figures not comparable: such cells are shown but never ranked."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"

@@ -146,8 +146,9 @@ class InterleavedRun:
     def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
         run = self.runs.get(cell.key)
         if run is None:
-            run = start_cell(cell, config=self.ctx.config, base_url=live.base_url, run_dir=self.ctx.run_dir,
-                             routes=live.routes)
+            run = start_cell(cell, engine=self.ctx.engine, config=self.ctx.config, db=self.ctx.db,  # type: ignore[arg-type]
+                             base_url=live.base_url, run_dir=self.ctx.run_dir, routes=live.routes, log=self.ctx.log,
+                             variants_cache=self.ctx.variants_cache)
             self.runs[cell.key] = run
         return run
 

@@ -3,27 +3,28 @@ and the cell's summary and flags (median and range over the repetitions, docs/me
 
 from __future__ import annotations
 
+import math
 import statistics
 import zlib
 from collections.abc import Callable
-from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgarena import txcheck
+from pgarena import accounting, txcheck, variants, windowcheck
 from pgarena import workloads as wl
-from pgarena.checks import AnswerSampler
+from pgarena.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_variants
 from pgarena.config import RunConfig
 from pgarena.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.engines.base import EngineOutputError
-from pgarena.flags import (CHECKS_FAILED, DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS,
-                           saturation_flags)
+from pgarena.flags import (CHECKS_FAILED, DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, QUERIES_WRONG,
+                           TIMEOUTS, VARIANTS_WRONG, saturation_flags)
 from pgarena.postgres import Database
 from pgarena.process import NotReady, ServerProcess, cpu_between, run_measured
 from pgarena.resources import CpuMeters, TreeSampler
 from pgarena.results import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult
 from pgarena.slo import LevelResult, SloTarget, search_max_sustainable
 from pgarena.stats import confidence_interval, interval_too_wide, relative_half_width, should_stop, spread
+from pgarena.values import Verdict
 
 SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS)
 """The flags `summarize` derives from the repetitions."""
@@ -169,13 +170,24 @@ def cell_label(cell: Cell) -> str:
 
 def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, routes: dict[str, str],
               connections: int, config: RunConfig, rate: float | None = None,
-              bodies_file: Path | None = None) -> LoadSpec:
-    """The generator's request shape for a workload and parameter (duration set per window)."""
+              bodies_file: Path | None = None, urls_file: Path | None = None) -> LoadSpec:
+    """The generator's request shape for a workload and parameter (duration set per window); with
+    `urls_file` each request takes one of its URLs (the cell's variants)."""
     request = wl.load_request(cell_workload, parameter)
     return LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=connections,
                     duration_s=0, timeout_s=config.http_timeout_s, body=request.body,
                     content_type=request.content_type, bodies_file=bodies_file,
-                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate)
+                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate,
+                    urls_file=urls_file)
+
+
+def variants_file(raw_dir: Path, label: str, workload: str, parameter: int | None, base_url: str,
+                  routes: dict[str, str]) -> Path | None:
+    """The URL file of a workload's variants (None: a single request, nothing to vary)."""
+    requests = variants.requests_for(workload, parameter) if workload != wl.TX else []
+    if len(requests) < 2:
+        return None
+    return variants.write_urls_file(raw_dir / f"{label}.urls", base_url, routes, requests)
 
 
 def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
@@ -241,9 +253,52 @@ def window_cpu_seconds(samples: list[tuple[float, float]], raw_output: Path, dur
     return process_cpu_s if window is None else window
 
 
+def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str,
+                      routes: dict[str, str], raw_dir: Path, label: str, log: Callable[[str], None],
+                      cache: dict | None) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
+    """The cell's load spec, its read variants with their expected answers (tx: none; the sampler's tx
+    requests are drawn per window) and, for tx, the accounts the generator's bodies touch.
+
+    Every read variant is sent once and judged whole before the warm-up; a wrong one flags the cell."""
+    rate = cell.arrival_rate if cell.model == "open" else None
+    if cell.workload == wl.TX:
+        bodies_file = write_tx_bodies(raw_dir, cell.stack, label)
+        bodies = [line for line in bodies_file.read_bytes().split(b"\n") if line]
+        cell.variants = len(set(bodies))
+        spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
+                         config=config, rate=rate, bodies_file=bodies_file)
+        return spec, [], variants.tx_aids(bodies)
+    key = (cell.workload, cell.parameter)
+    cases = cache[key] if cache is not None and key in cache else variants.read_variants(db, cell.workload,
+                                                                                         cell.parameter)
+    if cache is not None:
+        cache[key] = cases
+    urls_file = variants_file(raw_dir, label, cell.workload, cell.parameter, base_url, routes)
+    spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
+                     config=config, rate=rate, urls_file=urls_file)
+    cell.variants = len(cases)
+    cell.variants_failed, cell.variants_failure = check_variants(
+        base_url, cell.workload, cases, engine.request_headers(spec), config.http_timeout_s, routes)
+    if cell.variants_failed:
+        cell.flags.append(VARIANTS_WRONG)
+        log(f"  {cell.variants_failed} of {len(cases)} variants answered wrongly before the load: "
+            f"{cell.variants_failure}")
+    return spec, cases, set()
+
+
+def _tx_sample_cases(db: Database, cell: Cell, index: int, avoid: set[int]) -> list[variants.Variant]:
+    """The sampler's tx requests for one window: on accounts no other request touches (so each balance is
+    predictable), enough for one every SAMPLE_INTERVAL_S; their accounts are added to `avoid`."""
+    count = math.ceil(cell.duration_seconds / SAMPLE_INTERVAL_S) + 4
+    bodies = variants.tx_sampler_bodies(count, zlib.crc32(f"{cell.stack}/{cell_label(cell)}/{index}".encode()), avoid)
+    avoid |= variants.tx_aids(bodies)
+    return variants.tx_variants(db, bodies)
+
+
 @dataclass
 class CellRun:
-    """One cell being measured, window by window: its load spec, raw-output folder and tx bookkeeping.
+    """One cell being measured, window by window: its load spec, request variants, raw-output folder and
+    tx bookkeeping.
 
     Sequential schedules measure a cell's windows back to back (`measure_cell`); interleaved ones measure
     one window of it per round, between other stacks' windows (`measure_repetition`). tx changes are taken
@@ -256,6 +311,12 @@ class CellRun:
     run_dir: Path
     raw_dir: Path
     label: str
+    cases: list[variants.Variant] = field(default_factory=list)
+    """Read workloads: the request variants with their expected answers (the sampler's requests)."""
+    tx_avoid: set[int] = field(default_factory=set)
+    """tx: accounts the generator's bodies touch (the sampler's transactions use others)."""
+    headers: list[tuple[str, str | None]] = field(default_factory=list)
+    """The generator's request headers, which the sampler sends too."""
     tx_changes: txcheck.TxSnapshot | None = None
     answered_200: int = 0
     unknown_outcome: int = 0
@@ -266,15 +327,19 @@ class CellRun:
         self.unknown_outcome += outcome.errors.timeout + outcome.errors.connect + outcome.errors.other
 
 
-def start_cell(cell: Cell, *, config: RunConfig, base_url: str, run_dir: Path, routes: dict[str, str]) -> CellRun:
-    """The spec and files of a cell before its first window."""
+def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str, run_dir: Path,
+               routes: dict[str, str], log: Callable[[str], None], variants_cache: dict | None = None) -> CellRun:
+    """The spec, variants (checked once, before any load: `_prepare_variants`) and files of a cell before
+    its first window; whether window accounting is possible on this database."""
     raw_dir = run_dir / "raw" / cell.stack
     raw_dir.mkdir(parents=True, exist_ok=True)
     label = cell_label(cell)
-    bodies_file = write_tx_bodies(raw_dir, cell.stack, label) if cell.workload == wl.TX else None
-    spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
-                     config=config, rate=cell.arrival_rate if cell.model == "open" else None, bodies_file=bodies_file)
-    return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label,
+    spec, cases, tx_avoid = _prepare_variants(cell, engine=engine, config=config, db=db, base_url=base_url,
+                                              routes=routes, raw_dir=raw_dir, label=label, log=log,
+                                              cache=variants_cache)
+    cell.window_accounting_unavailable = accounting.available(db)
+    return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label, cases=cases,
+                   tx_avoid=tx_avoid, headers=engine.request_headers(spec),
                    tx_changes=txcheck.ZERO if cell.workload == wl.TX else None)
 
 
@@ -290,7 +355,8 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
                        base_url: str, routes: dict[str, str], cpu: CpuMeters, round_index: int | None = None,
                        rewarm_s: float = 0.0) -> Repetition:
     """One measured window of the cell (preceded by `rewarm_s` of uncounted load), appended to its
-    repetitions. Raises NotReady when the stack has exited."""
+    repetitions: the generator with pgarena's answer sampler beside it (checks.py) and pg_stat_statements
+    read right before and right after it (windowcheck.py). Raises NotReady when the stack has exited."""
     cell, spec = run.cell, run.spec
     if server.exit_code() is not None:
         raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
@@ -298,18 +364,28 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None and round_index is not None else None
     warm_up(run, engine=engine, config=config, seconds=rewarm_s, stem=f"rewarm{index}")
     stem = f"{run.label}-rep{index}"
-    sample = spec.expected_rows is not None and not engine.checks_answers
-    sampler = AnswerSampler(base_url, wl.load_request(cell.workload, cell.parameter), cell.workload,
-                            spec.expected_rows or 0, config.http_timeout_s, routes) if sample else nullcontext()
+    is_tx = cell.workload == wl.TX
+    sample_cases = _tx_sample_cases(db, cell, index, run.tx_avoid) if is_tx else run.cases
+    sampler = AnswerSampler(base_url, cell.workload, sample_cases, run.headers, config.http_timeout_s, routes,
+                            reuse=not is_tx)
+    # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
+    before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
     with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
         window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config)
     outcome = window.outcome
+    record = None
+    if before is not None:
+        record = windowcheck.judge_window(
+            cell.workload, cell.parameter, before, accounting.read_counts(db),
+            answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
+            unknown=outcome.errors.total + sampler.unknown, in_flight=spec.connections + 1)
     run.count(outcome)
+    run.answered_200 += sampler.answered_2xx  # the sampler's transactions reach the database too
+    run.unknown_outcome += sampler.unknown
     if tx_before is not None:
         run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))  # type: ignore[arg-type]
     stack_usage, db_usage = usage.usage.get("stack"), usage.usage.get("db")
-    checks_total, checks_failed = (sampler.total, sampler.failed) if sample else (  # type: ignore[union-attr]
-        outcome.checks_total, outcome.checks_failed)
+    checks_total, checks_failed, check_failure = sampler.judge()
     offered, dropped = window.dropped(spec, cell.duration_seconds)
     repetition = Repetition(
         index=index, round=round_index, requests=outcome.requests, duration_seconds=outcome.duration_seconds,
@@ -321,7 +397,8 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         generator_cpu_seconds=window.generator_cpu_seconds,
         raw_output=str(window.raw_output.relative_to(run.run_dir)),
         offered_requests=offered, dropped=dropped,
-        checks_total=checks_total, checks_failed=checks_failed,
+        checks_total=checks_total, checks_failed=checks_failed, check_failure=check_failure,
+        accounting=record,
     )
     cell.repetitions.append(repetition)
     return repetition
@@ -332,13 +409,21 @@ def repetition_line(rep: Repetition, rps: list[float], config: RunConfig) -> str
     return (f"  rep {rep.index}: {rep.rps:,.0f} 2xx/s, p99 {rep.latency.p99_ms:.1f} ms, {rep.errors.total} failed"
             + (f", {rep.dropped} dropped" if rep.offered_requests is not None else "")
             + (f", {rep.checks_failed}/{rep.checks_total} checks failed" if rep.checks_total else "")
+            + (f", window accounting {rep.accounting.verdict.symbol}" if rep.accounting else "")
             + (f" — ±{relative_half_width(rps, config.confidence_level):.1%}" if len(rps) > 1 else ""))
 
 
-def finish_cell(run: CellRun, db: Database, log: Callable[[str], None], tx_before: txcheck.TxSnapshot | None = None) -> None:
-    """tx cells: the TPC-B invariants over the cell's windows (or since `tx_before`, for back-to-back
-    windows); a broken invariant fails the cell."""
+def finish_cell(run: CellRun, db: Database, log: Callable[[str], None],
+                tx_before: txcheck.TxSnapshot | None = None) -> None:
+    """After a cell's last window: its window-accounting verdict (a ❌ window flags it `queries-wrong`) and,
+    for tx, the TPC-B invariants over its windows (or since `tx_before`, for back-to-back windows); a
+    broken invariant fails the cell."""
     cell = run.cell
+    cell.window_accounting, cell.window_accounting_reason = windowcheck.cell_verdict(
+        [r.accounting for r in cell.repetitions])
+    if cell.window_accounting is Verdict.WRONG and QUERIES_WRONG not in cell.flags:
+        cell.flags.append(QUERIES_WRONG)
+        log(f"  window accounting ❌ {cell.window_accounting_reason}")
     if run.tx_changes is None:
         return
     if tx_before is not None:
@@ -356,15 +441,19 @@ def finish_cell(run: CellRun, db: Database, log: Callable[[str], None], tx_befor
 
 def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
-                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None) -> None:
+                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None,
+                 variants_cache: dict | None = None) -> None:
     """Warm-up and back-to-back repetitions of one cell (the sequential schedule); fills cell.repetitions
     (and, for tx, its invariants).
 
+    Before the warm-up the cell's variants are prepared and checked (variants.py); their expected answers
+    are kept in `variants_cache` (if given) for the next cell of the same workload and parameter.
     Repetitions stop once at least `config.repetitions` were measured and the RPS t-interval is within
     ±`config.target_rel_half_width` (stats.should_stop), or at `config.max_repetitions`, or when another
     window would take the measured time past `config.cell_budget_s`.
     """
-    run = start_cell(cell, config=config, base_url=base_url, run_dir=run_dir, routes=routes)
+    run = start_cell(cell, engine=engine, config=config, db=db, base_url=base_url, run_dir=run_dir, routes=routes,
+                     log=log, variants_cache=variants_cache)
     cpu = cpu or CpuMeters({})
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None else None
     warm_up(run, engine=engine, config=config, seconds=cell.warmup_seconds, stem="warmup")
@@ -408,7 +497,8 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
     label = f"{_workload_stem(workload, parameter)}-slo"
     bodies = write_tx_bodies(raw_dir, stack, label) if workload == wl.TX else None
     base = load_spec(workload, parameter, base_url=base_url, routes=routes, connections=config.open_connections,
-                     config=config, bodies_file=bodies)
+                     config=config, bodies_file=bodies,
+                     urls_file=variants_file(raw_dir, label, workload, parameter, base_url, routes))
     target = SloTarget(p99_ms=config.slo_p99_ms, max_error_rate=config.slo_max_error_rate)
     points: list[SloPoint] = []
 

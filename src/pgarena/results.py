@@ -217,6 +217,27 @@ class Errors(_Model):
         return self.connect + self.timeout + self.other
 
 
+class WindowAccounting(_Model):
+    """pg_stat_statements around one measured window, against that window's answers (windowcheck.py).
+
+    Workload statement calls must lie within [expected_calls_low, expected_calls_high]: at least the
+    statements of every 2xx answer (generator and sampler), at most those plus the requests whose outcome
+    is unknown (errors of the window) and the requests that may still run in the server across the edges.
+    """
+
+    answered_2xx: int = Field(description="2xx answers in the window: the generator's plus pgarena's sampler's")
+    unknown_outcome: int = Field(description="requests that failed at the client (timeouts, resets, non-2xx)")
+    in_flight_allowance: int = Field(description="requests that may run in the server across the window's edges")
+    statements_per_request: int = Field(description="workload statements one request needs")
+    workload_statement_calls: int = Field(description="calls of statements naming the workload's objects")
+    expected_calls_low: int
+    expected_calls_high: int
+    workload_rows: int = Field(0, description="rows those statements returned or changed")
+    expected_rows_low: int | None = Field(None, description="rows at least (None: not checked)")
+    verdict: Verdict = Field(description="exact: within the bounds; wrong: a cache (too few) or an N+1 (too many)")
+    reason: str | None = None
+
+
 class Repetition(_Model):
     """One measured window of one cell."""
 
@@ -237,8 +258,11 @@ class Repetition(_Model):
     raw_output: str = Field(description="generator output, relative to the run directory")
     offered_requests: int | None = Field(None, description="open model: arrival rate × window")
     dropped: int = Field(0, description="open model: offered requests that were never completed in the window")
-    checks_total: int = Field(0, description="answers sampled during the window and checked (status, row count)")
+    checks_total: int = Field(0, description="answers sampled during the window and compared whole with the "
+                                             "expected answer (checks.py)")
     checks_failed: int = 0
+    check_failure: str | None = Field(None, description="the first failed sampled answer: request and why")
+    accounting: WindowAccounting | None = Field(None, description="database accounting over this window")
 
 
 class Spread(_Model):
@@ -313,6 +337,14 @@ class Cell(_Model):
     summary: CellSummary | None = None
     flags: list[str] = Field(default_factory=list, description="e.g. 'failures>1%', 'columns-wrong'")
     tx_invariants: TxInvariants | None = Field(None, description="tx cells: TPC-B consistency over the cell")
+    variants: int | None = Field(None, description="distinct requests the generator drew from (tx: bodies); "
+                                                   "None: not recorded")
+    variants_failed: int = Field(0, description="variants whose answer was wrong when checked before the load")
+    variants_failure: str | None = Field(None, description="the first wrong variant: why, and its request")
+    window_accounting: Verdict | None = Field(
+        None, description="worst per-window database accounting verdict (None: not measured)")
+    window_accounting_reason: str | None = Field(None, description="the first wrong window's reason")
+    window_accounting_unavailable: str | None = Field(None, description="why windows were not accounted")
     status: Literal["ok", "failed"] = "ok"
     error: str | None = None
 

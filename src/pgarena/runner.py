@@ -255,6 +255,8 @@ class _Context:
     """Cells already in results.json (a resumed run): not measured again."""
     registry: reaper.PidRegistry | None = None
     """Where the processes of this run are recorded (run_dir/pids.json), so a killed run's are found."""
+    variants_cache: dict = field(default_factory=dict)
+    """Read workloads' request variants with their expected answers, per (workload, parameter)."""
 
 
 @dataclass
@@ -450,7 +452,7 @@ def _run_cell(ctx: _Context, live: LiveStack, cell: Cell, warmed: set[str]) -> N
         try:
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=live.server,  # type: ignore[arg-type]
                          base_url=live.base_url, run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, cpu=live.cpu,
-                         on_repetition=ctx.progress.repetition_done)
+                         on_repetition=ctx.progress.repetition_done, variants_cache=ctx.variants_cache)
             if cell.repetitions:
                 summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))
         except (NotReady, EngineOutputError) as exc:

@@ -69,8 +69,11 @@ def test_every_stack_every_workload_with_oha(tmp_path):
         assert cell.summary.stack_cpu_us_per_request > 0 and cell.summary.db_cpu_us_per_request is not None
         if cell.workload != "static":
             assert cell.summary.db_cpu_us_per_request > 0  # the database did work
-        if cell.workload in ("perf-test", "users", "graphql"):
-            assert all(r.checks_total > 0 and r.checks_failed == 0 for r in cell.repetitions)
+        # every workload's sampled answers compared whole, every window's statements matched its answers
+        assert all(r.checks_total > 0 and r.checks_failed == 0 for r in cell.repetitions), (
+            cell.stack, cell.workload, [r.check_failure for r in cell.repetitions])
+        assert cell.window_accounting is Verdict.EXACT, (cell.stack, cell.workload, cell.window_accounting_reason)
+        assert cell.variants == {"perf-test": 64, "tx": 100_000}.get(cell.workload, 1) and not cell.variants_failed
         if cell.workload == "tx":
             assert cell.tx_invariants.holds and cell.tx_invariants.answered_200 > 0, cell.tx_invariants
     assert results.environment.engine_versions["oha"].startswith("oha 1.16")
@@ -102,5 +105,7 @@ def test_k6_engine_on_one_stack(tmp_path):
     (cell,) = results.cells
     assert cell.engine == "k6" and len(cell.repetitions) == 3 and cell.summary.rps.median > 0
     assert cell.summary.rps.min <= cell.summary.rps.median <= cell.summary.rps.max
+    assert cell.variants == 64 and cell.window_accounting is Verdict.EXACT, cell.window_accounting_reason
+    assert all(r.checks_total > 0 and r.checks_failed == 0 for r in cell.repetitions)
     assert results.environment.engine_versions["k6"].startswith("k6 v1.1.0")
     assert (tmp_path / "k6" / cell.repetitions[0].raw_output).name.endswith(".k6-summary.json")

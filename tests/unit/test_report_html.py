@@ -50,7 +50,7 @@ def test_headline_lists_ties_and_the_unranked():
     assert (first["family"], first["level"]) == ("perf-test · 1 row", "1 VU")
     assert [b["stack"] for b in first["best"]] == ["go-fast", "py-steady"]
     assert {b["rank"] for b in first["best"]} == {"1–2"}
-    assert first["unranked"] == [{"stack": "node-wrong", "why": "columns-wrong"}]
+    assert first["unranked"] == [{"stack": "node-wrong", "why": "columns-wrong, queries-wrong"}]
 
 
 def test_charts_without_data_are_not_built():

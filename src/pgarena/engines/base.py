@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,9 +38,12 @@ class LoadSpec:
     bodies_file: Path | None = None
     """One request body per line; each request takes one (tx: pre-generated random transactions)."""
     expected_rows: int | None = None
-    """Rows a sampled answer must hold (engines that check answers themselves)."""
+    """Rows one answer holds (None: not a list of rows)."""
     workload: str = ""
     rate: float | None = None
+    urls_file: Path | None = None
+    """One absolute URL per line; each request takes one at random (the cell's variants). `url` is then
+    the first of them."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,11 @@ class Engine(ABC):
     name: str
     pinned_version: str
     install_hint: str
-    checks_answers: bool = False
-    """True if the engine checks a sample of answers itself (else pgarena samples beside it)."""
+    @abstractmethod
+    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str | None]]:
+        """The headers the generator sends with each request of `spec`, in its order and spelling; a None
+        value is filled per request (Host: the target's host:port; Content-Length: the body's length, only
+        when there is a body). pgarena's sampler sends exactly these (checks.py)."""
 
     def __init__(self) -> None:
         self._binary: Path | None = None
@@ -127,6 +134,13 @@ class Engine(ABC):
     @abstractmethod
     def version(self) -> str:
         """The generator's version as it reports it."""
+
+    def version_number(self) -> str:
+        """The x.y.z of the binary in use (the pinned version if its version line has none); cached."""
+        if not hasattr(self, "_version_number"):
+            match = re.search(r"\d+\.\d+\.\d+", self.version() or "")
+            self._version_number = match.group(0) if match else self.pinned_version
+        return self._version_number
 
     @abstractmethod
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:

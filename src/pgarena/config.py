@@ -17,6 +17,8 @@ from pgarena.stackdef import WORKLOAD_NAMES
 from pgarena.stats import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_ENGINE = "oha"
+DEFAULT_WARMUP_CAP_S = 60.0
+"""The longest warm-up of one cell (warmup.py); a stack still changing then is recorded as not steady."""
 DEFAULT_POOL_SIZE = 10
 DEFAULT_PROFILE = "quick"
 DEFAULT_HTTP_TIMEOUT_S = 10.0
@@ -162,6 +164,9 @@ class RunConfig(BaseModel):
     generator_cpus: list[int]
     server_cpus: list[int]
     http_timeout_s: float = Field(DEFAULT_HTTP_TIMEOUT_S, gt=0)
+    warmup_cap_s: float = Field(DEFAULT_WARMUP_CAP_S, gt=0, description=(
+        "longest warm-up of one cell: each cell warms until its throughput is steady (warmup.py) or this"))
+    seed: int | None = Field(None, description="seed of the shuffled stack order (a run draws one if not given)")
     database_url: str | None = Field(None, description="external database; None = managed cluster")
     stacks_dir: Path
     results_dir: Path

@@ -18,7 +18,12 @@ DROPPED = "dropped>1%"
 """Open model: more than 1 % of the offered requests were not completed in the window (invalid)."""
 CHECKS_FAILED = "checks-failed>1%"
 """More than 1 % of the answers sampled under load were wrong (invalid)."""
-INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", "queries-wrong")
+POOL_EXCEEDED = "pool-exceeded"
+"""The stack held more database connections than PGARENA_POOL_SIZE (pg_stat_activity): not the envelope the
+report states, so the cell is invalid."""
+LISTENS_WIDE = "listens-wide"
+"""A stack flag: it listened on an address other than the loopback address it was given."""
+INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", "queries-wrong", POOL_EXCEEDED)
 """Flags that make a cell's figures not comparable: such cells are shown but never ranked."""
 GENERATOR_BOUND = "generator-bound"
 DATABASE_BOUND = "database-bound"

@@ -21,6 +21,7 @@ from pgarena.process import NotReady, ServerProcess, run_measured
 from pgarena.resources import CpuMeters, TreeSampler
 from pgarena.results import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult
 from pgarena.slo import LevelResult, SloTarget, search_max_sustainable
+from pgarena.warmup import WindowResult, warm_up
 from pgarena.stats import confidence_interval, interval_too_wide, relative_half_width, should_stop, spread
 
 MAX_FAILURE_RATE = 0.01
@@ -79,6 +80,7 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> 
     db_cpu = total([r.db_cpu_seconds for r in reps])
     generator_cpu = sum(r.generator_cpu_seconds for r in reps)
     rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
+    pss = [r.stack_pss_peak_bytes for r in reps if r.stack_pss_peak_bytes is not None]
     rps = [r.rps for r in reps]
     noisy = interval_too_wide(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
     offered = total([r.offered_requests for r in reps]) if cell.model == "open" else None
@@ -97,6 +99,7 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil") -> 
         stack_cpu_us_per_request=per_request_us(stack_cpu),
         db_cpu_us_per_request=per_request_us(db_cpu),
         stack_rss_peak_bytes=max(rss) if rss else None,
+        stack_pss_peak_bytes=max(pss) if pss else None,
         generator_cpu_fraction=fraction(generator_cpu, len(config.generator_cpus)),
         generator_cpu_us_per_request=per_request_us(generator_cpu),
         stack_cpu_fraction=fraction(stack_cpu, len(config.server_cpus)),
@@ -171,6 +174,12 @@ class Window:
         return offered, reported if reported is not None else max(0, offered - self.outcome.requests)
 
 
+def window_result(window: Window) -> WindowResult:
+    """A generator window as the warm-up reads it."""
+    return WindowResult(rps=window.outcome.rps, duration_s=window.outcome.duration_seconds,
+                        answered_2xx=window.outcome.answered_2xx)
+
+
 def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
                config: RunConfig) -> Window:
     """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output."""
@@ -204,8 +213,11 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
 
     tx_before = txcheck.snapshot(db) if cell.workload == wl.TX else None
     answered_200 = 0
-    warmup = run_window(engine, spec, cell.warmup_seconds, raw_dir, f"{label}-warmup", config)
-    answered_200 += warmup.outcome.answered_2xx
+    warmed = warm_up(lambda seconds: window_result(run_window(engine, spec, seconds, raw_dir, f"{label}-warmup",
+                                                              config)),
+                     minimum_s=cell.warmup_seconds, cap_s=config.warmup_cap_s)
+    cell.warmup = warmed.record
+    answered_200 += warmed.answered_2xx
     sample = spec.expected_rows is not None and not engine.checks_answers
     measured_s = 0.0
     index = 0
@@ -231,6 +243,7 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
             stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
             db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
             stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
+            stack_pss_peak_bytes=stack_usage.pss_peak_bytes if stack_usage else None,
             generator_cpu_seconds=window.generator_cpu_seconds,
             raw_output=str(window.raw_output.relative_to(run_dir)),
             offered_requests=offered, dropped=dropped,

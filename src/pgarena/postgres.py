@@ -110,7 +110,9 @@ class Database:
         )
 
     def connect(self, **kwargs) -> psycopg.Connection:
-        """A psycopg connection as pgarena's admin, autocommit, UTC."""
+        """A psycopg connection as pgarena's admin, autocommit, UTC (application_name 'pgarena-admin', so the
+        connection poller does not count it as the stack's)."""
+        kwargs.setdefault("application_name", "pgarena-admin")  # NOTE: connections.ADMIN_APPLICATION_NAME
         conn = psycopg.connect(self.admin_url, autocommit=True, **kwargs)
         conn.execute("SET TIME ZONE 'UTC'")
         return conn

@@ -17,6 +17,10 @@ from typing import Literal
 
 from pgarena import cgroups, loc
 from pgarena import workloads as wl
+from pgarena.connections import ConnectionPoller, pool_exceeded, pool_refusal, split_pool
+from pgarena.envelope import NOT_PINNED_EXTERNAL, listen_addresses, pinned_to, process_affinity, wide_addresses
+from pgarena.flags import LISTENS_WIDE, POOL_EXCEEDED
+from pgarena.startline import level_database, new_seed, shuffled
 from pgarena.coldstart import cold_start_workload, measure_cold_start
 from pgarena.headroom import HeadroomUnavailable, measure_headroom
 from pgarena.progress import RunProgress
@@ -122,6 +126,7 @@ def stack_values(config: RunConfig, db: Database, stack: Stack, port: int) -> di
         "db_name": db.name,
         "pool_size": str(config.pool_size),
         "pool_size_per_worker": str(max(1, config.pool_size // config.workers)),
+        "pool_sizes": ",".join(str(n) for n in split_pool(config.pool_size, config.workers)),
         "workers": str(config.workers),
         "stack_dir": str(stack.directory),
     }
@@ -197,6 +202,8 @@ class _Context:
     progress: RunProgress = field(default_factory=RunProgress)
     done_keys: set[tuple] = field(default_factory=set)
     """Cells already in results.json (a resumed run): not measured again."""
+    connections: ConnectionPoller | None = None
+    """The running stack's pg_stat_activity poller."""
 
 
 def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
@@ -207,7 +214,13 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
     if definition.run.port and port_in_use(port):
         info.status, info.reason = "start_failed", f"its fixed port {port} is already in use"
         return
+    refusal = pool_refusal(definition.pool_per_worker, config.pool_size, config.workers)
+    if refusal:
+        info.status, info.reason = "config_error", refusal
+        return
     values = stack_values(config, ctx.db, stack, port)
+    info.database_levelled = level_database(ctx.db)
+    ctx.log(f"[{stack.id}] database: {info.database_levelled}")
     if definition.build:
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
@@ -232,7 +245,14 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         if ctx.db_group:
             meters["db"] = ctx.db_group.cpu_seconds
         cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
-        _serve_stack(ctx, stack, info, kind, server, cpu, values)
+        ctx.connections = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user))
+        try:
+            _serve_stack(ctx, stack, info, kind, server, cpu, values)
+        finally:
+            info.peak_connections = ctx.connections.peak
+            if pool_exceeded(info.peak_connections, config.pool_size) and POOL_EXCEEDED not in info.flags:
+                info.flags.append(POOL_EXCEEDED)
+            ctx.connections = None
 
 
 def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server: ServerProcess, cpu: CpuMeters,
@@ -251,6 +271,11 @@ def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server
         return
     info.startup_seconds = round(healthy, 3)
     info.status = "ok"
+    info.listen_addresses = listen_addresses(server.pid)
+    wide = wide_addresses(info.listen_addresses, values["host"])
+    if wide and LISTENS_WIDE not in info.flags:
+        info.flags.append(LISTENS_WIDE)
+        ctx.log(f"[{stack.id}] listens on {', '.join(wide)}, not only on {values['host']} ({LISTENS_WIDE})")
     workloads = [w for w in config.workloads if w in definition.workloads]
     first = cold_start_workload(workloads)
     if first is not None:
@@ -274,7 +299,6 @@ def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server
     if kind != "run":
         return
     loadable = {v.workload for v in verifications if v.ok}
-    info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
     warmed: set[str] = set()
     cells = plan_cells(config, stack, ctx.engine.name)  # type: ignore[union-attr]
     for position, cell in enumerate(cells):
@@ -294,10 +318,19 @@ def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: 
               base_url: str, routes: dict[str, str], loadable: set[str], warmed: set[str]) -> None:
     """Measure one cell (or record why it cannot be measured) and save the results."""
     config = ctx.config
-    # NOTE: a JIT stack's longer warm-up runs before the first measured cell of each workload (its code
-    # paths are compiled then); later cells of the workload get the profile's warm-up.
-    cell.warmup_seconds = config.warmup_s if cell.workload in warmed else (info.warmup_seconds or config.warmup_s)
+    # NOTE: every cell warms until its throughput is steady (warmup.py); this is the least it warms. A
+    # stack's declared min_warmup_s raises that least before the first cell of each workload.
+    first_minimum = max(config.warmup_s, stack.definition.run.min_warmup_s)
+    cell.warmup_seconds = config.warmup_s if cell.workload in warmed else first_minimum
     warmed.add(cell.workload)
+    poller = ctx.connections
+    if poller is not None:
+        poller.take_peak()  # the cell's own segment starts here
+
+    def on_repetition(index: int, rps: float) -> None:
+        if poller is not None and cell.repetitions:
+            cell.repetitions[-1].peak_connections = poller.take_peak()
+        ctx.progress.repetition_done(index, rps)
     verification = ctx.results.verification(stack.id, cell.workload)
     if verification and verification.wrong_columns:
         cell.flags.append("columns-wrong")
@@ -317,7 +350,8 @@ def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: 
         try:
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
                          base_url=base_url, run_dir=ctx.run_dir, routes=routes, log=ctx.log, cpu=cpu,
-                         on_repetition=ctx.progress.repetition_done)
+                         on_repetition=on_repetition)
+            _record_cell_envelope(ctx, info, cell)
             if cell.repetitions:
                 summarize(cell, config, cpu.source)
         except (NotReady, EngineOutputError) as exc:
@@ -328,6 +362,20 @@ def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: 
     ctx.results.cells.append(cell)
     ctx.progress.cell_done()
     save(ctx.results, ctx.run_dir)
+
+
+def _record_cell_envelope(ctx: _Context, info: StackInfo, cell: Cell) -> None:
+    """The cell's peak connections (flag pool-exceeded) and the stack's warm-up record."""
+    if ctx.connections is not None:
+        peaks = [r.peak_connections for r in cell.repetitions if r.peak_connections is not None]
+        rest = ctx.connections.take_peak()
+        peaks += [rest] if rest is not None else []
+        cell.peak_connections = max(peaks) if peaks else None
+    if pool_exceeded(cell.peak_connections, ctx.config.pool_size) and POOL_EXCEEDED not in cell.flags:
+        cell.flags.append(POOL_EXCEEDED)
+    if cell.warmup is not None:
+        info.warmup_seconds = max(info.warmup_seconds or 0.0, cell.warmup.seconds)
+        info.warmup_steady = cell.warmup.steady and info.warmup_steady is not False
 
 
 def _slo_search(ctx: _Context, stack_id: str, workload: str, base_url: str, routes: dict[str, str]) -> None:
@@ -441,6 +489,8 @@ def execute(
     if engine is not None:
         engine.binary  # noqa: B018 — raises EngineUnavailable early, before any build
     progress = progress or RunProgress()
+    if config.seed is None and resume is None:
+        config = config.model_copy(update={"seed": new_seed()})  # stored in results.config: --seed repeats it
     if resume is None:
         run_dir = _create_run_dir(config)
         version_commands = [argv for s in stacks if s.available for argv in s.definition.version_commands]
@@ -465,8 +515,10 @@ def execute(
         log(f"[{error.stack_id}] skipped: {error.message}")
     save(results, run_dir)
     try:
-        with ExitStack() as scope, provide_database(run_dir, database_url=config.database_url,
-                                                    cpus=config.server_cpus) as db:
+        with ExitStack() as scope:
+            environment.pgarena_cpus = scope.enter_context(pinned_to(config.generator_cpus))
+            db = scope.enter_context(provide_database(run_dir, database_url=config.database_url,
+                                                      cpus=config.server_cpus))
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version
@@ -474,6 +526,8 @@ def execute(
                 mode="managed" if db.managed else "external", version=version,
                 settings_profile=SETTINGS_PROFILE_NAME if db.managed else None, settings=settings,
                 url=redact_url(db.url),
+                cpu_affinity=process_affinity(db.postmaster_pid) if db.managed else None,
+                cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
             ctx = _Context(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
                            progress=progress, done_keys=done_keys)
@@ -484,7 +538,11 @@ def execute(
                 _cpu_accounting(ctx, scope)
                 if config.headroom and results.generator_headroom is None:
                     _generator_headroom(ctx)
-            for stack in stacks:
+            order = shuffled(stacks, config.seed)
+            results.stack_order = [s.id for s in order]
+            if config.seed is not None and len(order) > 1:
+                log(f"stack order (seed {config.seed}): {', '.join(results.stack_order)}")
+            for stack in order:
                 info = results.stack(stack.id)
                 if not stack.available:
                     log(f"[{stack.id}] {stack.unavailable_reason}")

@@ -178,7 +178,11 @@ def run(
     headroom: Annotated[Optional[bool], typer.Option(
         "--headroom/--no-headroom", help="measure the generator's ceiling against a trivial endpoint")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
-    warmup: Annotated[Optional[float], typer.Option(help="warm-up seconds per cell")] = None,
+    warmup: Annotated[Optional[float], typer.Option(
+        help="least warm-up seconds per cell (each cell warms until its throughput is steady)")] = None,
+    warmup_cap: Annotated[Optional[float], typer.Option(help="most warm-up seconds per cell")] = None,
+    seed: Annotated[Optional[int], typer.Option(
+        help="seed of the shuffled stack order (default: random, recorded in results.json)")] = None,
     vus: Annotated[Optional[str], typer.Option(help="load levels (connections/VUs), e.g. 1,50,100")] = None,
     rows: Annotated[Optional[str], typer.Option(help="perf-test rows, e.g. 1,10,100,500")] = None,
     limits: Annotated[Optional[str], typer.Option(help="users limits, e.g. 20,1000")] = None,
@@ -208,7 +212,7 @@ def run(
         max_repetitions=max_repetitions, target_rel_half_width=target_width, cell_budget_s=cell_budget,
         arrival_rates=_names(rates), open_connections=open_connections, slo_p99_ms=slo_p99,
         slo_budget_steps=slo_steps, headroom=headroom, duration_s=duration, warmup_s=warmup,
-        vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
+        warmup_cap_s=warmup_cap, seed=seed, vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
         http_timeout_s=http_timeout, database_url=database_url, run_id=run_id, stacks_dir=stacks_dir,

@@ -45,7 +45,8 @@ class Profile(BaseModel):
 
     name: str
     description: str
-    warmup_s: float = Field(gt=0, description="warm-up before each cell, not counted")
+    warmup_s: float = Field(gt=0, description="least warm-up before each cell, not counted")
+    warmup_cap_s: float = Field(DEFAULT_WARMUP_CAP_S, gt=0, description="most warm-up before each cell (warmup.py)")
     duration_s: float = Field(gt=0, description="measured window of one repetition")
     repetitions: int = Field(ge=1, description="minimum measured windows per cell")
     max_repetitions: int = Field(ge=1, description="more windows while the RPS interval is wider than the target")
@@ -67,6 +68,7 @@ PROFILES: dict[str, Profile] = {
             name="quick",
             description="a few seconds per cell, for `make bench` and CI",
             warmup_s=1,
+            warmup_cap_s=15,  # a quick run on a busy machine would otherwise spend up to a minute per cell
             duration_s=2,
             repetitions=3,
             max_repetitions=6,
@@ -273,6 +275,7 @@ def build_config(
     values: dict = {
         "profile": profile,
         "warmup_s": base.warmup_s,
+        "warmup_cap_s": base.warmup_cap_s,
         "duration_s": base.duration_s,
         "repetitions": base.repetitions,
         "max_repetitions": base.max_repetitions,

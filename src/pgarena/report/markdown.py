@@ -347,7 +347,7 @@ def _connections(peak: int | None) -> str:
 def _warmup(s: StackInfo) -> str:
     if s.warmup_seconds is None:
         return "–"
-    return f"{s.warmup_seconds:g} s" + ("" if s.warmup_steady is not False else " (cap hit)")
+    return f"{s.warmup_seconds:.1f} s" + ("" if s.warmup_steady is not False else " (cap hit)")
 
 
 def _listening(s: StackInfo) -> str:

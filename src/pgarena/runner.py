@@ -249,10 +249,21 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         try:
             _serve_stack(ctx, stack, info, kind, server, cpu, values)
         finally:
+            if info.status in ("ok", "crashed"):
+                _record_listening(ctx, info, server, values["host"])  # again: a worker may bind late
             info.peak_connections = ctx.connections.peak
             if pool_exceeded(info.peak_connections, config.pool_size) and POOL_EXCEEDED not in info.flags:
                 info.flags.append(POOL_EXCEEDED)
             ctx.connections = None
+
+
+def _record_listening(ctx: _Context, info: StackInfo, server: ServerProcess, host: str) -> None:
+    """Add the addresses the stack's processes listen on now; flag listens-wide for any but `host`."""
+    info.listen_addresses = sorted(set(info.listen_addresses) | set(listen_addresses(server.pid)))
+    wide = wide_addresses(info.listen_addresses, host)
+    if wide and LISTENS_WIDE not in info.flags:
+        info.flags.append(LISTENS_WIDE)
+        ctx.log(f"[{info.id}] listens on {', '.join(wide)}, not only on {host} ({LISTENS_WIDE})")
 
 
 def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server: ServerProcess, cpu: CpuMeters,
@@ -271,11 +282,7 @@ def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server
         return
     info.startup_seconds = round(healthy, 3)
     info.status = "ok"
-    info.listen_addresses = listen_addresses(server.pid)
-    wide = wide_addresses(info.listen_addresses, values["host"])
-    if wide and LISTENS_WIDE not in info.flags:
-        info.flags.append(LISTENS_WIDE)
-        ctx.log(f"[{stack.id}] listens on {', '.join(wide)}, not only on {values['host']} ({LISTENS_WIDE})")
+    _record_listening(ctx, info, server, values["host"])
     workloads = [w for w in config.workloads if w in definition.workloads]
     first = cold_start_workload(workloads)
     if first is not None:

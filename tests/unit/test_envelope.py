@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -153,6 +154,11 @@ def test_pgarena_pins_itself_but_pinned_children_keep_their_own_set() -> None:
                                 preexec_fn=_preexec(server)).stdout.strip()
         assert inherited == str(generator) and pinned == str(server)
         assert process_affinity(os.getpid()) == generator
+        seen: list[list[int]] = []
+        thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))  # a sampler thread
+        thread.start()
+        thread.join()
+        assert seen == [generator]
     assert os.sched_getaffinity(0) == before
 
 
@@ -189,3 +195,10 @@ def test_a_socket_bound_but_not_listening_is_not_listed() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         assert listen_addresses(os.getpid()) == []  # bound but not listening
+
+
+def test_profiles_cap_the_warmup_and_a_seed_is_kept(tmp_path: Path) -> None:
+    assert build_config(project_dir=tmp_path).warmup_cap_s == 15
+    assert build_config(profile="standard", project_dir=tmp_path).warmup_cap_s == 60
+    config = build_config(project_dir=tmp_path, overrides={"seed": 42, "warmup_cap_s": 5})
+    assert config.seed == 42 and config.warmup_cap_s == 5 and config.redacted()["seed"] == 42

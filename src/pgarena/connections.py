@@ -14,6 +14,8 @@ import threading
 
 import psycopg
 
+from pgarena.flags import POOL_EXCEEDED
+
 POLL_INTERVAL_S = 0.2
 ADMIN_APPLICATION_NAME = "pgarena-admin"
 """application_name of every connection pgarena itself opens (postgres.Database.connect)."""
@@ -90,6 +92,12 @@ class ConnectionPoller:
 def pool_exceeded(peak: int | None, pool_size: int) -> bool:
     """A stack held more database connections than PGARENA_POOL_SIZE allowed (None: not observed)."""
     return peak is not None and peak > pool_size
+
+
+def add_pool_flag(flags: list[str], peak: int | None, pool_size: int) -> None:
+    """Append 'pool-exceeded' to a cell's or a stack's flags when its peak exceeded the pool size (once)."""
+    if pool_exceeded(peak, pool_size) and POOL_EXCEEDED not in flags:
+        flags.append(POOL_EXCEEDED)
 
 
 def split_pool(pool_size: int, workers: int) -> list[int]:

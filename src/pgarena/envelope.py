@@ -8,10 +8,13 @@ where the report claims is recorded as such instead of assumed (docs/methodology
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import psutil
+
+from pgarena.flags import LISTENS_WIDE
+from pgarena.results import StackInfo
 
 LOOPBACK = "127.0.0.1"
 NOT_PINNED_EXTERNAL = "not pinned (external)"
@@ -45,6 +48,16 @@ def listen_addresses(root_pid: int) -> list[str]:
 def wide_addresses(addresses: Sequence[str], host: str = LOOPBACK) -> list[str]:
     """The listening addresses bound to anything but `host` (the loopback address the stack was given)."""
     return [a for a in addresses if a.rsplit(":", 1)[0] != host]
+
+
+def record_listening(info: StackInfo, root_pid: int, host: str, log: Callable[[str], None]) -> None:
+    """Add the addresses the stack's processes listen on now to `info`; flag 'listens-wide' (once) when any is
+    bound to something other than `host`."""
+    info.listen_addresses = sorted(set(info.listen_addresses) | set(listen_addresses(root_pid)))
+    wide = wide_addresses(info.listen_addresses, host)
+    if wide and LISTENS_WIDE not in info.flags:
+        info.flags.append(LISTENS_WIDE)
+        log(f"[{info.id}] listens on {', '.join(wide)}, not only on {host} ({LISTENS_WIDE})")
 
 
 def process_affinity(pid: int | None) -> list[int] | None:

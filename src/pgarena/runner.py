@@ -17,9 +17,8 @@ from typing import Literal
 
 from pgarena import cgroups, loc
 from pgarena import workloads as wl
-from pgarena.connections import ConnectionPoller, pool_exceeded, pool_refusal, split_pool
-from pgarena.envelope import NOT_PINNED_EXTERNAL, listen_addresses, pinned_to, process_affinity, wide_addresses
-from pgarena.flags import LISTENS_WIDE, POOL_EXCEEDED
+from pgarena.connections import ConnectionPoller, add_pool_flag, pool_refusal, split_pool
+from pgarena.envelope import NOT_PINNED_EXTERNAL, pinned_to, process_affinity, record_listening
 from pgarena.startline import level_database, new_seed, shuffled
 from pgarena.coldstart import cold_start_workload, measure_cold_start
 from pgarena.headroom import HeadroomUnavailable, measure_headroom
@@ -250,20 +249,10 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
             _serve_stack(ctx, stack, info, kind, server, cpu, values)
         finally:
             if info.status in ("ok", "crashed"):
-                _record_listening(ctx, info, server, values["host"])  # again: a worker may bind late
+                record_listening(info, server.pid, values["host"], ctx.log)  # again: a worker may bind late
             info.peak_connections = ctx.connections.peak
-            if pool_exceeded(info.peak_connections, config.pool_size) and POOL_EXCEEDED not in info.flags:
-                info.flags.append(POOL_EXCEEDED)
+            add_pool_flag(info.flags, info.peak_connections, config.pool_size)
             ctx.connections = None
-
-
-def _record_listening(ctx: _Context, info: StackInfo, server: ServerProcess, host: str) -> None:
-    """Add the addresses the stack's processes listen on now; flag listens-wide for any but `host`."""
-    info.listen_addresses = sorted(set(info.listen_addresses) | set(listen_addresses(server.pid)))
-    wide = wide_addresses(info.listen_addresses, host)
-    if wide and LISTENS_WIDE not in info.flags:
-        info.flags.append(LISTENS_WIDE)
-        ctx.log(f"[{info.id}] listens on {', '.join(wide)}, not only on {host} ({LISTENS_WIDE})")
 
 
 def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server: ServerProcess, cpu: CpuMeters,
@@ -282,7 +271,7 @@ def _serve_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server
         return
     info.startup_seconds = round(healthy, 3)
     info.status = "ok"
-    _record_listening(ctx, info, server, values["host"])
+    record_listening(info, server.pid, values["host"], ctx.log)
     workloads = [w for w in config.workloads if w in definition.workloads]
     first = cold_start_workload(workloads)
     if first is not None:
@@ -376,10 +365,8 @@ def _record_cell_envelope(ctx: _Context, info: StackInfo, cell: Cell) -> None:
     if ctx.connections is not None:
         peaks = [r.peak_connections for r in cell.repetitions if r.peak_connections is not None]
         rest = ctx.connections.take_peak()
-        peaks += [rest] if rest is not None else []
-        cell.peak_connections = max(peaks) if peaks else None
-    if pool_exceeded(cell.peak_connections, ctx.config.pool_size) and POOL_EXCEEDED not in cell.flags:
-        cell.flags.append(POOL_EXCEEDED)
+        cell.peak_connections = max([*peaks, rest] if rest is not None else peaks, default=None)
+    add_pool_flag(cell.flags, cell.peak_connections, ctx.config.pool_size)
     if cell.warmup is not None:
         info.warmup_seconds = max(info.warmup_seconds or 0.0, cell.warmup.seconds)
         info.warmup_steady = cell.warmup.steady and info.warmup_steady is not False

@@ -225,7 +225,8 @@ def _run_stack(ctx: _Context, stack: Stack, info: StackInfo, kind: str) -> None:
         build_log = logs / "build.log"
         step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
                           env=stack_environment(values, definition.build.env), log_path=build_log,
-                          timeout_s=definition.build.timeout_s)
+                          timeout_s=definition.build.timeout_s,  # every CPU of the run, not pgarena's own pin
+                          cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))
         info.build_seconds = round(step.duration_s, 3)
         if not step.ok:
             why = f"timed out after {definition.build.timeout_s:.0f} s" if step.timed_out else f"exit code {step.returncode}"

@@ -412,7 +412,7 @@ def environment_section(results: RunResults) -> str:
         ("PostgreSQL", env.postgres_version or "?"),
         *[(f"engine {name}", version) for name, version in env.engine_versions.items()],
         *[(f"`{cmd}`", out) for cmd, out in env.toolchains.items()],
-        ("Profile", f"{cfg.get('profile')}: warm-up {cfg.get('warmup_s')} s, {_repetitions(cfg)} × "
+        ("Profile", f"{cfg.get('profile')}: warm-up {_warmup_rule(cfg)}, {_repetitions(cfg)} × "
                     f"{cfg.get('duration_s')} s windows per cell, engine {cfg.get('engine')}"),
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
         ("Generator headroom", _headroom(results)),
@@ -429,6 +429,12 @@ def environment_section(results: RunResults) -> str:
         rows += [(f"`{k}`", v) for k, v in db.settings.items() if k in (
             "shared_buffers", "max_connections", "shared_preload_libraries", "synchronous_commit", "fsync", "jit")]
     return table(["", ""], rows) + f"\n\nCommand: `{results.command}`"
+
+
+def _warmup_rule(cfg: dict) -> str:
+    if cfg.get("warmup_cap_s") is None:  # results from before steady warm-ups
+        return f"{cfg.get('warmup_s')} s"
+    return f"until steady, at least {cfg.get('warmup_s')} s, at most {cfg.get('warmup_cap_s')} s"
 
 
 def _repetitions(cfg: dict) -> str:

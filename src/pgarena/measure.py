@@ -196,7 +196,8 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
 
 def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
-                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None) -> None:
+                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None,
+                 on_warmed: Callable[[], None] | None = None) -> None:
     """Warm-up and repetitions of one cell; fills cell.repetitions (and, for tx, its invariants).
 
     Repetitions stop once at least `config.repetitions` were measured and the RPS t-interval is within
@@ -218,6 +219,8 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
                      minimum_s=cell.warmup_seconds, cap_s=config.warmup_cap_s)
     cell.warmup = warmed.record
     answered_200 += warmed.answered_2xx
+    if on_warmed is not None:
+        on_warmed()
     sample = spec.expected_rows is not None and not engine.checks_answers
     measured_s = 0.0
     index = 0

@@ -238,8 +238,7 @@ class Repetition(_Model):
     stack_pss_peak_bytes: int | None = Field(
         None, description="peak of the tree's summed PSS (Linux: shared pages split among their sharers)")
     peak_connections: int | None = Field(
-        None, description="most database connections the stack held during this repetition (the first one "
-                          "includes the warm-up)")
+        None, description="most database connections the stack held during this repetition")
     generator_cpu_seconds: float
     raw_output: str = Field(description="generator output, relative to the run directory")
     offered_requests: int | None = Field(None, description="open model: arrival rate × window")
@@ -305,6 +304,7 @@ class Warmup(_Model):
     minimum_seconds: float = Field(description="the least warm-up asked (profile warm-up, stack's min_warmup_s)")
     cap_seconds: float
     windows_rps: list[float] = Field(description="completed requests/s of each window, in order")
+    peak_connections: int | None = Field(None, description="most database connections the stack held during it")
 
 
 class Cell(_Model):

@@ -324,6 +324,10 @@ def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: 
     if poller is not None:
         poller.take_peak()  # the cell's own segment starts here
 
+    def on_warmed() -> None:
+        if poller is not None and cell.warmup is not None:
+            cell.warmup.peak_connections = poller.take_peak()
+
     def on_repetition(index: int, rps: float) -> None:
         if poller is not None and cell.repetitions:
             cell.repetitions[-1].peak_connections = poller.take_peak()
@@ -347,7 +351,7 @@ def _run_cell(ctx: _Context, stack: Stack, info: StackInfo, cell: Cell, server: 
         try:
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=server,  # type: ignore[arg-type]
                          base_url=base_url, run_dir=ctx.run_dir, routes=routes, log=ctx.log, cpu=cpu,
-                         on_repetition=on_repetition)
+                         on_repetition=on_repetition, on_warmed=on_warmed)
             _record_cell_envelope(ctx, info, cell)
             if cell.repetitions:
                 summarize(cell, config, cpu.source)
@@ -365,6 +369,8 @@ def _record_cell_envelope(ctx: _Context, info: StackInfo, cell: Cell) -> None:
     """The cell's peak connections (flag pool-exceeded) and the stack's warm-up record."""
     if ctx.connections is not None:
         peaks = [r.peak_connections for r in cell.repetitions if r.peak_connections is not None]
+        if cell.warmup is not None and cell.warmup.peak_connections is not None:
+            peaks.append(cell.warmup.peak_connections)
         rest = ctx.connections.take_peak()
         cell.peak_connections = max([*peaks, rest] if rest is not None else peaks, default=None)
     add_pool_flag(cell.flags, cell.peak_connections, ctx.config.pool_size)

@@ -45,7 +45,7 @@ def test_a_real_run_records_peak_connections_warmup_memory_and_where_things_ran(
     assert cell.status == "ok", cell.error
     # the fixture opens a connection per request: 4 VUs hold between 1 and 4 at once
     assert cell.peak_connections is not None and 1 <= cell.peak_connections <= 4
-    assert cell.repetitions[0].peak_connections is not None
+    assert cell.repetitions[0].peak_connections is not None and cell.warmup.peak_connections is not None
     assert info.peak_connections is not None and info.peak_connections >= cell.peak_connections
     assert "pool-exceeded" not in cell.flags and "pool-exceeded" not in info.flags
     warm = cell.warmup

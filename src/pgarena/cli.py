@@ -231,7 +231,11 @@ def run(
     ceiling_seconds: Annotated[Optional[int], typer.Option(
         help="seconds of pgbench per workload for the database's own ceiling (0: not measured)")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
-    warmup: Annotated[Optional[float], typer.Option(help="warm-up seconds per cell")] = None,
+    warmup: Annotated[Optional[float], typer.Option(
+        help="least warm-up seconds per cell (each cell warms until its throughput is steady)")] = None,
+    warmup_cap: Annotated[Optional[float], typer.Option(help="most warm-up seconds per cell")] = None,
+    seed: Annotated[Optional[int], typer.Option(
+        help="seed of the shuffled stack order (default: random, recorded in results.json)")] = None,
     vus: Annotated[Optional[str], typer.Option(help="load levels (connections/VUs), e.g. 1,50,100")] = None,
     rows: Annotated[Optional[str], typer.Option(help="perf-test rows, e.g. 1,10,100,500")] = None,
     limits: Annotated[Optional[str], typer.Option(help="users limits, e.g. 20,1000")] = None,
@@ -287,6 +291,7 @@ def run(
         shared_rates_from=str(shared_rates_from) if shared_rates_from else None,
         open_connections=open_connections, slo_p99_ms=slo_p99,
         slo_budget_steps=slo_steps, headroom=headroom, ceiling_s=ceiling_seconds, duration_s=duration, warmup_s=warmup,
+        warmup_cap_s=warmup_cap, seed=seed,
         vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), pool_size=pool_size, workers=workers,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),

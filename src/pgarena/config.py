@@ -23,6 +23,8 @@ DEFAULT_CEILING_SECONDS = 5
 """pgbench seconds per workload × parameter for the database ceiling (ceiling.py)."""
 DEFAULT_MAX_REWARM_S = 2.0
 """Interleaved runs re-warm a stack before each measured window for the warm-up, but at most this long."""
+DEFAULT_WARMUP_CAP_S = 60.0
+"""The longest warm-up of one cell (warmup.py); a stack still changing then is recorded as not steady."""
 DEFAULT_POOL_SIZE = 10
 DEFAULT_PROFILE = "quick"
 DEFAULT_HTTP_TIMEOUT_S = 10.0
@@ -51,7 +53,8 @@ class Profile(BaseModel):
 
     name: str
     description: str
-    warmup_s: float = Field(gt=0, description="warm-up before each cell, not counted")
+    warmup_s: float = Field(gt=0, description="least warm-up before each cell, not counted")
+    warmup_cap_s: float = Field(DEFAULT_WARMUP_CAP_S, gt=0, description="most warm-up before each cell (warmup.py)")
     duration_s: float = Field(gt=0, description="measured window of one repetition")
     repetitions: int = Field(ge=1, description="minimum measured windows per cell")
     max_repetitions: int = Field(ge=1, description="more windows while the RPS interval is wider than the target")
@@ -73,6 +76,7 @@ PROFILES: dict[str, Profile] = {
             name="quick",
             description="a few seconds per cell, for `make bench` and CI",
             warmup_s=1,
+            warmup_cap_s=15,  # a quick run on a busy machine would otherwise spend up to a minute per cell
             duration_s=2,
             repetitions=3,
             max_repetitions=6,
@@ -178,6 +182,9 @@ class RunConfig(BaseModel):
     generator_cpus: list[int]
     server_cpus: list[int]
     http_timeout_s: float = Field(DEFAULT_HTTP_TIMEOUT_S, gt=0)
+    warmup_cap_s: float = Field(DEFAULT_WARMUP_CAP_S, gt=0, description=(
+        "longest warm-up of one cell: each cell warms until its throughput is steady (warmup.py) or this"))
+    seed: int | None = Field(None, description="seed of the shuffled stack order (a run draws one if not given)")
     database_url: str | None = Field(None, description="external database; None = managed cluster")
     admin_database_url: str | None = Field(None, description=(
         "external database: a role that may read every role's pg_stat_statements (for accounting)"))
@@ -372,6 +379,7 @@ def build_config(
     values: dict = {
         "profile": profile,
         "warmup_s": base.warmup_s,
+        "warmup_cap_s": base.warmup_cap_s,
         "duration_s": base.duration_s,
         "repetitions": base.repetitions,
         "max_repetitions": base.max_repetitions,

@@ -23,10 +23,15 @@ QUERIES_WRONG = "queries-wrong"
 verification or in a measured window (windowcheck.py): invalid."""
 VARIANTS_WRONG = "variants-wrong"
 """A request variant of the cell was answered wrongly when checked before the load (invalid)."""
+POOL_EXCEEDED = "pool-exceeded"
+"""The stack held more database connections than PGARENA_POOL_SIZE (pg_stat_activity): not the envelope the
+report states, so the cell is invalid."""
+LISTENS_WIDE = "listens-wide"
+"""A stack flag: it listened on an address other than the loopback address it was given."""
 GENERATOR_BOUND = "generator-bound"
 """The load generator, not the stack, may have been the limit: the cell measured the generator."""
 INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", QUERIES_WRONG, VARIANTS_WRONG,
-           GENERATOR_BOUND)
+           GENERATOR_BOUND, POOL_EXCEEDED)
 """Flags that make a cell's figures not comparable: such cells are shown but never ranked."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"

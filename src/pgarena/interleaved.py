@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pgarena.engines.base import EngineOutputError
-from pgarena.measure import CellRun, finish_cell, measure_repetition, repetition_line, start_cell, summarize, warm_up
+from pgarena.connections import add_pool_flag
+from pgarena.measure import (CellRun, finish_cell, measure_repetition, repetition_line, start_cell, summarize,
+                             warm_until_steady)
+from pgarena.startline import level_database
 from pgarena.process import NotReady
 from pgarena.results import Cell, PhaseRecord, ScheduleRecord, save
 from pgarena.schedule import Slot
@@ -127,21 +130,26 @@ class InterleavedRun:
 
     # --- one window -----------------------------------------------------------------------------------
     def _warm_stacks(self, phase: _Phase) -> None:
-        """A stack's declared minimum warm-up (JIT runtimes) before its first window of each workload."""
+        """Before a stack's first window of each workload: warm it at that cell's load until its throughput
+        is steady (warmup.py; at least the profile's warm-up or the stack's declared minimum, at most the
+        cap). Later windows get the short re-warm only."""
         config = self.ctx.config
         for key, cell in phase.cells.items():
             live = self.lives[key[0]]
-            warmed = live.warmed
-            minimum = live.stack.definition.run.min_warmup_s
-            if cell.workload in warmed or minimum <= config.warmup_s or cell.repetitions or live.crashed():
+            if cell.workload in live.warmed or cell.repetitions or live.crashed():
                 continue
-            self.ctx.log(f"[{live.id}] {cell.workload}: JIT warm-up {minimum:g} s")
+            minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
             try:
-                warm_up(self._cell_run(live, cell), engine=self.ctx.engine, config=config, seconds=minimum,  # type: ignore[arg-type]
-                        stem="jit-warmup")
+                cell.warmup = warm_until_steady(self._cell_run(live, cell), engine=self.ctx.engine,  # type: ignore[arg-type]
+                                                config=config, minimum_s=minimum)
             except EngineOutputError as exc:
-                self.ctx.log(f"[{live.id}] JIT warm-up failed: {exc}")
-            warmed.add(cell.workload)
+                self.ctx.log(f"[{live.id}] warm-up failed: {exc}")
+                continue
+            self.ctx.log(f"[{live.id}] {cell.workload}: warmed {cell.warmup.seconds:.0f} s"
+                         + ("" if cell.warmup.steady else " (not steady at the cap)"))
+            live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, cell.warmup.seconds)
+            live.info.warmup_steady = cell.warmup.steady and live.info.warmup_steady is not False
+            live.warmed.add(cell.workload)
 
     def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
         run = self.runs.get(cell.key)
@@ -172,6 +180,10 @@ class InterleavedRun:
         ctx.log(f"[{live.id}] {title} round {slot.round} ({ctx.progress.position()})")
         ctx.progress.cell_started(live.id, f"{title} · round {slot.round}")
         before, started = self._idle_meters(live.id), time.monotonic()
+        poller = live.connections
+        if poller is not None:
+            poller.active = True
+            poller.take_peak()
         try:
             from pgarena.runner import resolve_rate
 
@@ -188,6 +200,13 @@ class InterleavedRun:
                 live.note_crash()
                 ctx.log(f"[{live.id}] crashed: {live.info.reason}")
             rep = None
+        if poller is not None:
+            peak = poller.take_peak()
+            poller.active = False
+            if rep is not None:
+                rep.peak_connections = peak
+            cell.peak_connections = max((p for p in (cell.peak_connections, peak) if p is not None), default=None)
+            add_pool_flag(cell.flags, cell.peak_connections, config.pool_size)
         wall = time.monotonic() - started
         for sid, cpu_before in before.items():
             self.idle_cpu_s[sid] += max(0.0, self.lives[sid].stack_cpu_seconds() - cpu_before)  # type: ignore[misc]
@@ -212,6 +231,11 @@ class InterleavedRun:
         if record is None:
             record = PhaseRecord(name=phase.name, cells=len({k[1:] for k in phase.cells}))
             self.record.phases.append(record)
+        for live in self.lives.values():  # idle stacks are not polled for connections
+            if live.connections is not None:
+                live.connections.active = False
+        levelled = level_database(ctx.db)  # the same start line for every phase: no dead tuples, no WAL due
+        ctx.log(f"{phase.name} phase: database {levelled}")
         self._warm_stacks(phase)
         known = {(c.stack, c.key[1:], r.round): r.rps for c in phase.cells.values() for r in c.repetitions
                  if r.round is not None}

@@ -21,8 +21,10 @@ from pgarena.flags import (CHECKS_FAILED, DATABASE_BOUND, DROPPED, FAILURES, GEN
 from pgarena.postgres import Database
 from pgarena.process import NotReady, ServerProcess, cpu_between, run_measured
 from pgarena.resources import CpuMeters, TreeSampler
-from pgarena.results import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult
+from pgarena.results import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult, Warmup
 from pgarena.slo import LevelResult, SloTarget, search_max_sustainable
+from pgarena import warmup
+from pgarena.warmup import WindowResult
 from pgarena.stats import confidence_interval, interval_too_wide, relative_half_width, should_stop, spread
 from pgarena.values import Verdict
 
@@ -104,6 +106,7 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
     db_cpu = total([r.db_cpu_seconds for r in reps])
     generator_cpu = sum(r.generator_cpu_seconds for r in reps)
     rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
+    pss = [r.stack_pss_peak_bytes for r in reps if r.stack_pss_peak_bytes is not None]
     rps = [r.rps for r in reps]
     every = [r.requests_per_second_all if r.requests_per_second_all is not None else r.requests / r.duration_seconds
              for r in reps if r.duration_seconds]
@@ -126,6 +129,7 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
         stack_cpu_us_per_request=per_request_us(stack_cpu, answered),
         db_cpu_us_per_request=per_request_us(db_cpu, answered),
         stack_rss_peak_bytes=max(rss) if rss else None,
+        stack_pss_peak_bytes=max(pss) if pss else None,
         generator_cpu_fraction=fraction(generator_cpu, len(config.generator_cpus)),
         generator_cpu_us_per_request=per_request_us(generator_cpu, requests),
         stack_cpu_fraction=fraction(stack_cpu, len(config.server_cpus)),
@@ -216,6 +220,15 @@ class Window:
         offered = round(spec.rate * nominal_s)
         reported = self.outcome.dropped
         return offered, reported if reported is not None else max(0, offered - self.outcome.requests)
+
+
+def window_result(window: Window, run: CellRun | None = None) -> WindowResult:
+    """A generator window as the warm-up reads it (its answers and unknown outcomes added to `run`'s tx
+    bookkeeping)."""
+    if run is not None:
+        run.count(window.outcome)
+    return WindowResult(rps=window.outcome.rps, duration_s=window.outcome.duration_seconds,
+                        answered_2xx=window.outcome.answered_2xx)
 
 
 def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
@@ -343,6 +356,15 @@ def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, b
                    tx_changes=txcheck.ZERO if cell.workload == wl.TX else None)
 
 
+def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float) -> Warmup:
+    """The cell's warm-up (warmup.py): one-second windows at its load until steady, at least `minimum_s`,
+    at most `config.warmup_cap_s`; not counted, but its 2xx answers count for tx."""
+    warmed = warmup.warm_up(lambda seconds: window_result(run_window(
+        engine, run.spec, seconds, run.raw_dir, f"{run.label}-warmup", config), run), minimum_s=minimum_s,
+        cap_s=config.warmup_cap_s)
+    return warmed.record
+
+
 def warm_up(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, stem: str) -> None:
     """A window at the cell's load that is not counted (its 200 answers still count for tx)."""
     if seconds <= 0:
@@ -394,6 +416,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
         db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
         stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
+        stack_pss_peak_bytes=stack_usage.pss_peak_bytes if stack_usage else None,
         generator_cpu_seconds=window.generator_cpu_seconds,
         raw_output=str(window.raw_output.relative_to(run.run_dir)),
         offered_requests=offered, dropped=dropped,
@@ -442,7 +465,7 @@ def finish_cell(run: CellRun, db: Database, log: Callable[[str], None],
 def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
                  cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None,
-                 variants_cache: dict | None = None) -> None:
+                 variants_cache: dict | None = None, on_warmed: Callable[[], None] | None = None) -> None:
     """Warm-up and back-to-back repetitions of one cell (the sequential schedule); fills cell.repetitions
     (and, for tx, its invariants).
 
@@ -456,7 +479,9 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
                      log=log, variants_cache=variants_cache)
     cpu = cpu or CpuMeters({})
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None else None
-    warm_up(run, engine=engine, config=config, seconds=cell.warmup_seconds, stem="warmup")
+    cell.warmup = warm_until_steady(run, engine=engine, config=config, minimum_s=cell.warmup_seconds)
+    if on_warmed is not None:
+        on_warmed()
     measured_s = 0.0
     while True:
         rep = measure_repetition(run, engine=engine, config=config, db=db, server=server, base_url=base_url,

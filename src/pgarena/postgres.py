@@ -160,7 +160,8 @@ class Database:
         )
 
     def connect(self, **kwargs) -> psycopg.Connection:
-        """A psycopg connection as pgarena's admin, autocommit, UTC, seeing schema `pgarena` first."""
+        """A psycopg connection as pgarena's admin, autocommit, UTC, seeing schema `pgarena` first
+        (application_name 'pgarena-admin', so the connection poller does not count it as the stack's)."""
         return _session(self.admin_url, **kwargs)
 
     def connect_stats(self) -> psycopg.Connection:
@@ -169,6 +170,7 @@ class Database:
 
 
 def _session(url: str, **kwargs) -> psycopg.Connection:
+    kwargs.setdefault("application_name", "pgarena-admin")  # NOTE: connections.ADMIN_APPLICATION_NAME
     conn = psycopg.connect(url, autocommit=True, **kwargs)
     conn.execute("SET TIME ZONE 'UTC'")
     conn.execute(f"SET search_path TO {namespace.SEARCH_PATH}")

@@ -1,7 +1,10 @@
 """CPU time and memory of process trees (the stack, PostgreSQL) during a measured window.
 
 A sampler thread walks each tree every SAMPLE_INTERVAL_S and keeps, per process, the CPU time last seen
-and the tree's summed RSS. CPU seconds of the window = Σ over processes of (last seen − first seen),
+and the tree's summed RSS and (for the trees named in `pss_trees`, the stack by default) summed PSS.
+Memory is reported as PSS: summed RSS counts a page shared by the workers of a multi-process server once
+per worker, PSS splits it among its sharers, so the sum is the tree's real footprint (Linux; psutil
+reads /proc/<pid>/smaps_rollup). Where PSS cannot be read, it is None and only RSS is recorded. CPU seconds of the window = Σ over processes of (last seen − first seen),
 with processes born inside the window counted from zero. Time burnt by a process between its last
 sample and its exit is not seen (short-lived helpers); cgroup accounting would be exact.
 """
@@ -9,7 +12,7 @@ sample and its exit is not seen (short-lived helpers); cgroup accounting would b
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -24,6 +27,8 @@ class _TreeState:
     baseline: dict[int, float] = field(default_factory=dict)
     last: dict[int, float] = field(default_factory=dict)
     rss_peak_bytes: int = 0
+    pss: bool = False
+    pss_peak_bytes: int | None = None
 
 
 def _tree(pid: int) -> list[psutil.Process]:
@@ -34,14 +39,25 @@ def _tree(pid: int) -> list[psutil.Process]:
         return []
 
 
+def _pss_bytes(proc: psutil.Process) -> int | None:
+    try:
+        return getattr(proc.memory_full_info(), "pss", None)
+    except (psutil.AccessDenied, NotImplementedError, AttributeError):
+        return None
+
+
 def _sample(state: _TreeState, *, first: bool) -> None:
     rss = 0
+    pss: int | None = 0
     for proc in _tree(state.root_pid):
         try:
             with proc.oneshot():
                 times = proc.cpu_times()
                 cpu = times.user + times.system
                 rss += proc.memory_info().rss
+                if state.pss and pss is not None:
+                    one = _pss_bytes(proc)
+                    pss = None if one is None else pss + one
         except psutil.Error:
             continue
         key = proc.pid
@@ -51,21 +67,26 @@ def _sample(state: _TreeState, *, first: bool) -> None:
             state.baseline.setdefault(key, 0.0)
         state.last[key] = cpu
     state.rss_peak_bytes = max(state.rss_peak_bytes, rss)
+    if state.pss and pss:
+        state.pss_peak_bytes = max(state.pss_peak_bytes or 0, pss)
 
 
 @dataclass(frozen=True)
 class TreeUsage:
-    """CPU seconds used and peak RSS (bytes) of one process tree during a window."""
+    """CPU seconds used, peak summed RSS and peak summed PSS (bytes; None: not read) of one process tree
+    during a window."""
 
     cpu_seconds: float
     rss_peak_bytes: int
+    pss_peak_bytes: int | None = None
 
 
 class TreeSampler:
     """Sample several process trees for the duration of a `with` block."""
 
-    def __init__(self, root_pids: dict[str, int | None], interval_s: float = SAMPLE_INTERVAL_S) -> None:
-        self._states = {name: _TreeState(pid) for name, pid in root_pids.items() if pid}
+    def __init__(self, root_pids: dict[str, int | None], interval_s: float = SAMPLE_INTERVAL_S,
+                 pss_trees: Collection[str] = ("stack",)) -> None:
+        self._states = {name: _TreeState(pid, pss=name in pss_trees) for name, pid in root_pids.items() if pid}
         self._interval_s = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="pgarena-sampler", daemon=True)
@@ -88,7 +109,8 @@ class TreeSampler:
         for name, state in self._states.items():
             _sample(state, first=False)
             cpu = sum(state.last[pid] - state.baseline.get(pid, 0.0) for pid in state.last)
-            self.usage[name] = TreeUsage(cpu_seconds=max(cpu, 0.0), rss_peak_bytes=state.rss_peak_bytes)
+            self.usage[name] = TreeUsage(cpu_seconds=max(cpu, 0.0), rss_peak_bytes=state.rss_peak_bytes,
+                                         pss_peak_bytes=state.pss_peak_bytes)
 
 
 class CpuMeters:

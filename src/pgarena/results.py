@@ -50,6 +50,8 @@ class Environment(_Model):
     cpu_sets_shared: bool = Field(description="generator and server share CPUs (a one-CPU machine)")
     cpu_accounting: str | None = Field(None, description="how stack and PostgreSQL CPU time was measured")
     headroom_unavailable: str | None = Field(None, description="why the generator headroom was not measured")
+    pgarena_cpus: list[int] | None = Field(
+        None, description="CPUs pgarena's own process and its sampler threads were pinned to (the generator CPUs)")
 
 
 class DatabaseInfo(_Model):
@@ -60,6 +62,11 @@ class DatabaseInfo(_Model):
     settings_profile: str | None = Field(description="pgarena settings profile applied (managed only)")
     settings: dict[str, str] = Field(description="every setting not at its built-in default")
     url: str = Field(description="application URL, password redacted")
+    cpu_affinity: list[int] | None = Field(
+        None, description="CPUs the postmaster may run on, read from the running server (managed only)")
+    cpu_affinity_note: str | None = Field(
+        None, description="why cpu_affinity is absent, e.g. 'not pinned (external)': pgarena does not pin a "
+                          "server it did not start")
 
 
 class LinesOfCode(_Model):
@@ -103,11 +110,21 @@ class StackInfo(_Model):
     build_seconds: float | None = None
     startup_seconds: float | None = Field(None, description="process start → first healthy answer")
     lines_of_code: LinesOfCode | None = None
-    warmup_seconds: float | None = Field(None, description="warm-up before the first cell of each workload")
+    warmup_seconds: float | None = Field(None, description="longest warm-up of its cells (seconds)")
+    warmup_steady: bool | None = Field(
+        None, description="every cell's warm-up reached steady throughput (False: at least one hit the cap)")
     cold_start: ColdStart | None = None
     idle_cpu_fraction: float | None = Field(None, description=(
         "interleaved: the stack's CPU while other stacks were under load, as a share of one CPU (None: not "
         "measured); above 0.05 it may have disturbed their windows"))
+    peak_connections: int | None = Field(
+        None, description="most database connections the stack held at once, from start to stop "
+                          "(pg_stat_activity polled every 0.2 s; pgbouncer stacks: pgbouncer's server connections)")
+    listen_addresses: list[str] = Field(
+        default_factory=list, description="'address:port' the stack's processes listened on (TCP LISTEN)")
+    flags: list[str] = Field(default_factory=list, description="e.g. 'pool-exceeded', 'listens-wide'")
+    database_levelled: str | None = Field(
+        None, description="what ran on the database before the stack (VACUUM (ANALYZE), CHECKPOINT) or why not")
 
 
 class Check(_Model):
@@ -253,7 +270,12 @@ class Repetition(_Model):
     status_codes: dict[str, int]
     stack_cpu_seconds: float | None
     db_cpu_seconds: float | None
-    stack_rss_peak_bytes: int | None
+    stack_rss_peak_bytes: int | None = Field(description="peak of the tree's summed RSS (shared pages counted "
+                                                      "once per process; kept for older results)")
+    stack_pss_peak_bytes: int | None = Field(
+        None, description="peak of the tree's summed PSS (Linux: shared pages split among their sharers)")
+    peak_connections: int | None = Field(
+        None, description="most database connections the stack held during this repetition")
     generator_cpu_seconds: float
     raw_output: str = Field(description="generator output, relative to the run directory")
     offered_requests: int | None = Field(None, description="open model: arrival rate × window")
@@ -307,6 +329,7 @@ class CellSummary(_Model):
     stack_cpu_us_per_request: float | None = None
     db_cpu_us_per_request: float | None = None
     stack_rss_peak_bytes: int | None = None
+    stack_pss_peak_bytes: int | None = Field(None, description="highest peak PSS of the stack over the repetitions")
     generator_cpu_fraction: float | None = Field(None, description="generator CPU time / (window × its CPUs)")
     generator_cpu_us_per_request: float | None = Field(None, description="the load generator's own CPU cost")
     stack_cpu_fraction: float | None = Field(None, description="stack CPU time / (window × server CPUs)")
@@ -317,6 +340,17 @@ class CellSummary(_Model):
     timeouts_total: int = 0
     offered_total: int | None = Field(None, description="open model: requests the arrival rate asked for")
     dropped_total: int = Field(0, description="open model: offered requests not completed")
+
+
+class Warmup(_Model):
+    """The warm-up before a cell: one-second generator windows until throughput was steady (warmup.py)."""
+
+    seconds: float = Field(description="warm-up time, the sum of the windows' durations")
+    steady: bool = Field(description="the last windows' throughput agreed within the tolerance (False: hit the cap)")
+    minimum_seconds: float = Field(description="the least warm-up asked (profile warm-up, stack's min_warmup_s)")
+    cap_seconds: float
+    windows_rps: list[float] = Field(description="completed requests/s of each window, in order")
+    peak_connections: int | None = Field(None, description="most database connections the stack held during it")
 
 
 class Cell(_Model):
@@ -331,8 +365,11 @@ class Cell(_Model):
     arrival_rate: float | None = Field(None, description="open model: requests per second offered")
     arrival_rate_spec: str | None = Field(None, description="open model: the level as configured ('90%', '2000')")
     engine: str
-    warmup_seconds: float
+    warmup_seconds: float = Field(description="the least warm-up asked for (see `warmup` for what ran)")
     duration_seconds: float
+    warmup: Warmup | None = None
+    peak_connections: int | None = Field(
+        None, description="most database connections the stack held during the cell, warm-up included")
     repetitions: list[Repetition] = Field(default_factory=list)
     summary: CellSummary | None = None
     flags: list[str] = Field(default_factory=list, description="e.g. 'failures>1%', 'columns-wrong'")
@@ -462,6 +499,7 @@ class RunResults(_Model):
     environment: Environment
     database: DatabaseInfo | None = None
     stacks: list[StackInfo] = Field(default_factory=list)
+    stack_order: list[str] = Field(default_factory=list, description="the order the stacks ran in (config.seed)")
     verifications: list[WorkloadVerification] = Field(default_factory=list)
     cells: list[Cell] = Field(default_factory=list)
     slo_searches: list[SloSearchResult] = Field(default_factory=list)

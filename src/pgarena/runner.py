@@ -23,6 +23,9 @@ from pgarena import cgroups, loc, reaper
 from pgarena import workloads as wl
 from pgarena.ceiling import CEILING_PROTOCOL, measure_ceiling
 from pgarena.flags import GENERATOR_BOUND_CPU_FRACTION
+from pgarena.connections import ConnectionPoller, add_pool_flag, pool_refusal, split_pool, tree_db_ports
+from pgarena.envelope import NOT_PINNED_EXTERNAL, pinned_to, process_affinity, record_listening
+from pgarena.startline import level_database, new_seed, shuffled
 from pgarena.coldstart import cold_start_workload, measure_cold_start
 from pgarena.headroom import HeadroomUnavailable, measure_headroom
 from pgarena.progress import RunProgress
@@ -148,6 +151,7 @@ def stack_values(config: RunConfig, db: Database, stack: Stack, port: int) -> di
         "db_name": db.name,
         "pool_size": str(config.pool_size),
         "pool_size_per_worker": str(max(1, config.pool_size // config.workers)),
+        "pool_sizes": ",".join(str(n) for n in split_pool(config.pool_size, config.workers)),
         "workers": str(config.workers),
         "stack_dir": str(stack.directory),
     }
@@ -274,7 +278,9 @@ class LiveStack:
     stack_cpu_seconds: Callable[[], float] | None = None
     """Exact cumulative CPU seconds of the stack's cgroup (None without cgroups)."""
     warmed: set[str] = field(default_factory=set)
-    """Workloads that had the stack's JIT warm-up (interleaved schedule)."""
+    """Workloads that had the stack's first warm-up until steady (interleaved schedule)."""
+    connections: ConnectionPoller | None = None
+    """The stack's pg_stat_activity poller (its own connections only, by client port)."""
 
     @property
     def id(self) -> str:
@@ -308,13 +314,20 @@ def bring_up(ctx: _Context, stack: Stack, info: StackInfo, kind: str, scope: Exi
     if definition.run.port and port_in_use(port):
         info.status, info.reason = "start_failed", f"its fixed port {port} is already in use"
         return None
+    refusal = pool_refusal(definition.pool_per_worker, config.pool_size, config.workers)
+    if refusal:
+        info.status, info.reason = "config_error", refusal
+        return None
     values = stack_values(config, ctx.db, stack, port)
+    info.database_levelled = level_database(ctx.db)
+    ctx.log(f"[{stack.id}] database: {info.database_levelled}")
     if definition.build:
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
         step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
                           env=stack_environment(values, definition.build.env), log_path=build_log,
-                          timeout_s=definition.build.timeout_s, tracker=ctx.registry)
+                          timeout_s=definition.build.timeout_s, tracker=ctx.registry,
+                          cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
         info.build_seconds = round(step.duration_s, 3)
         if not step.ok:
             why = f"timed out after {definition.build.timeout_s:.0f} s" if step.timed_out else f"exit code {step.returncode}"
@@ -332,12 +345,24 @@ def bring_up(ctx: _Context, stack: Stack, info: StackInfo, kind: str, scope: Exi
     if ctx.db_group:
         meters["db"] = ctx.db_group.cpu_seconds
     cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
+
+    db_port = ctx.db.port
+    poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user,
+                                                  ports=lambda: tree_db_ports(server.pid, db_port)))
+
+    def at_stop() -> None:  # runs before the server is stopped (an ExitStack unwinds last-in first-out)
+        if info.status in ("ok", "crashed"):
+            record_listening(info, server.pid, values["host"], ctx.log)  # again: a worker may bind late
+        info.peak_connections = poller.peak
+        add_pool_flag(info.flags, info.peak_connections, config.pool_size)
+
+    scope.callback(at_stop)
     loadable = _health_and_verify(ctx, stack, info, kind, server, values)
     if loadable is None:
         return None
     return LiveStack(stack=stack, info=info, server=server, cpu=cpu, base_url=f"http://127.0.0.1:{values['port']}",
                      routes=dict(definition.routes), loadable=loadable,
-                     stack_cpu_seconds=group.cpu_seconds if group else None)
+                     stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller)
 
 
 def _health_and_verify(ctx: _Context, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,
@@ -358,6 +383,7 @@ def _health_and_verify(ctx: _Context, stack: Stack, info: StackInfo, kind: str, 
         return None
     info.startup_seconds = round(healthy, 3)
     info.status = "ok"
+    record_listening(info, server.pid, values["host"], ctx.log)
     workloads = [w for w in config.workloads if w in definition.workloads]
     first = cold_start_workload(workloads)
     if first is not None:
@@ -434,10 +460,24 @@ def cell_title(cell: Cell) -> str:
 def _run_cell(ctx: _Context, live: LiveStack, cell: Cell, warmed: set[str]) -> None:
     """Measure one cell (or record why it cannot be measured) and save the results."""
     config, info = ctx.config, live.info
-    # NOTE: a JIT stack's longer warm-up runs before the first measured cell of each workload (its code
-    # paths are compiled then); later cells of the workload get the profile's warm-up.
-    cell.warmup_seconds = config.warmup_s if cell.workload in warmed else (info.warmup_seconds or config.warmup_s)
+    # NOTE: every cell warms until its throughput is steady (warmup.py); this is the least it warms. A
+    # stack's declared min_warmup_s raises that least before the first cell of each workload.
+    first_minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
+    cell.warmup_seconds = config.warmup_s if cell.workload in warmed else first_minimum
     warmed.add(cell.workload)
+    poller = live.connections
+    if poller is not None:
+        poller.take_peak()  # the cell's own segment starts here
+
+    def on_warmed() -> None:
+        if poller is not None and cell.warmup is not None:
+            cell.warmup.peak_connections = poller.take_peak()
+
+    def on_repetition(index: int, rps: float) -> None:
+        if poller is not None and cell.repetitions:
+            cell.repetitions[-1].peak_connections = poller.take_peak()
+        ctx.progress.repetition_done(index, rps)
+
     mark_invalid_answers(ctx, cell)
     try:
         if cell.workload not in live.loadable:
@@ -452,7 +492,8 @@ def _run_cell(ctx: _Context, live: LiveStack, cell: Cell, warmed: set[str]) -> N
         try:
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=live.server,  # type: ignore[arg-type]
                          base_url=live.base_url, run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, cpu=live.cpu,
-                         on_repetition=ctx.progress.repetition_done, variants_cache=ctx.variants_cache)
+                         on_repetition=on_repetition, on_warmed=on_warmed, variants_cache=ctx.variants_cache)
+            record_cell_envelope(ctx.config, info, cell, poller)
             if cell.repetitions:
                 summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))
         except (NotReady, EngineOutputError) as exc:
@@ -462,6 +503,19 @@ def _run_cell(ctx: _Context, live: LiveStack, cell: Cell, warmed: set[str]) -> N
     ctx.results.cells.append(cell)
     ctx.progress.cell_done()
     save(ctx.results, ctx.run_dir)
+
+
+def record_cell_envelope(config: RunConfig, info: StackInfo, cell: Cell, poller: ConnectionPoller | None) -> None:
+    """The cell's peak connections (flag pool-exceeded) and the stack's warm-up record."""
+    peaks = [r.peak_connections for r in cell.repetitions if r.peak_connections is not None]
+    if cell.warmup is not None and cell.warmup.peak_connections is not None:
+        peaks.append(cell.warmup.peak_connections)
+    rest = poller.take_peak() if poller is not None else None
+    cell.peak_connections = max([*peaks, rest] if rest is not None else peaks, default=None)
+    add_pool_flag(cell.flags, cell.peak_connections, config.pool_size)
+    if cell.warmup is not None:
+        info.warmup_seconds = max(info.warmup_seconds or 0.0, cell.warmup.seconds)
+        info.warmup_steady = cell.warmup.steady and info.warmup_steady is not False
 
 
 def _slo_search(ctx: _Context, stack_id: str, workload: str, base_url: str, routes: dict[str, str]) -> None:
@@ -624,6 +678,8 @@ def execute(
     if engine is not None:
         engine.binary  # noqa: B018 — raises EngineUnavailable early, before any build
     progress = progress or RunProgress()
+    if config.seed is None and resume is None:
+        config = config.model_copy(update={"seed": new_seed()})  # stored in results.config: --seed repeats it
     if resume is None:
         run_dir = _create_run_dir(config)
         version_commands = [argv for s in stacks if s.available for argv in s.definition.version_commands]
@@ -658,7 +714,8 @@ def execute(
     if kind == "run":
         previous_seed = results.schedule.seed if results.schedule else None
         seed = config.schedule_seed if config.schedule_seed is not None else (
-            previous_seed if previous_seed is not None else random.randrange(2**31))
+            previous_seed if previous_seed is not None else config.seed if config.seed is not None
+            else random.randrange(2**31))
         if results.schedule is None:
             results.schedule = ScheduleRecord(kind=config.schedule, seed=seed if interleave else None,
                                               rewarm_seconds=config.rewarm_seconds if interleave else None)
@@ -666,10 +723,12 @@ def execute(
     max_connections = len(runnable) * config.pool_size + 50 if interleave else None
     registry = reaper.PidRegistry(run_dir).__enter__()
     try:
-        with ExitStack() as scope, provide_database(
+        with ExitStack() as scope:
+            environment.pgarena_cpus = scope.enter_context(pinned_to(config.generator_cpus))
+            db = scope.enter_context(provide_database(
                 run_dir, database_url=config.database_url, cpus=config.server_cpus,
                 admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
-                settings=settings, max_connections=max_connections, registry=registry) as db:
+                settings=settings, max_connections=max_connections, registry=registry))
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version
@@ -677,6 +736,8 @@ def execute(
                 mode="managed" if db.managed else "external", version=version,
                 settings_profile=SETTINGS_PROFILE_NAME if db.managed else None, settings=settings,
                 url=redact_url(db.url),
+                cpu_affinity=process_affinity(db.postmaster_pid) if db.managed else None,
+                cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
             ctx = _Context(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
                            progress=progress, done_keys=done_keys, registry=registry)
@@ -688,9 +749,14 @@ def execute(
                 if config.headroom and results.generator_headroom is None:
                     _generator_headroom(ctx)
                 _database_ceiling(ctx)
-            for stack in stacks:
+            order = shuffled(stacks, config.seed)
+            results.stack_order = [s.id for s in order]
+            if config.seed is not None and len(order) > 1:
+                log(f"stack order (seed {config.seed}): {', '.join(results.stack_order)}")
+            for stack in order:
                 if not stack.available:
                     log(f"[{stack.id}] {stack.unavailable_reason}")
+            runnable = [s for s in order if s.available]
             if interleave:
                 _interleaved(ctx, runnable, resume is not None)
             else:

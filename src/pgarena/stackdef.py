@@ -30,6 +30,7 @@ TEMPLATE_NAMES = (
     "db_name",
     "pool_size",
     "pool_size_per_worker",
+    "pool_sizes",
     "workers",
     "stack_dir",
 )
@@ -147,6 +148,7 @@ class StackDef(_Strict):
     server: str = ""
     pooler: str = "none"
     prepared_statements: bool | None = None
+    pool_per_worker: bool = Field(False, description="forks PGARENA_WORKERS processes with one pool each")
     workloads: list[Literal["perf-test", "users", "static", "tx", "graphql"]] = Field(min_length=1)
     requires: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

@@ -143,9 +143,12 @@ function runPrimary() {
     for (const child of children) child.kill("SIGTERM");
     setTimeout(() => process.exit(code), 3000).unref();
   };
+  // Each worker's share of PGARENA_POOL_SIZE (PGARENA_POOL_SIZES, e.g. "4,3,3": the remainder goes to the
+  // first workers, so the shares add up to the total).
+  const sizes = (env.PGARENA_POOL_SIZES || "").split(",").filter(Boolean).map(Number);
   for (let i = 0; i < WORKERS; i++) {
     const child = Bun.spawn([process.execPath, import.meta.path], {
-      env: { ...env, PGARENA_BUN_WORKER: String(i + 1) },
+      env: { ...env, PGARENA_BUN_WORKER: String(i + 1), PGARENA_POOL_SIZE_PER_WORKER: String(sizes[i] ?? POOL_SIZE) },
       stdio: ["ignore", "inherit", "inherit"],
       onExit(proc, exitCode, signal) {
         children.delete(proc);
@@ -160,7 +163,7 @@ function runPrimary() {
   }
   process.on("SIGTERM", () => stop(0));
   process.on("SIGINT", () => stop(0));
-  console.log(`primary ${process.pid}: ${WORKERS} workers (reusePort), pool ${POOL_SIZE} each, http://${HOST}:${PORT}`);
+  console.log(`primary ${process.pid}: ${WORKERS} workers (reusePort), pools ${sizes.join("+") || POOL_SIZE + " each"}, http://${HOST}:${PORT}`);
 }
 
 if (WORKERS > 1 && !env.PGARENA_BUN_WORKER) {

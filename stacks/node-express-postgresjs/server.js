@@ -120,6 +120,14 @@ function runPrimary () {
   process.on('SIGINT', stop)
 
   cluster.on('listening', (worker) => { worker.listened = true })
+  // Each worker's share of PGARENA_POOL_SIZE (PGARENA_POOL_SIZES, e.g. "4,3,3": the remainder goes to the
+  // first workers, so the shares add up to the total); a worker forked to replace a dead one keeps its share.
+  const sizes = (env.PGARENA_POOL_SIZES || '').split(',').filter(Boolean).map(Number)
+  const shares = new Map()
+  const forkWorker = (size) => {
+    const worker = cluster.fork({ PGARENA_POOL_SIZE_PER_WORKER: String(size) })
+    shares.set(worker.id, size)
+  }
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
       if (Object.keys(cluster.workers).length === 0) process.exit()
@@ -130,12 +138,12 @@ function runPrimary () {
       stop()
     } else {
       console.error(`worker ${worker.process.pid} died (${signal || code}), forking a new one`)
-      cluster.fork()
+      forkWorker(shares.get(worker.id) ?? POOL_SIZE)
     }
   })
 
-  for (let i = 0; i < WORKERS; i++) cluster.fork()
-  console.log(`primary ${process.pid}: ${WORKERS} workers, pool ${POOL_SIZE} each, http://${HOST}:${PORT}`)
+  for (let i = 0; i < WORKERS; i++) forkWorker(sizes[i] ?? POOL_SIZE)
+  console.log(`primary ${process.pid}: ${WORKERS} workers, pools ${sizes.join('+') || POOL_SIZE + ' each'}, http://${HOST}:${PORT}`)
 }
 
 function runWorker () {

@@ -27,6 +27,14 @@ function runPrimary () {
   process.on('SIGINT', stop)
 
   cluster.on('listening', (worker) => listening.add(worker.id))
+  // Each worker's share of PGARENA_POOL_SIZE (PGARENA_POOL_SIZES, e.g. "4,3,3": the remainder goes to the
+  // first workers, so the shares add up to the total); a worker forked to replace a dead one keeps its share.
+  const sizes = (env.PGARENA_POOL_SIZES || '').split(',').filter(Boolean).map(Number)
+  const shares = new Map()
+  const forkWorker = (size) => {
+    const worker = cluster.fork({ PGARENA_POOL_SIZE_PER_WORKER: String(size) })
+    shares.set(worker.id, size)
+  }
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
       if (Object.keys(cluster.workers).length === 0) process.exit()
@@ -37,14 +45,14 @@ function runPrimary () {
       stop()
     } else {
       console.error(`worker ${worker.process.pid} died (${signal || code}), forking a new one`)
-      cluster.fork()
+      forkWorker(shares.get(worker.id) ?? POOL_SIZE)
     }
   })
 
   // every worker is the Next.js CLI itself: node node_modules/next/dist/bin/next start …
   cluster.setupPrimary({ exec: nextBin, args: nextArgs })
-  for (let i = 0; i < WORKERS; i++) cluster.fork()
-  console.log(`primary ${process.pid}: ${WORKERS} x next start, pool ${POOL_SIZE} each, http://${HOST}:${PORT}`)
+  for (let i = 0; i < WORKERS; i++) forkWorker(sizes[i] ?? POOL_SIZE)
+  console.log(`primary ${process.pid}: ${WORKERS} x next start, pools ${sizes.join('+') || POOL_SIZE + ' each'}, http://${HOST}:${PORT}`)
 }
 
 if (WORKERS > 1) {

@@ -14,6 +14,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, Json
 from starlette.exceptions import HTTPException
 
+from pool_share import pool_share
+
 PERF_TEST_SQL = (
     "SELECT * FROM perf_test($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
     " $15::text::int[], $16::text::text[])"
@@ -49,7 +51,7 @@ async def init_connection(conn: asyncpg.Connection) -> None:
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
-    size = int(os.environ["PGARENA_POOL_SIZE_PER_WORKER"])
+    size = pool_share()
     app.state.pool = await asyncpg.create_pool(
         os.environ["PGARENA_DATABASE_URL"], min_size=size, max_size=size, init=init_connection
     )

@@ -15,6 +15,8 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
+from pool_share import pool_share
+
 # Placeholders cast to perf_test's parameter types: psycopg sends Python ints as the smallest
 # fitting integer type and floats as float8, and PostgreSQL's function lookup needs exact matches
 # or implicit casts (float8 -> real is not one). Strings (json, arrays) are parsed by PostgreSQL.
@@ -46,7 +48,7 @@ class TxBody(BaseModel):
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
-    size = int(os.environ["PGARENA_POOL_SIZE_PER_WORKER"])
+    size = pool_share()
     # autocommit: single-statement reads need no BEGIN/COMMIT; tx opens its own transaction block
     async with AsyncConnectionPool(
         os.environ["PGARENA_DATABASE_URL"],

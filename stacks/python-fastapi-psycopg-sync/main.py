@@ -15,6 +15,8 @@ from psycopg_pool import ConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
+from pool_share import pool_share
+
 # Casts name the function's parameter types: psycopg sends a Python int as int2/int4/int8/numeric
 # depending on its value and a float as float8, which would not resolve perf_test(int, ..., real, ...).
 PERF_TEST_SQL = (
@@ -52,7 +54,7 @@ class TxBody(BaseModel):
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
-    size = int(os.environ["PGARENA_POOL_SIZE_PER_WORKER"])
+    size = pool_share()
     # A fixed-size pool (min_size = max_size). autocommit: a single query needs no BEGIN/COMMIT;
     # the tx endpoint opens its transaction explicitly. Rows come back as dicts.
     pool = ConnectionPool(

@@ -109,3 +109,20 @@ def test_k6_engine_on_one_stack(tmp_path):
     assert all(r.checks_total > 0 and r.checks_failed == 0 for r in cell.repetitions)
     assert results.environment.engine_versions["k6"].startswith("k6 v1.1.0")
     assert (tmp_path / "k6" / cell.repetitions[0].raw_output).name.endswith(".k6-summary.json")
+
+
+@pytest.mark.parametrize("stack", ["python-fastapi-asyncpg", "node-fastify-pg"])
+def test_forked_workers_share_the_pool_so_the_total_is_the_pool_size(tmp_path, stack):
+    """3 workers over 10 connections: shares 4, 3, 3 (PGARENA_POOL_SIZES); PostgreSQL never sees more than 10
+    and, under 50 VUs, sees all 10 (a floor of 3 each would have held 9)."""
+    _engine_or_skip("oha")
+    done = _pgarena("run", "--stacks", stack, "--engine", "oha", "--workloads", "users", "--limits", "20",
+                    "--vus", "50", "--duration", "1", "--warmup", "0.5", "--repetitions", "1", "--workers", "3",
+                    "--pool-size", "10", "--no-headroom", "--results-dir", str(tmp_path), "--run-id", "shares")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = load(tmp_path / "shares")
+    info = results.stack(stack)
+    assert info.status == "ok" and info.peak_connections == 10, (info.peak_connections, info.flags)
+    assert "pool-exceeded" not in info.flags and info.listen_addresses
+    (cell,) = results.cells
+    assert cell.peak_connections is not None and cell.peak_connections <= 10 and cell.warmup is not None

@@ -180,8 +180,9 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     assert again.returncode == 2 and "already complete" in again.stderr
 
 
-def test_a_jit_stack_gets_its_longer_warmup_before_the_first_cell_of_each_workload(tmp_path, monkeypatch,
-                                                                                    fixture_env):
+def test_a_declared_min_warmup_is_the_least_warmup_before_the_first_cell_of_each_workload(tmp_path, monkeypatch,
+                                                                                           fixture_env):
+    """Every cell warms until steady (warmup.py); a stack's min_warmup_s only raises the least warm-up."""
     stacks_dir = tmp_path / "stacks"
     (stacks_dir / "fixture-jit").mkdir(parents=True)
     (stacks_dir / "fixture-jit" / "stack.toml").write_text(
@@ -196,7 +197,12 @@ def test_a_jit_stack_gets_its_longer_warmup_before_the_first_cell_of_each_worklo
     results = load(runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lambda _: None))
     assert [(c.workload, c.vus, c.warmup_seconds) for c in results.cells] == [
         ("static", 1, 0.4), ("static", 2, 0.1), ("users", 1, 0.4), ("users", 2, 0.1)]
-    assert results.stack("fixture-jit").warmup_seconds == 0.4
+    assert all(c.warmup.minimum_seconds == c.warmup_seconds for c in results.cells)
+    # the fake generator answers the same every window: steady after the 3 windows the rule needs
+    assert all(c.warmup.steady and len(c.warmup.windows_rps) == 3 for c in results.cells)
+    assert results.stack("fixture-jit").warmup_seconds == max(c.warmup.seconds for c in results.cells)
+    assert results.stack("fixture-jit").warmup_steady is True
+
 
 
 def test_a_stack_returning_numeric_as_a_float_is_flagged_and_unranked(tmp_path, monkeypatch, fixture_env):

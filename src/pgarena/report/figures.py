@@ -342,16 +342,23 @@ def cost_figure(family: Family, eff_ranks: dict[int, str]) -> dict | None:
 
 
 def memory_figure(family: Family, colors: dict[str, str]) -> dict | None:
-    """Peak RSS of the stack's process tree per stack × level."""
-    rows = _rows(family, lambda c: c.summary.stack_rss_peak_bytes is not None)  # type: ignore[union-attr]
+    """Peak PSS of the stack's process tree per stack × level (summed RSS for results that have no PSS)."""
+    def memory(c: Cell) -> int | None:
+        s = c.summary
+        assert s is not None
+        return s.stack_pss_peak_bytes if s.stack_pss_peak_bytes is not None else s.stack_rss_peak_bytes
+
+    rows = _rows(family, lambda c: memory(c) is not None)
     if not rows:
         return None
-    data = [{"type": "bar", "orientation": "h", "name": "peak RSS", "y": [_row_label(c) for c in rows],
-             "x": [rounded(c.summary.stack_rss_peak_bytes / 2**20, 1) for c in rows],  # type: ignore[union-attr,operator]
+    pss = all(c.summary.stack_pss_peak_bytes is not None for c in rows)  # type: ignore[union-attr]
+    what = "PSS" if pss else "PSS or summed RSS"
+    data = [{"type": "bar", "orientation": "h", "name": f"peak {what}", "y": [_row_label(c) for c in rows],
+             "x": [rounded(memory(c) / 2**20, 1) for c in rows],  # type: ignore[operator]
              "marker": {"color": [colors[c.stack] for c in rows]},
              "hovertemplate": "%{y}<br>%{x:,.1f} MiB<extra></extra>"}]
     return _horizontal("memory", family, f"Peak memory — {family.title}", rows, data,
-                       {"title": {"text": "peak RSS of the stack's processes (MiB)"}, "rangemode": "tozero"},
+                       {"title": {"text": f"peak {what} of the stack's processes (MiB)"}, "rangemode": "tozero"},
                        showlegend=False)
 
 

@@ -40,6 +40,8 @@ FLAG_MEANINGS = {
                        "request rate reached 90 % of its measured headroom: it measured the generator (not ranked)",
     F.DATABASE_BOUND: "PostgreSQL used more than 90 % of the server CPUs while the stack used under 50 %",
     F.TIMEOUTS: "some requests hit the HTTP timeout",
+    F.POOL_EXCEEDED: "the stack held more database connections than the pool size (invalid, not ranked)",
+    F.LISTENS_WIDE: "the stack listened on more than the loopback address it was given",
 }
 """One line per flag for the legend; docs/methodology.md has the long form."""
 
@@ -136,6 +138,8 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
                 "stack_cpu_us": rounded(s.stack_cpu_us_per_request, 1), "db_cpu_us": rounded(s.db_cpu_us_per_request, 1),
                 "cpu_us": rounded(cost(cell), 1),
                 "rss_mib": None if s.stack_rss_peak_bytes is None else rounded(s.stack_rss_peak_bytes / 2**20, 1),
+                "pss_mib": None if s.stack_pss_peak_bytes is None else rounded(s.stack_pss_peak_bytes / 2**20, 1),
+                "peak_connections": cell.peak_connections,
                 "generator_cpu_fraction": rounded(s.generator_cpu_fraction, 3),
                 "tx_invariants": None if inv is None else {"holds": inv.holds, "problem": inv.problem},
             })
@@ -255,7 +259,8 @@ def _stack_row(s: StackInfo, config: dict) -> dict:
         "lines_of_code": None if s.lines_of_code is None else s.lines_of_code.total,
         "loc_by_language": None if s.lines_of_code is None else dict(s.lines_of_code.by_language),
         "build_seconds": rounded(s.build_seconds, 3), "startup_seconds": rounded(s.startup_seconds, 3),
-        "warmup_seconds": s.warmup_seconds,
+        "warmup_seconds": s.warmup_seconds, "warmup_steady": s.warmup_steady,
+        "listen_addresses": s.listen_addresses, "peak_connections": s.peak_connections, "flags": s.flags,
         "cold_start": None if cs is None else {
             "healthy_seconds": rounded(cs.healthy_seconds, 3), "first_correct_seconds": rounded(cs.first_correct_seconds, 3),
             "request": cs.request, "first_ms": rounded(cs.first_requests_ms[0], 3) if cs.first_requests_ms else None,
@@ -315,6 +320,8 @@ def environment(results: RunResults) -> dict:
         "config": [[k, _text(v)] for k, v in results.config.items()],
         "database": None if db is None else {"mode": db.mode, "version": db.version, "url": db.url,
                                              "settings_profile": db.settings_profile,
+                                             "cpu_affinity": db.cpu_affinity_note or (
+                                                 None if db.cpu_affinity is None else _text(db.cpu_affinity)),
                                              "settings": [[k, v] for k, v in db.settings.items()]},
     }
 

@@ -114,12 +114,12 @@ def results_tables(results: RunResults) -> str:
                 _ms(s.latency_p99_ms.median, "latency_p99_ms" in s.latency_censored), _num(s.requests_total),
                 f"{s.failures_total:,} ({s.failure_rate:.1%})" if s.failures_total else "0",
                 _cost(s.stack_cpu_us_per_request, s.db_cpu_us_per_request), efficiency.get(id(cell), "–"),
-                _mib(s.stack_rss_peak_bytes),
+                _memory(s), _connections(cell.peak_connections),
                 *([_invariants(cell)] if is_tx else []),
                 variants_label(cell), window_accounting_label(cell),
                 ", ".join(cell.flags),
             ))
-        width = 13 + (2 if is_open else 0)
+        width = 14 + (2 if is_open else 0)
         for cell in cells:
             if not cell.summary:
                 rows.append(("–", cell.stack, "failed", *[""] * (width - 3), *([""] if is_tx else []),
@@ -131,9 +131,9 @@ def results_tables(results: RunResults) -> str:
         sections.append(f"### {_cell_title(cells[0])} · measured with {cells[0].engine}\n\n{note}" + table(
             ["#", "Stack", "2xx/s (median)", "95 % interval of the mean",
              *(["Offered", "Dropped"] if is_open else []), "Avg latency", "p99 latency", "Total requests",
-             "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak RSS",
+             "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak PSS", "Peak connections",
              *(["TPC-B invariants"] if is_tx else []), "Variants", "Window accounting", "Flags"],
-            rows, "rlrr" + ("rr" if is_open else "") + "rrrrrrr" + ("l" if is_tx else "") + "rll"))
+            rows, "rlrr" + ("rr" if is_open else "") + "rrrrrrrr" + ("l" if is_tx else "") + "rll"))
     bases = {rank_basis(cells) for cells in groups.values()}
     if NOT_RANKED in bases and BY_P99 not in bases:
         sections.append("_No open-model level was shared by every stack, so no table compares them at equal offered "
@@ -163,14 +163,14 @@ def cost_section(results: RunResults) -> str:
                 rank, cell.stack, _num(s.stack_cpu_us_per_request or 0), _num(s.db_cpu_us_per_request or 0),
                 _num((s.stack_cpu_us_per_request or 0) + (s.db_cpu_us_per_request or 0)),
                 "–" if interval is None else f"{_num(interval.low)}–{_num(interval.high)}",
-                _mib(s.stack_rss_peak_bytes), f"{_num(s.rps.median)}/s"))
+                _memory(s), f"{_num(s.rps.median)}/s"))
     if not rows:
         return ""
     source = results.environment.cpu_accounting or "psutil sampling"
     return (f"CPU time per answered request at the highest closed-model load of each workload parameter "
             f"({source}). Lower is better; ranks tie where the 95 % intervals over the repetitions overlap.\n\n"
             + table(["Cell", "#", "Stack", "Stack µs/req", "PostgreSQL µs/req", "Total µs/req", "95 % interval",
-                     "Peak RSS", "Requests/s"], rows, "lrlrrrrrr"))
+                     "Peak PSS", "Requests/s"], rows, "lrlrrrrrr"))
 
 
 def slo_section(results: RunResults) -> str:
@@ -373,6 +373,31 @@ def _robustness_failures(results: RunResults) -> str:
     return "### Bad input answered wrongly\n\n" + "\n".join(shown) + more
 
 
+def _memory(summary) -> str:
+    """Peak PSS of the stack's processes; older results have only summed RSS, marked as such."""
+    if summary.stack_pss_peak_bytes is not None:
+        return _mib(summary.stack_pss_peak_bytes)
+    if summary.stack_rss_peak_bytes is not None:
+        return _mib(summary.stack_rss_peak_bytes) + " (RSS)"
+    return _mib(None)
+
+
+def _connections(peak: int | None) -> str:
+    return "–" if peak is None else str(peak)
+
+
+def _warmup(s: StackInfo) -> str:
+    if s.warmup_seconds is None:
+        return "–"
+    return f"{s.warmup_seconds:.1f} s" + ("" if s.warmup_steady is not False else " (cap hit)")
+
+
+def _listening(s: StackInfo) -> str:
+    if not s.listen_addresses:
+        return "–"
+    return ", ".join(s.listen_addresses) + (" ⚠️" if "listens-wide" in s.flags else "")
+
+
 def _yes_no(value: bool | None) -> str:
     return "n/a" if value is None else ("yes" if value else "no")
 
@@ -382,14 +407,17 @@ def stacks_section(stacks: list[StackInfo]) -> str:
         s.id, s.language, f"{s.framework} {s.framework_version}", f"{s.driver} {s.driver_version}", s.server,
         s.pooler, _yes_no(s.prepared_statements),
         "?" if s.lines_of_code is None else f"{s.lines_of_code.total:,}",
-        "–" if s.warmup_seconds is None else f"{s.warmup_seconds:g} s",
+        _warmup(s), _listening(s), _connections(s.peak_connections), ", ".join(s.flags),
         s.status if s.status == "ok" else f"{s.status}: {s.reason}",
     ) for s in stacks]
     text = table(["Stack", "Language", "Framework", "Driver", "Server", "Pooler", "Prepared statements",
-                  "Lines of code", "First warm-up", "Status"], rows, "lllllllrrl")
+                  "Lines of code", "Longest warm-up", "Listens on", "Peak connections", "Flags", "Status"], rows,
+                 "lllllllrrlrll")
     text += ("\n\nLines of code: the stack's own sources (`source_globs`), code lines only, counted by pygount. "
-             "First warm-up: not measured, before the first cell of each workload (JIT runtimes declare a longer "
-             "minimum); later cells get the profile's warm-up.")
+             "Longest warm-up: each cell warms, not measured, until its throughput over one-second windows is "
+             "steady (or the cap is hit); this is the longest of the stack's cells. Listens on: the TCP addresses "
+             "its processes listened on (⚠️ `listens-wide`: not only the loopback address it was given). Peak "
+             "connections: most database connections it held at once (pg_stat_activity, polled every 0.2 s).")
     notes = [f"- **{s.id}**: {note}" for s in stacks for note in s.notes]
     failures = [f"<details><summary>{s.id}: last log lines</summary>\n\n```\n{s.log_tail}\n```\n</details>"
                 for s in stacks if s.log_tail]
@@ -426,18 +454,29 @@ def environment_section(results: RunResults) -> str:
         ("PostgreSQL", env.postgres_version or "?"),
         *[(f"engine {name}", version) for name, version in env.engine_versions.items()],
         *[(f"`{cmd}`", out) for cmd, out in env.toolchains.items()],
-        ("Profile", f"{cfg.get('profile')}: warm-up {cfg.get('warmup_s')} s, {_repetitions(cfg)} × "
+        ("Profile", f"{cfg.get('profile')}: warm-up {_warmup_rule(cfg)}, {_repetitions(cfg)} × "
                     f"{cfg.get('duration_s')} s windows per cell, engine {cfg.get('engine')}"),
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
         ("Generator headroom", _headroom(results)),
         ("Fairness knobs", f"pool size {cfg.get('pool_size')} connections per stack, {cfg.get('workers')} worker(s)"),
+        *([("pgarena CPUs", f"{env.pgarena_cpus} (its own process and sampler threads)")] if env.pgarena_cpus else []),
+        *([("Stack order", f"shuffled, seed {cfg.get('seed')}: {', '.join(results.stack_order)}")]
+          if cfg.get("seed") is not None and results.stack_order else []),
     ]
     if results.database:
         db = results.database
         rows.append(("Database", f"{db.mode}, settings profile {db.settings_profile or '(the server’s own)'}"))
+        if db.cpu_affinity is not None or db.cpu_affinity_note:
+            rows.append(("PostgreSQL CPUs", db.cpu_affinity_note or f"{db.cpu_affinity} (the postmaster's affinity)"))
         rows += [(f"`{k}`", v) for k, v in db.settings.items() if k in (
             "shared_buffers", "max_connections", "shared_preload_libraries", "synchronous_commit", "fsync", "jit")]
     return table(["", ""], rows) + f"\n\nCommand: `{results.command}`"
+
+
+def _warmup_rule(cfg: dict) -> str:
+    if cfg.get("warmup_cap_s") is None:  # results from before steady warm-ups
+        return f"{cfg.get('warmup_s')} s"
+    return f"until steady, at least {cfg.get('warmup_s')} s, at most {cfg.get('warmup_cap_s')} s"
 
 
 def _repetitions(cfg: dict) -> str:

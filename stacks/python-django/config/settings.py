@@ -2,6 +2,8 @@
 
 import os
 
+from config.pool_share import pool_share
+
 DEBUG = False
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "pgarena-benchmark-not-secret")
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
@@ -19,7 +21,7 @@ WSGI_APPLICATION = "config.wsgi.application"
 USE_TZ = True
 TIME_ZONE = "UTC"
 
-_pool_size = int(os.environ["PGARENA_POOL_SIZE_PER_WORKER"])
+_pool_size = pool_share()
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",

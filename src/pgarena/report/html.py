@@ -18,9 +18,10 @@ import jinja2
 
 from pgarena import flags as F
 from pgarena.report import figures
+from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
-from pgarena.report.ranking import (UNRANKED, comparable_groups, cost, efficiency_ranks, level_group_label, relative_rate,
-                                    table_ranks)
+from pgarena.report.ranking import UNRANKED, comparable_groups, cost, efficiency_ranks, level_group_label, relative_rate
+from pgarena.report.verdicts import TableVerdict, baseline_of, run_verdicts
 from pgarena.results import Cell, RunResults, StackInfo
 from pgarena.values import Verdict
 
@@ -28,11 +29,12 @@ TEMPLATE = "report.html.j2"
 
 FLAG_MEANINGS = {
     F.FAILURES: "more than 1 % of requests failed (invalid, not ranked)",
-    F.NOISY: "the RPS confidence interval ended wider than the target (not ranked)",
+    F.NOISY: "the RPS confidence interval ended wider than the target: more rounds would have helped (still "
+             "ranked where its interval is clear of its neighbours)",
     F.DROPPED: "open model: more than 1 % of offered requests were not completed (invalid, not ranked)",
     F.CHECKS_FAILED: "more than 1 % of the answers sampled under load were wrong (invalid, not ranked)",
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
-    "columns-wrong": "the stack's answers have ❌ columns (invalid, not ranked)",
+    "columns-wrong": "the stack's answers have ❌ columns (ranked among all stacks only, not among the exact ones)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
                        "request rate reached 90 % of its measured headroom: it measured the generator (not ranked)",
@@ -46,21 +48,51 @@ def _level_value(cell: Cell) -> float:
     return cell.vus if cell.model == "closed" else (cell.arrival_rate or 0.0)
 
 
-def _ranks(results: RunResults) -> tuple[dict[int, str], dict[int, str]]:
-    """Throughput and efficiency rank labels by id(cell), within each group of comparable cells."""
-    tput: dict[int, str] = {}
-    eff: dict[int, str] = {}
-    for cells in comparable_groups(results.cells).values():
-        tput.update((id(c), label) for c, label in table_ranks(cells))
-        eff.update((id(c), label) for c, label in efficiency_ranks(cells))
-    return tput, eff
+class Verdicts:
+    """Each cell's table verdict (report/verdicts.py) and efficiency rank, looked up by id(cell)."""
+
+    def __init__(self, results: RunResults) -> None:
+        groups = comparable_groups(results.cells)
+        by_key = run_verdicts(results)
+        self.of: dict[int, TableVerdict] = {id(c): by_key[key] for key, cells in groups.items() for c in cells}
+        self.efficiency: dict[int, str] = {}
+        for cells in groups.values():
+            self.efficiency.update((id(c), label) for c, label in efficiency_ranks(cells))
+
+    def rank(self, cell: Cell) -> str:
+        """The rank among the stacks whose answers are exact."""
+        v = self.of.get(id(cell))
+        return UNRANKED if v is None else v.rank_exact.get(cell.stack, UNRANKED)
+
+    def rank_all(self, cell: Cell) -> str:
+        """The rank among every stack that answered validly."""
+        v = self.of.get(id(cell))
+        return UNRANKED if v is None else v.rank_all.get(cell.stack, UNRANKED)
+
+    def hover_ranks(self, cells: list[Cell]) -> dict[int, str]:
+        """id(cell) → '1 among exact answers, 1 among all' for the charts' hover text."""
+        return {id(c): f"{self.rank(c)} among exact answers, {self.rank_all(c)} among all" for c in cells}
+
+
+def _ratio(verdict: TableVerdict | None, cell: Cell, reference: str | None, ratios: dict) -> dict | None:
+    """{'text', 'ratio', 'low', 'high'} of a cell against a reference stack; 'best'/'baseline' for itself."""
+    if verdict is None or reference is None:
+        return None
+    if cell.stack == reference:
+        return {"text": "best" if ratios is verdict.to_best else "baseline", "ratio": 1.0, "low": None, "high": None}
+    found = ratios.get(cell.stack)
+    if found is None:
+        return None
+    i = found.interval
+    return {"text": found.text(), "ratio": rounded(found.ratio, 4), "low": None if i is None else rounded(i.low, 4),
+            "high": None if i is None else rounded(i.high, 4)}
 
 
 def _why_unranked(cell: Cell) -> str:
     marks = cell_marks(cell)
     if "failed" in marks:
         return "failed"
-    reasons = [f for f in cell.flags if f in F.INVALID] + (["noisy"] if "noisy" in marks else [])
+    reasons = [f for f in cell.flags if f in F.INVALID]
     if relative_rate(cell):
         reasons.append("offered a share of its own peak (loads differ)")
     if not reasons and cell.summary is not None and cell.summary.rps_interval is None:
@@ -68,43 +100,67 @@ def _why_unranked(cell: Cell) -> str:
     return ", ".join(dict.fromkeys(reasons)) or "not ranked"
 
 
-def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
-    """Per workload × parameter × load level: the stacks ranked first (ties included) and what was left out."""
+def _leader(cell: Cell, rank: str, verdict: TableVerdict) -> dict:
+    low, high, what = rps_bounds(cell)
+    return {"stack": cell.stack, "rank": rank, "rps_median": rounded(cell.summary.rps.median),  # type: ignore[union-attr]
+            "rps_low": rounded(low), "rps_high": rounded(high), "interval": what,
+            "wrong_columns": verdict.wrong_columns.get(cell.stack, [])}
+
+
+def headline(results: RunResults, verdicts: Verdicts) -> list[dict]:
+    """Per workload × parameter × load level: the stack ranked first (or an explicit tie) among the exact
+    answers, stacks with ❌ columns that rank first among all, the paired sentences, and what was left out."""
     rows = []
     for family in figures.families(results.cells):
         for level_cell in family.levels():
             group = level_group_label(level_cell)
             cells = [c for c in family.cells if c.model == level_cell.model and level_group_label(c) == group]
-            best, unranked = [], []
+            verdict = verdicts.of.get(id(level_cell))
+            best, best_inexact, unranked = [], [], []
+            leaders = set(verdict.leaders()) if verdict else set()
+            for cell in (verdict.cells if verdict else []):
+                if cell.stack in leaders:
+                    ranks = verdict.rank_exact if verdict.rank_exact.get(cell.stack, UNRANKED) != UNRANKED else verdict.rank_all  # type: ignore[union-attr]
+                    best.append(_leader(cell, ranks[cell.stack], verdict))  # type: ignore[arg-type]
+                elif verdict.wrong_columns.get(cell.stack) is not None and verdicts.rank_all(cell).split("–")[0] == "1":  # type: ignore[union-attr]
+                    best_inexact.append(_leader(cell, verdicts.rank_all(cell), verdict))  # type: ignore[arg-type]
             for cell in sorted(cells, key=lambda c: -(c.summary.rps.median if c.summary else -1)):
-                label = ranks.get(id(cell), UNRANKED)
-                if label == UNRANKED:
+                if verdicts.rank_all(cell) == UNRANKED:
                     unranked.append({"stack": cell.stack, "why": _why_unranked(cell)})
-                elif label.split("–")[0] == "1":
-                    low, high, what = rps_bounds(cell)
-                    best.append({"stack": cell.stack, "rank": label, "rps_median": rounded(cell.summary.rps.median),  # type: ignore[union-attr]
-                                 "rps_low": rounded(low), "rps_high": rounded(high), "interval": what})
             rows.append({"family": family.title, "level": group, "model": level_cell.model,
-                         "stacks": len(cells), "best": best, "unranked": unranked})
+                         "stacks": len(cells), "best": best, "best_inexact": best_inexact,
+                         "tie": len(best) > 1, "method": verdict.method() if verdict else "",
+                         "paired": bool(verdict and verdict.paired),
+                         "sentences": verdict.sentences() if verdict else [],
+                         "baseline_problem": verdict.baseline_problem if verdict else None, "unranked": unranked})
     return rows
 
 
-def cell_tables(results: RunResults, ranks: dict[int, str], eff: dict[int, str]) -> list[dict]:
+def cell_tables(results: RunResults, verdicts: Verdicts) -> list[dict]:
     """Per workload × parameter, one row per cell for its sortable table (by level, then median RPS)."""
-    return [{"title": family.title, "slug": family.slug, "rows": cell_rows(family, ranks, eff)}
+    return [{"title": family.title, "slug": family.slug, "rows": cell_rows(family, verdicts, results)}
             for family in figures.families(results.cells)]
 
 
-def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> list[dict]:
-    """One row per cell of one workload × parameter."""
+def cell_rows(family: Family, verdicts: Verdicts, results: RunResults) -> list[dict]:
+    """One row per cell of one workload × parameter: its two ranks, ratios, DB-ceiling share and figures."""
     rows = []
     for cell in sorted(family.cells, key=lambda c: (figures.level_sort_key(c),
                                                       -(c.summary.rps.median if c.summary else -1), c.stack)):
         row = {"family": family.title, "workload": cell.workload, "level": cell.level_label,
                "level_value": rounded(_level_value(cell)), "model": cell.model, "stack": cell.stack,
-               "rank": ranks.get(id(cell), UNRANKED), "efficiency_rank": eff.get(id(cell), UNRANKED),
+               "rank": verdicts.rank(cell), "rank_all": verdicts.rank_all(cell),
+               "efficiency_rank": verdicts.efficiency.get(id(cell), UNRANKED),
                "marks": cell_marks(cell), "flags": list(cell.flags), "error": cell.error,
                "repetitions": len(cell.repetitions)}
+        verdict = verdicts.of.get(id(cell))
+        row.update({
+            "wrong_columns": [] if verdict is None else verdict.wrong_columns.get(cell.stack, []),
+            "to_best": None if verdict is None else _ratio(verdict, cell, verdict.best, verdict.to_best),
+            "to_baseline": None if verdict is None or verdict.baseline_problem else _ratio(
+                verdict, cell, verdict.baseline, verdict.to_baseline),
+            "paired": bool(verdict and verdict.paired),
+            "ceiling_share": rounded(ceiling_share(results, cell), 4), "ceiling_text": ceiling_text(results, cell)})
         s = cell.summary
         if s is not None:
             low, high, what = rps_bounds(cell)
@@ -134,8 +190,8 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
 def flags_present(results: RunResults) -> list[dict]:
     counts = Counter(flag for cell in results.cells for flag in cell.flags)
     failed = sum(1 for cell in results.cells if "failed" in cell_marks(cell))
-    rows = [{"flag": flag, "meaning": FLAG_MEANINGS.get(flag, ""), "cells": n, "not_ranked": flag in F.INVALID
-             or flag == F.NOISY} for flag, n in sorted(counts.items())]
+    rows = [{"flag": flag, "meaning": FLAG_MEANINGS.get(flag, ""), "cells": n, "not_ranked": flag in F.INVALID}
+            for flag, n in sorted(counts.items())]
     if failed:
         rows.append({"flag": "failed", "meaning": "the cell produced no measurement", "cells": failed, "not_ranked": True})
     return rows
@@ -309,7 +365,8 @@ def environment(results: RunResults) -> dict:
 
 def html_payload(results: RunResults) -> dict:
     """Everything the page shows, from results.json only: JSON-serialisable and deterministic."""
-    ranks, eff = _ranks(results)
+    verdicts = Verdicts(results)
+    ranks, eff = verdicts.hover_ranks(results.cells), verdicts.efficiency
     colors = figures.stack_colors(results)
     sections: dict[str, list[dict]] = {"throughput": [], "scaling": [], "slo": [], "latency": [], "cost": [],
                                        "stacks": []}
@@ -329,8 +386,11 @@ def html_payload(results: RunResults) -> dict:
                 "error": results.error, "command": results.command},
         "environment_line": environment_line(results),
         "flags": flags_present(results),
-        "headline": headline(results, ranks),
-        "cells": cell_tables(results, ranks, eff),
+        "headline": headline(results, verdicts),
+        "cells": cell_tables(results, verdicts),
+        "baseline": baseline_of(results),
+        "schedule": schedule_summary(results),
+        "ceiling": {"rows": ceiling_rows(results), "note": ceiling_note(results)},
         "sections": sections,
         "slo": slo_tables(results),
         "verification": verification(results),

@@ -35,7 +35,8 @@ class RankAgreement:
 
     def summary(self) -> str:
         """'Ranking: 14 stack pairs ordered in both runs, 14 agree, 0 disagree (3 ordered in one run only).'"""
-        return (f"Ranking: {self.ordered_in_both} stack pair(s) ordered in both runs (intervals apart in each): "
+        return (f"Ranking: {self.ordered_in_both} stack pair(s) ordered in both runs (as each report ranks them: "
+                f"paired ratio or own intervals): "
                 f"{self.agree} agree, {len(self.disagreements)} disagree; {self.ordered_in_one} ordered in one "
                 "run only (a tie in the other).")
 

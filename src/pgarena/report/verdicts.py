@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from pgarena.paired import (PairVerdict, RatioInterval, adjacent_pairs, median_order, paired_ranks, paired_ratio,
                             ratios_to)
-from pgarena.report.ranking import (BY_P99, BY_RPS, NOT_RANKED, UNRANKED, Field, comparable_groups, exact,
+from pgarena.report.ranking import (BY_P99, BY_RPS, NOT_RANKED, UNRANKED, comparable_groups, exact,
                                     in_exact_field, in_field, rank_basis, table_ranks)
 from pgarena.results import Cell, RunResults
 

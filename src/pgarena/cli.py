@@ -22,7 +22,7 @@ from pgarena import compare as comparing
 from pgarena import config as cfg
 from pgarena.engines import EngineUnavailable, get_engine
 from pgarena.postgres import PostgresError
-from pgarena.report import write_reports
+from pgarena.report import with_baseline, write_reports
 from pgarena.results import ResultsError, json_schema, load
 from pgarena.progress import RunProgress
 from pgarena.runner import RunError, describe_os_error, execute, load_for_resume, new_run_id
@@ -310,11 +310,16 @@ def _print_outputs(run_dir: Path) -> None:
 
 
 @app.command()
-def report(run_dir: Annotated[Path, typer.Argument(help="a run folder (or its results.json)")]) -> None:
+def report(run_dir: Annotated[Path, typer.Argument(help="a run folder (or its results.json)")],
+           baseline: Annotated[Optional[str], typer.Option(
+               help="a stack every other stack's ratio is also given to (overrides the run's --baseline)")] = None,
+           ) -> None:
     """Re-render the reports of a run from its results.json only."""
     try:
         results = load(run_dir)
-    except ResultsError as exc:
+        if baseline is not None:
+            results = with_baseline(results, baseline)
+    except (ResultsError, ValueError) as exc:
         raise _fail(str(exc)) from None
     folder = run_dir if run_dir.is_dir() else run_dir.parent
     try:

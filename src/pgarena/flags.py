@@ -13,7 +13,8 @@ import math
 FAILURES = "failures>1%"
 """More than 1 % of requests failed: the cell is invalid and not ranked."""
 NOISY = "noisy"
-"""The RPS confidence interval ended wider than the target: do not rank."""
+"""The RPS confidence interval ended wider than the target: more rounds (repetitions) would have helped.
+It does not hide a rank: a noisy cell is ranked wherever its interval is clear of its neighbours."""
 DROPPED = "dropped>1%"
 """Open model: more than 1 % of the offered requests were not completed in the window (invalid)."""
 CHECKS_FAILED = "checks-failed>1%"
@@ -30,9 +31,18 @@ LISTENS_WIDE = "listens-wide"
 """A stack flag: it listened on an address other than the loopback address it was given."""
 GENERATOR_BOUND = "generator-bound"
 """The load generator, not the stack, may have been the limit: the cell measured the generator."""
-INVALID = (FAILURES, DROPPED, CHECKS_FAILED, "invariants-broken", "columns-wrong", QUERIES_WRONG, VARIANTS_WRONG,
-           GENERATOR_BOUND, POOL_EXCEEDED)
+INVARIANTS_BROKEN = "invariants-broken"
+"""A tx cell lost, duplicated or half-applied writes (invalid)."""
+QUERIES_WRONG = "queries-wrong"
+"""The database accounting found a cache or an N+1: the stack skipped (or multiplied) the work (invalid)."""
+COLUMNS_WRONG = "columns-wrong"
+"""The stack's answers have ❌ columns: it answered every request from the database, but some values are
+not exact. Ranked among all stacks, not among the stacks whose answers are exact."""
+INVALID = (FAILURES, DROPPED, CHECKS_FAILED, INVARIANTS_BROKEN, QUERIES_WRONG, VARIANTS_WRONG, GENERATOR_BOUND,
+           POOL_EXCEEDED)
 """Flags that make a cell's figures not comparable: such cells are shown but never ranked."""
+INEXACT = (COLUMNS_WRONG,)
+"""Flags of a valid cell whose answers are not all exact: ranked among all stacks only."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"
 

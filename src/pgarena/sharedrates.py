@@ -12,7 +12,7 @@ the tables rank p99 at equal offered load (docs/methodology.md, "Open model").
 
 from __future__ import annotations
 
-from pgarena.flags import INVALID
+from pgarena.flags import INEXACT, INVALID
 from pgarena.results import RunResults
 
 SHARED_SPEC_SUFFIX = " of the slowest peak"
@@ -31,7 +31,7 @@ def slowest_peaks(results: RunResults) -> dict[str, float]:
     peaks: dict[str, dict[str, float]] = {}
     for cell in results.cells:
         if (cell.model != "closed" or cell.status != "ok" or cell.summary is None
-                or any(flag in INVALID for flag in cell.flags)):
+                or any(flag in INVALID + INEXACT for flag in cell.flags)):
             continue
         by_stack = peaks.setdefault(rate_key(cell.workload, cell.parameter), {})
         by_stack[cell.stack] = max(by_stack.get(cell.stack, 0.0), cell.summary.rps.median)

@@ -159,9 +159,23 @@ def test_marks_and_reasons_are_visible(loaded):
     if not loaded.is_fixture:
         pytest.skip("checks the crafted run's known noisy, invalid and failed cells")
     page = loaded.page
-    for mark in ("noisy", "invalid", "failed"):
-        ranks = page.eval_on_selector_all(f"table.cells-table tr.{mark}", "rows => rows.map(r => r.cells[2].textContent)")
-        assert ranks and set(ranks) == {"–"}, f"{mark} cells must be shown and never ranked: {ranks}"
+
+    def ranks(mark: str) -> list[tuple[str, str]]:
+        """(rank among exact answers, rank among all) of the rows with `mark`."""
+        return [tuple(r) for r in page.eval_on_selector_all(
+            f"table.cells-table tr.{mark}", "rows => rows.map(r => [r.cells[2].textContent, r.cells[3].textContent])")]
+
+    for mark in ("invalid", "failed"):
+        assert ranks(mark) and set(ranks(mark)) == {("–", "–")}, f"{mark} cells must be shown and never ranked"
+    assert ("2", "2") in ranks("noisy"), "a noisy cell is ranked where its interval is clear"
+    assert ranks("inexact") and all(exact == "–" and every != "–" for exact, every in ranks("inexact")), \
+        "❌ columns: ranked among all stacks only"
+    assert "❌ timestamp_val" in page.inner_text("table.cells-table tr.inexact")
+    leaders = page.eval_on_selector_all("#headline-table tbody tr", "rows => rows.map(r => [r.cells[1].textContent, "
+                                        "r.querySelectorAll('.leader').length])")
+    assert all(n > 0 for level, n in leaders if "own peak" not in level), f"a headline row names no leader: {leaders}"
+    assert "go-fast is 1.53× py-steady (1.50–1.55)" in page.inner_text("#headline-table")
+    assert page.locator("#schedule-table").is_visible() and page.locator("#ceiling-table").is_visible()
     wrong = page.locator("table.matrix td.v-wrong").first
     assert wrong.inner_text() == "❌"
     assert wrong.get_attribute("title") == "2024-01-15T10:30:00.123Z lost microseconds of 10:30:00.123456"

@@ -205,8 +205,9 @@ def test_a_declared_min_warmup_is_the_least_warmup_before_the_first_cell_of_each
 
 
 
-def test_a_stack_returning_numeric_as_a_float_is_flagged_and_unranked(tmp_path, monkeypatch, fixture_env):
-    from pgarena.report.ranking import UNRANKED, comparable_groups, throughput_ranks
+def test_a_stack_returning_numeric_as_a_float_is_flagged_and_ranked_among_all_only(tmp_path, monkeypatch, fixture_env):
+    from pgarena.report.ranking import UNRANKED
+    from pgarena.report.verdicts import run_verdicts
 
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
@@ -219,9 +220,11 @@ def test_a_stack_returning_numeric_as_a_float_is_flagged_and_unranked(tmp_path, 
     results = load(run_dir)
     verification = results.verification("fixture-numeric-float", "perf-test")
     assert verification.wrong_columns == ["numeric_val"]
-    (group,) = comparable_groups(results.cells).values()
-    ranks = {cell.stack: (rank, cell.flags) for cell, rank in throughput_ranks(group)}
-    assert ranks["fixture-numeric-float"] == (UNRANKED, ["columns-wrong"])
-    assert ranks["fixture-good"][0] == "1" and ranks["fixture-good"][1] == []
+    flags = {cell.stack: [f for f in cell.flags if f != "noisy"] for cell in results.cells}
+    assert flags == {"fixture-numeric-float": ["columns-wrong"], "fixture-good": []}
+    (verdict,) = run_verdicts(results).values()
+    assert verdict.rank_exact == {"fixture-good": "1", "fixture-numeric-float": UNRANKED}
+    assert verdict.rank_all["fixture-numeric-float"] != UNRANKED, "❌ columns: ranked among all stacks"
+    assert verdict.wrong_columns == {"fixture-numeric-float": ["numeric_val"]}
     report = (run_dir / "report.md").read_text()
     assert "fixture-numeric-float · `numeric_val` ❌" in report and "other digits" in report

@@ -91,3 +91,37 @@ def test_pairs_measured_with_different_engines_are_ignored(config):
                        measured("py", [1000, 1010, 1005], config, engine="k6")])
     result = ranking_agreement(a, b)
     assert (result.ordered_in_both, result.ordered_in_one, result.disagreements) == (0, 0, [])
+
+
+def in_rounds(stack: str, rps: list[float], config) -> Cell:
+    """A cell measured in interleaved rounds 1, 2, ... (one repetition per round)."""
+    cell = measured(stack, rps, config)
+    cell.repetitions = [r.model_copy(update={"round": i}) for i, r in enumerate(cell.repetitions, 1)]
+    return cell
+
+
+def test_paired_tables_are_checked_with_the_paired_order_the_report_shows(config):
+    """Issue 11 item 6: both runs drift, so the stacks' own intervals overlap (no order by them), but within
+    each round go is 1.5× py: both runs order the pair, and they agree; a run that swaps them disagrees."""
+    drift_a, drift_b = [1.0, 0.8, 1.2, 0.9], [1.1, 0.7, 1.0, 1.3]
+    a = make_run("a", [in_rounds("go", [9000 * d for d in drift_a], config),
+                       in_rounds("py", [6000 * d * (1 + i / 500) for i, d in enumerate(drift_a)], config)])
+    b = make_run("b", [in_rounds("go", [9000 * d * (1 - i / 400) for i, d in enumerate(drift_b)], config),
+                       in_rounds("py", [6000 * d for d in drift_b], config)])
+    cells = {c.stack: c for c in a.cells}
+    assert cells["go"].summary.rps_interval.low < cells["py"].summary.rps_interval.high, "own intervals overlap"
+    result = ranking_agreement(a, b)
+    assert (result.ordered_in_both, result.disagreements) == (1, [])
+    swapped = make_run("c", [in_rounds("go", [6000 * d for d in drift_b], config),
+                             in_rounds("py", [9000 * d * (1 + i / 300) for i, d in enumerate(drift_b)], config)])
+    result = ranking_agreement(a, swapped)
+    assert result.ordered_in_both == 1 and "A has go above py, B has py above go" in result.disagreements[0]
+
+
+def test_wrong_columns_take_part_in_the_agreement(config):
+    """A stack with ❌ columns is ranked among all stacks, so its order is checked too."""
+    a = make_run("a", [measured("go", [9000, 9100, 9050], config), measured("node", [1000, 1010, 1005], config)])
+    b = make_run("b", [measured("go", [9000, 9100, 9050], config), measured("node", [1000, 1010, 1005], config)])
+    for run in (a, b):
+        run.cells[1].flags.append("columns-wrong")
+    assert ranking_agreement(a, b).ordered_in_both == 1

@@ -10,6 +10,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from pgarena.report import EXPORTERS, write_reports
 from pgarena.report.html import html_payload, render_html
 from tests.fixtures.report_run import sample_results
@@ -33,24 +35,92 @@ def test_payload_is_deterministic_and_json():
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def test_noisy_invalid_and_failed_cells_are_marked_and_not_ranked():
+def test_noisy_cells_are_ranked_wrong_columns_ranked_among_all_and_invalid_ones_not():
+    """Issue 11 items 4 and 5."""
     rows = {(c["stack"], c["family"], c["level"]): c
             for table in html_payload(sample_results())["cells"] for c in table["rows"]}
     noisy = rows[("py-steady", "perf-test · 1 row", "50 VUs")]
-    invalid = rows[("node-wrong", "perf-test · 1 row", "1 VU")]
+    inexact = rows[("node-wrong", "perf-test · 1 row", "1 VU")]
+    invalid = rows[("py-steady", "tx", "50 VUs")]
     failed = rows[("node-wrong", "tx", "50 VUs")]
-    assert noisy["marks"] == ["noisy"] and noisy["rank"] == "–"
-    assert invalid["marks"] == ["invalid"] and invalid["rank"] == "–"
+    assert noisy["marks"] == ["noisy"] and (noisy["rank"], noisy["rank_all"]) == ("2", "2"), \
+        "noisy, but the paired interval puts it clearly below go-fast"
+    assert inexact["marks"] == ["inexact"] and (inexact["rank"], inexact["rank_all"]) == ("–", "3")
+    assert inexact["wrong_columns"] == ["timestamp_val"]
+    assert "invalid" in invalid["marks"] and (invalid["rank"], invalid["rank_all"]) == ("–", "–")
     assert failed["marks"] == ["failed"] and failed["rank"] == "–" and "rps_median" not in failed
     assert rows[("go-fast", "perf-test · 1 row", "1 VU")]["rank"] == "1–2"  # overlapping intervals tie
 
 
-def test_headline_lists_ties_and_the_unranked():
-    first = html_payload(sample_results())["headline"][0]
+def test_ratios_to_best_and_baseline_and_the_ceiling_share():
+    rows = {(c["stack"], c["family"], c["level"]): c
+            for table in html_payload(sample_results())["cells"] for c in table["rows"]}
+    go, py = rows[("go-fast", "perf-test · 1 row", "50 VUs")], rows[("py-steady", "perf-test · 1 row", "50 VUs")]
+    assert go["to_best"]["text"] == "best" and py["to_best"]["text"] == "0.66× (0.65–0.67)"
+    assert go["to_baseline"]["text"] == "1.53× (1.50–1.55)" and py["to_baseline"]["text"] == "baseline"
+    assert go["ceiling_text"] == "51 %" and go["ceiling_share"] == pytest.approx(4600 / 9000, abs=1e-4)
+    node = rows[("node-wrong", "perf-test · 1 row", "50 VUs")]
+    assert node["to_best"]["low"] is None, "measured sequentially: a ratio of medians, no paired interval"
+
+
+def test_headline_names_a_leader_or_an_explicit_tie_in_every_ranked_cell():
+    headline = html_payload(sample_results())["headline"]
+    first = headline[0]
     assert (first["family"], first["level"]) == ("perf-test · 1 row", "1 VU")
-    assert [b["stack"] for b in first["best"]] == ["go-fast", "py-steady"]
+    assert [b["stack"] for b in first["best"]] == ["go-fast", "py-steady"] and first["tie"]
     assert {b["rank"] for b in first["best"]} == {"1–2"}
-    assert first["unranked"] == [{"stack": "node-wrong", "why": "columns-wrong, queries-wrong"}]
+    assert first["unranked"] == [], "node-wrong (❌ columns) is ranked among all stacks"
+    assert first["sentences"] == ["go-fast and py-steady are indistinguishable (0.99–1.01)"]
+    second = headline[1]
+    assert [b["stack"] for b in second["best"]] == ["go-fast"] and not second["tie"] and second["paired"]
+    assert second["sentences"] == ["go-fast is 1.53× py-steady (1.50–1.55)"]
+    for row in headline:
+        if "own peak" in row["level"]:  # a share of each stack's own peak: never ranked
+            continue
+        assert row["best"], f"{row['family']} @ {row['level']}: no leader named"
+
+
+def test_schedule_and_ceiling_are_in_the_payload_and_the_page():
+    payload = html_payload(sample_results())
+    schedule = payload["schedule"]
+    assert (schedule["kind"], schedule["seed"]) == ("interleaved", 20261121)
+    assert [p["name"] for p in schedule["phases"]] == ["headline", "closed", "open"]
+    assert schedule["phases"][2]["sentence"].startswith("stopped at the round cap (3 rounds) with 1 pair(s) unsettled")
+    assert schedule["fallbacks"] == [{"stack": "node-wrong", "reason": "it listens on the fixed port 3000"}]
+    assert schedule["disturbances"] == [{"stack": "py-steady", "idle_cpu_fraction": 0.083}]
+    assert [(r["workload"], r["tps"]) for r in payload["ceiling"]["rows"]] == [("perf-test", 9000.0), ("tx", 2000.0)]
+    html = render_html(sample_results())
+    assert 'id="schedule-table"' in html and 'id="ceiling-table"' in html and "node-wrong: it listens on" in html
+    assert "go-fast is 1.53× py-steady (1.50–1.55)" in html and "❌ timestamp_val" in html
+
+
+def test_without_ceilings_or_schedule_the_report_says_so():
+    results = sample_results().model_copy(update={"ceilings": [], "schedule": None,
+                                                  "ceiling_unavailable": "pgbench not found"})
+    payload = html_payload(results)
+    assert payload["ceiling"] == {"rows": [], "note": "The database ceiling was not measured: pgbench not found."}
+    assert not payload["schedule"]["recorded"] and "No schedule was recorded" in payload["schedule"]["note"]
+    row = payload["cells"][0]["rows"][0]
+    assert row["ceiling_text"] == "not measured" and row["ceiling_share"] is None
+
+
+def test_report_baseline_override(tmp_path):
+    from typer.testing import CliRunner
+
+    from pgarena.cli import app
+    from pgarena.report import with_baseline
+    from pgarena.results import save
+
+    results = with_baseline(sample_results(), "go-fast")
+    rows = {(c["stack"], c["level"]): c for c in html_payload(results)["cells"][0]["rows"]}
+    assert rows[("py-steady", "50 VUs")]["to_baseline"]["text"] == "0.66× (0.65–0.67)"
+    save(sample_results(), tmp_path)
+    runner = CliRunner()
+    bad = runner.invoke(app, ["report", str(tmp_path), "--baseline", "nope"])
+    assert bad.exit_code == 2 and "not a stack of run fixture-1" in bad.output
+    good = runner.invoke(app, ["report", str(tmp_path), "--baseline", "go-fast"])
+    assert good.exit_code == 0, good.output
+    assert "| × go-fast (95 %) |" in (tmp_path / "report.md").read_text()
 
 
 def test_charts_without_data_are_not_built():

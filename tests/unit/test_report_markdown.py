@@ -25,7 +25,7 @@ def test_markdown_report_matches_golden(update_golden):
 def test_markdown_shows_ties_noise_slo_sweep_and_cold_start():
     text = render_markdown(sample_results())
     assert "1–2" in text or "2–3" in text, "overlapping intervals must show a rank range"
-    assert "| – |" in text, "noisy or invalid cells are listed without a rank"
+    assert "| – | – | py-steady |" in text, "an invalid cell is listed without either rank"
     assert "## Max sustainable throughput under the SLO" in text and "| Offered req/s |" in text
     assert "## Cold start" in text and "Generator headroom" in text
 
@@ -47,3 +47,50 @@ def test_markdown_says_when_no_open_level_is_shared():
     results.cells = [c for c in results.cells if c.arrival_rate_spec != "2000"]
     assert "No open-model level was shared by every stack" in render_markdown(results)
     assert "No open-model level was shared" not in render_markdown(sample_results())
+
+
+def test_markdown_states_paired_verdicts_two_ranks_and_the_wrong_columns():
+    """Issue 11 items 3-5: paired ratios and sentences, a noisy cell ranked, ❌ columns named."""
+    text = render_markdown(sample_results())
+    fifty = text.split("### perf-test — 50 Virtual Users, 1 Record")[1].split("###")[0]
+    assert "| # exact | # all | Stack | 2xx/s (median) | × best (95 %) | × py-steady (95 %) | DB ceiling |" in fifty
+    assert "| 1 | 1 | go-fast | 4,600.00/s | best | 1.53× (1.50–1.55) | 51 % |" in fifty
+    assert "| 2 | 2 | py-steady | 3,000.00/s | 0.66× (0.65–0.67) | baseline | 33 % |" in fifty
+    assert "| – | 3 | node-wrong | 2,110.00/s ❌ timestamp_val | 0.46× | 0.70× | 23 % |" in fifty
+    assert "Rank 1: **go-fast**." in fifty and "- go-fast is 1.53× py-steady (1.50–1.55)" in fifty
+    assert "node-wrong measured sequentially: compared by independent 95 % intervals" in fifty
+    one = text.split("### perf-test — 1 Virtual User, 1 Record")[1].split("###")[0]
+    assert "Tied for rank 1: **go-fast**, **py-steady**." in one
+    assert "- go-fast and py-steady are indistinguishable (0.99–1.01)" in one
+
+
+def test_markdown_schedule_and_ceiling_sections():
+    """Issue 11 items 5 (the schedule) and 6 (the database ceiling on every cell)."""
+    text = render_markdown(sample_results())
+    schedule = text.split("## Schedule")[1].split("\n## ")[0]
+    assert "Schedule `interleaved`, seed 20261121, 1 s re-warm before each window." in schedule
+    assert ("| open | 3 | 12 | 3 | stopped at the round cap (3 rounds) with 1 pair(s) unsettled: "
+            "('perf-test', 1, 'open', '2000'): go-fast and py-steady are indistinguishable (0.93–1.08) |") in schedule
+    assert "- node-wrong: it listens on the fixed port 3000" in schedule
+    assert "- py-steady: 8 % of a CPU" in schedule and "- go-fast: 1 %" not in schedule
+    ceiling = text.split("## Database ceiling")[1].split("\n## ")[0]
+    assert "| perf-test | rows=1 | 10 | 9,000 | `SELECT * FROM perf_test(16 bound parameters)` |" in ceiling
+    # no ceiling: said, per cell and in the section; static has none at all
+    results = sample_results().model_copy(update={"ceilings": [], "ceiling_unavailable": "pgbench not found"})
+    static = results.cells[0].model_copy(update={"workload": "static", "parameter": None, "parameter_name": None})
+    results.cells.append(static)
+    text = render_markdown(results)
+    assert "The database ceiling was not measured: pgbench not found." in text
+    assert "| not measured |" in text and "| —, no database |" in text
+
+
+def test_a_sequential_run_keeps_independent_intervals_and_says_so():
+    results = sample_results()
+    for c in results.cells:
+        c.repetitions = [r.model_copy(update={"round": None}) for r in c.repetitions]
+    results.schedule = None
+    text = render_markdown(results)
+    fifty = text.split("### perf-test — 50 Virtual Users, 1 Record")[1].split("###")[0]
+    assert "Independent 95 % intervals of the mean 2xx/s (no interleaved rounds)" in fifty
+    assert "| 1–2 | 1–2 | go-fast |" in fifty and "Tied for rank 1" in fifty and "| × best |" in fifty
+    assert "No schedule was recorded" in text

@@ -22,9 +22,9 @@ from tests.fixtures.report_run import sample_results
 
 def test_slowest_peaks_take_each_stacks_best_valid_closed_cell_then_the_lowest_stack():
     peaks = slowest_peaks(sample_results())
-    # perf-test rows=1: go-fast peaks at 4,650 (50 VUs), py-steady at 4,550 (noisy, but valid);
-    # node-wrong's columns-wrong cells are invalid and left out
-    assert peaks[rate_key("perf-test", 1)] == 4550
+    # perf-test rows=1: go-fast peaks at 4,600 (50 VUs), py-steady at 3,000 (noisy, but valid);
+    # node-wrong's columns-wrong cells (❌ answers) are left out
+    assert peaks[rate_key("perf-test", 1)] == 3000
     # tx: py-steady's cell broke the invariants (invalid): only go-fast's 905 remains
     assert peaks["tx"] == 905
 
@@ -73,7 +73,7 @@ def test_cli_reads_the_slowest_peaks_of_a_stored_run(tmp_path, monkeypatch):
                                       "--results-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     config = seen["config"]
-    assert config.shared_rates == ["50%", "90%"] and config.shared_rate_peaks["perf-test/1"] == 4550
+    assert config.shared_rates == ["50%", "90%"] and config.shared_rate_peaks["perf-test/1"] == 3000
     assert config.shared_rates_from == str(reference)
 
 

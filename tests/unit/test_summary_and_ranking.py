@@ -94,7 +94,8 @@ def _ranks(ranked):
     return [(c.stack, label) for c, label in ranked]
 
 
-def test_overlapping_intervals_tie_and_noisy_or_invalid_cells_are_not_ranked(config):
+def test_overlapping_intervals_tie_noisy_cells_are_ranked_where_clear_and_invalid_ones_not(config):
+    """Issue 11 item 4: `noisy` no longer hides a rank; a wide interval gets the range it allows."""
     a = cell("a", [rep(i, v) for i, v in enumerate([10_000, 10_020, 9_990], 1)], config)
     b = cell("b", [rep(i, v) for i, v in enumerate([10_010, 9_995, 10_030], 1)], config)
     c = cell("c", [rep(i, v) for i, v in enumerate([5_000, 5_010, 4_995], 1)], config)
@@ -103,13 +104,15 @@ def test_overlapping_intervals_tie_and_noisy_or_invalid_cells_are_not_ranked(con
     ranked = _ranks(throughput_ranks([c, invalid, a, b]))
     assert ranked == [("invalid", UNRANKED), ("b", "1–2"), ("a", "1–2"), ("c", "3")], \
         "listed by median; the invalid cell is shown but takes no place in the field"
-    # a noisy cell gets no rank, but its wide interval still makes every position near it uncertain
+    # a noisy cell is ranked with every position its wide interval allows
+    assert NOISY in noisy.flags
     ranked = _ranks(throughput_ranks([c, invalid, a, noisy, b]))
-    assert ranked == [("noisy", UNRANKED), ("invalid", UNRANKED), ("b", "1–3"), ("a", "1–3"), ("c", "3–4")]
-    # and a slow, tight cell below a fast noisy one is not "1": it is surely beaten
+    assert ranked == [("noisy", "1–4"), ("invalid", UNRANKED), ("b", "1–3"), ("a", "1–3"), ("c", "3–4")]
+    # and a fast noisy cell whose interval is clear of a slow tight one is plainly first
     fast_noisy = cell("fast", [rep(i, v) for i, v in enumerate([40_000, 30_000, 50_000], 1)], config)
     slow = cell("slow", [rep(i, v) for i, v in enumerate([1_000, 1_001, 999], 1)], config)
-    assert _ranks(throughput_ranks([slow, fast_noisy])) == [("fast", UNRANKED), ("slow", "2")]
+    assert fast_noisy.summary.noisy
+    assert _ranks(throughput_ranks([slow, fast_noisy])) == [("fast", "1"), ("slow", "2")]
 
 
 def test_cells_of_different_engines_never_share_a_rank(config):
@@ -228,3 +231,103 @@ def test_open_model_at_a_shared_rate_ranks_p99_and_at_a_relative_rate_not_at_all
     assert all(label == UNRANKED for _, label in efficiency_ranks([small, big]))
     closed = cell("a", [rep(i, 1000) for i in (1, 2, 3)], config)
     assert rank_basis([closed]) == BY_RPS
+
+
+# ---------------------------------------------------------------- issue 11 items 3, 4, 5: report/verdicts.py
+
+
+def rounds(stack: str, values: list[float], config, *, in_rounds: bool = True, **kw) -> Cell:
+    """A cell whose repetition i was measured in interleaved round i (or, in_rounds=False, sequentially)."""
+    reps = [rep(i, v).model_copy(update={"round": i if in_rounds else None}) for i, v in enumerate(values, 1)]
+    c = cell(stack, reps, config, **kw)
+    for flag in kw.get("flags", []):
+        c.flags.append(flag)
+    return c
+
+
+# The machine drifts from round to round; the two stacks move together, 1.5× apart.
+FAST = [15_000, 12_000, 18_000, 13_500]
+SLOW = [10_000, 8_100, 11_900, 9_000]
+
+
+def test_paired_rounds_order_what_independent_intervals_cannot(config):
+    from pgarena.report.verdicts import table_verdict
+
+    fast, slow = rounds("fast", FAST, config), rounds("slow", SLOW, config)
+    assert fast.summary.noisy and slow.summary.noisy
+    assert fast.summary.rps_interval.low < slow.summary.rps_interval.high, "the own intervals overlap"
+    v = table_verdict([slow, fast])
+    assert v.paired and v.rounds == 4
+    assert (v.rank_exact, v.rank_all) == ({"fast": "1", "slow": "2"}, {"fast": "1", "slow": "2"})
+    assert [c.stack for c in v.cells] == ["fast", "slow"] and v.leaders() == ["fast"]
+    [sentence] = v.sentences()
+    assert sentence.startswith("fast is 1.50× slow (") and "indistinguishable" not in sentence
+    assert v.best == "fast" and v.to_best["slow"].text().startswith("0.67× (0.6")
+    assert "Paired over 4 interleaved round(s)" in v.method()
+    # the same figures without rounds (a sequential run): today's independent intervals, a tie
+    fast_seq, slow_seq = rounds("fast", FAST, config, in_rounds=False), rounds("slow", SLOW, config, in_rounds=False)
+    w = table_verdict([slow_seq, fast_seq])
+    assert not w.paired and w.rank_all == {"fast": "1–2", "slow": "1–2"} and w.sentences() == []
+    assert w.leaders() == ["fast", "slow"], "an explicit tie for rank 1"
+    assert w.to_best["slow"].text() == f"{statistics_median(SLOW) / statistics_median(FAST):.2f}×", "of medians"
+    assert "Independent" in w.method()
+
+
+def statistics_median(values: list[float]) -> float:
+    import statistics
+
+    return statistics.median(values)
+
+
+def test_indistinguishable_pairs_say_so(config):
+    from pgarena.report.verdicts import table_verdict
+
+    a = rounds("a", [10_000, 8_000, 12_000], config)
+    b = rounds("b", [10_100, 7_900, 12_050], config)
+    v = table_verdict([a, b])
+    assert v.rank_all == {"a": "1–2", "b": "1–2"} or v.rank_all == {"b": "1–2", "a": "1–2"}
+    assert "are indistinguishable (" in v.sentences()[0]
+
+
+def test_wrong_columns_rank_among_all_only_and_invalid_cells_in_neither(config):
+    """Issue 11 item 5: ❌ columns: ranked among all stacks, named; a cache or failed requests: no rank."""
+    from pgarena.flags import COLUMNS_WRONG, INEXACT, INVALID, QUERIES_WRONG
+    from pgarena.report.verdicts import table_verdict
+
+    assert COLUMNS_WRONG in INEXACT and COLUMNS_WRONG not in INVALID and QUERIES_WRONG in INVALID
+    fast = rounds("fast", FAST, config)
+    node = rounds("node", [v * 2 for v in FAST], config, flags=[COLUMNS_WRONG])
+    cache = rounds("cache", [v * 5 for v in FAST], config, flags=[QUERIES_WRONG])
+    failing = rounds("failing", [v * 3 for v in FAST], config)
+    failing.flags.append(FAILURES)
+    slow = rounds("slow", SLOW, config)
+    v = table_verdict([slow, fast, node, cache, failing], wrong_columns={"node": ["timestamp_val"]})
+    assert v.rank_all == {"node": "1", "fast": "2", "slow": "3", "cache": UNRANKED, "failing": UNRANKED}
+    assert v.rank_exact == {"node": UNRANKED, "fast": "1", "slow": "2", "cache": UNRANKED, "failing": UNRANKED}
+    assert v.wrong_columns == {"node": ["timestamp_val"]}
+    assert v.leaders() == ["fast"] and v.best == "fast", "rank 1 among the exact answers"
+    assert v.to_best["node"].ratio == pytest.approx(2.0)
+    assert any("(node: ❌ timestamp_val)" in s for s in v.sentences())
+    assert "cache" not in v.to_best and "failing" not in v.to_best, "invalid cells get no ratio"
+
+
+def test_ratios_to_a_baseline_and_a_missing_baseline_is_said(config):
+    from pgarena.report.verdicts import table_verdict
+
+    fast, slow = rounds("fast", FAST, config), rounds("slow", SLOW, config)
+    v = table_verdict([fast, slow], baseline="slow")
+    assert v.to_baseline["fast"].text().startswith("1.50× (1.4") and v.baseline_problem is None
+    w = table_verdict([fast, slow], baseline="elsewhere")
+    assert w.to_baseline == {} and w.baseline_problem == "baseline elsewhere is not in this table"
+
+
+def test_a_sequential_fallback_mixes_paired_and_independent_comparisons(config):
+    from pgarena.report.verdicts import table_verdict
+
+    fast, slow = rounds("fast", FAST, config), rounds("slow", SLOW, config)
+    alone = rounds("alone", [3_000, 3_010, 2_990], config, in_rounds=False)
+    v = table_verdict([alone, slow, fast])
+    assert v.paired and v.sequential == ["alone"]
+    assert v.rank_all == {"fast": "1", "slow": "2", "alone": "3"}, "paired above, independent below"
+    assert v.to_best["alone"].interval is None and v.to_best["slow"].interval is not None
+    assert "alone measured sequentially" in v.method()

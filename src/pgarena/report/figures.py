@@ -6,8 +6,9 @@ div's `data-chart` attribute, `notes` are captions printed under the chart (e.g.
 so have no bar). Figures are built from results.json only; a figure with no data is not built at all.
 
 Sizes are fixed (width × height in CSS pixels) so the page prints the same as it shows. Cells that must
-not be ranked stay visible and are marked: noisy cells with a hatched bar or an open marker, invalid
-cells (flags.INVALID) with a crossed bar or an ×.
+not be ranked stay visible and are marked: invalid cells (flags.INVALID) with a crossed bar or an ×; noisy
+cells (ranked where their interval is clear) with a hatched bar or an open marker; cells with ❌ columns
+(ranked among all stacks only) with a dotted bar.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pgarena.flags import INVALID, NOISY
+from pgarena.flags import INEXACT, INVALID, NOISY
 from pgarena.report.markdown import WORKLOAD_ORDER
 from pgarena.report.ranking import level_group_label
 from pgarena.results import Cell, RunResults, SloSearchResult
@@ -62,12 +63,15 @@ def log_axis(values: Iterable[float | None]) -> dict:
 
 
 def cell_marks(cell: Cell) -> list[str]:
-    """Why a cell is shown apart: 'failed' (no figures), 'invalid' (an INVALID flag), 'noisy'."""
+    """Why a cell is shown apart: 'failed' (no figures), 'invalid' (an INVALID flag: not ranked), 'inexact'
+    (❌ columns: ranked among all stacks only), 'noisy' (a wide interval: ranked where it is clear)."""
     if cell.summary is None or cell.status == "failed":
         return ["failed"]
     marks = []
     if any(flag in INVALID for flag in cell.flags):
         marks.append("invalid")
+    if any(flag in INEXACT for flag in cell.flags):
+        marks.append("inexact")
     if cell.summary.noisy or NOISY in cell.flags:
         marks.append("noisy")
     return marks
@@ -209,7 +213,7 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
             y.append(rounded(median))
             plus.append(rounded(max(high - median, 0.0)))
             minus.append(rounded(max(median - low, 0.0)))
-            shapes.append("x" if "invalid" in marks else "/" if "noisy" in marks else "")
+            shapes.append("x" if "invalid" in marks else "." if "inexact" in marks else "/" if "noisy" in marks else "")
             hover.append(_hover(cell, ranks.get(id(cell))))
         data.append(_legend_entry(stack, colors[stack], levels[0]))
         data.append({
@@ -222,7 +226,8 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
     notes = [f"{c.stack} at {c.level_label}: failed — {c.error or 'no measurement'}"
              for c in family.cells if c.summary is None]
     notes.append("Bars: median requests/s; whiskers: the confidence interval of the mean (the repetitions' "
-                 "range where there is none). Hatched: noisy; crossed: invalid — neither is ranked.")
+                 "range where there is none). Crossed: invalid (not ranked); dotted: ❌ columns (ranked among all "
+                 "stacks only); hatched: noisy (ranked where its interval is clear).")
     return _figure("throughput", family.slug, f"Throughput — {family.title}", data, {
         "barmode": "group", "bargap": round(max(0.18, 1 - 0.12 * len(levels) * len(by_stack)), 2),
         "xaxis": {"type": "category", "title": {"text": "load level"}},

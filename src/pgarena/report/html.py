@@ -18,9 +18,11 @@ import jinja2
 
 from pgarena import flags as F
 from pgarena.report import figures
+from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
-from pgarena.report.ranking import (UNRANKED, comparable_groups, cost, efficiency_ranks, level_group_label, relative_rate,
-                                    table_ranks)
+from pgarena.report.ranking import UNRANKED, cost
+from pgarena.report.html_verdicts import Verdicts, headline, ratio_payload
+from pgarena.report.verdicts import baseline_of
 from pgarena.report.markdown import variants_label, window_accounting_label
 from pgarena.results import Cell, RunResults, StackInfo
 from pgarena.values import Verdict
@@ -29,11 +31,12 @@ TEMPLATE = "report.html.j2"
 
 FLAG_MEANINGS = {
     F.FAILURES: "more than 1 % of requests failed (invalid, not ranked)",
-    F.NOISY: "the RPS confidence interval ended wider than the target (not ranked)",
+    F.NOISY: "the RPS confidence interval ended wider than the target: more rounds would have helped (still "
+             "ranked where its interval is clear of its neighbours)",
     F.DROPPED: "open model: more than 1 % of offered requests were not completed (invalid, not ranked)",
     F.CHECKS_FAILED: "more than 1 % of the answers sampled under load were wrong (invalid, not ranked)",
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
-    "columns-wrong": "the stack's answers have ❌ columns (invalid, not ranked)",
+    "columns-wrong": "the stack's answers have ❌ columns (ranked among all stacks only, not among the exact ones)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
@@ -50,75 +53,34 @@ def _level_value(cell: Cell) -> float:
     return cell.vus if cell.model == "closed" else (cell.arrival_rate or 0.0)
 
 
-def _ranks(results: RunResults) -> tuple[dict[int, str], dict[int, str]]:
-    """Throughput and efficiency rank labels by id(cell), within each group of comparable cells."""
-    tput: dict[int, str] = {}
-    eff: dict[int, str] = {}
-    for cells in comparable_groups(results.cells).values():
-        tput.update((id(c), label) for c, label in table_ranks(cells))
-        eff.update((id(c), label) for c, label in efficiency_ranks(cells))
-    return tput, eff
-
-
-def _why_unranked(cell: Cell) -> str:
-    marks = cell_marks(cell)
-    if "failed" in marks:
-        return "failed"
-    reasons = [f for f in cell.flags if f in F.INVALID] + (["noisy"] if "noisy" in marks else [])
-    if relative_rate(cell):
-        reasons.append("offered a share of its own peak (loads differ)")
-    if not reasons and cell.summary is not None and cell.summary.rps_interval is None:
-        reasons.append("no interval (fewer than 2 repetitions)")
-    return ", ".join(dict.fromkeys(reasons)) or "not ranked"
-
-
-def headline(results: RunResults, ranks: dict[int, str]) -> list[dict]:
-    """Per workload × parameter × load level: the stacks ranked first (ties included) and what was left out."""
-    rows = []
-    mixed = len({c.engine for c in results.cells}) > 1
-    for family in figures.families(results.cells):
-        engines = sorted({c.engine for c in family.cells})
-        for level_cell, engine in ((lc, e) for lc in family.levels() for e in engines):
-            group = level_group_label(level_cell)
-            cells = [c for c in family.cells if c.model == level_cell.model and level_group_label(c) == group
-                     and c.engine == engine]  # cells of different engines never share a rank
-            if not cells:
-                continue
-            best, unranked = [], []
-            for cell in sorted(cells, key=lambda c: -(c.summary.rps.median if c.summary else -1)):
-                label = ranks.get(id(cell), UNRANKED)
-                if label == UNRANKED:
-                    unranked.append({"stack": cell.stack, "why": _why_unranked(cell)})
-                elif label.split("–")[0] == "1":
-                    low, high, what = rps_bounds(cell)
-                    best.append({"stack": cell.stack, "rank": label, "rps_median": rounded(cell.summary.rps.median),  # type: ignore[union-attr]
-                                 "rps_low": rounded(low), "rps_high": rounded(high), "interval": what})
-            rows.append({"family": family.title, "level": group + (f" · {engine}" if mixed else ""),
-                         "model": level_cell.model,
-                         "stacks": len(cells), "best": best, "unranked": unranked})
-    return rows
-
-
-def cell_tables(results: RunResults, ranks: dict[int, str], eff: dict[int, str]) -> list[dict]:
+def cell_tables(results: RunResults, verdicts: Verdicts) -> list[dict]:
     """Per workload × parameter, one row per cell for its sortable table (by level, then median RPS)."""
-    return [{"title": family.title, "slug": family.slug, "rows": cell_rows(family, ranks, eff),
+    return [{"title": family.title, "slug": family.slug, "rows": cell_rows(family, verdicts, results),
              "engines": sorted({c.engine for c in family.cells})}
             for family in figures.families(results.cells)]
 
 
-def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> list[dict]:
-    """One row per cell of one workload × parameter."""
+def cell_rows(family: Family, verdicts: Verdicts, results: RunResults) -> list[dict]:
+    """One row per cell of one workload × parameter: its two ranks, ratios, DB-ceiling share and figures."""
     rows = []
     for cell in sorted(family.cells, key=lambda c: (figures.level_sort_key(c),
                                                       -(c.summary.rps.median if c.summary else -1), c.stack)):
         row = {"family": family.title, "workload": cell.workload, "level": cell.level_label,
                "level_value": rounded(_level_value(cell)), "model": cell.model, "stack": cell.stack,
-               "engine": cell.engine,
-               "rank": ranks.get(id(cell), UNRANKED), "efficiency_rank": eff.get(id(cell), UNRANKED),
+               "rank": verdicts.rank(cell), "rank_all": verdicts.rank_all(cell),
+               "efficiency_rank": verdicts.efficiency.get(id(cell), UNRANKED),
                "marks": cell_marks(cell), "flags": list(cell.flags), "error": cell.error,
-               "repetitions": len(cell.repetitions), "variants": variants_label(cell),
+               "repetitions": len(cell.repetitions), "engine": cell.engine, "variants": variants_label(cell),
                "window_accounting": cell.window_accounting.symbol if cell.window_accounting else "not measured",
                "window_accounting_detail": window_accounting_label(cell)}
+        verdict = verdicts.of.get(id(cell))
+        row.update({
+            "wrong_columns": [] if verdict is None else verdict.wrong_columns.get(cell.stack, []),
+            "to_best": None if verdict is None else ratio_payload(verdict, cell, verdict.best, verdict.to_best),
+            "to_baseline": None if verdict is None or verdict.baseline_problem else ratio_payload(
+                verdict, cell, verdict.baseline, verdict.to_baseline),
+            "paired": bool(verdict and verdict.paired),
+            "ceiling_share": rounded(ceiling_share(results, cell), 4), "ceiling_text": ceiling_text(results, cell)})
         s = cell.summary
         if s is not None:
             low, high, what = rps_bounds(cell)
@@ -150,8 +112,8 @@ def cell_rows(family: Family, ranks: dict[int, str], eff: dict[int, str]) -> lis
 def flags_present(results: RunResults) -> list[dict]:
     counts = Counter(flag for cell in results.cells for flag in cell.flags)
     failed = sum(1 for cell in results.cells if "failed" in cell_marks(cell))
-    rows = [{"flag": flag, "meaning": FLAG_MEANINGS.get(flag, ""), "cells": n, "not_ranked": flag in F.INVALID
-             or flag == F.NOISY} for flag, n in sorted(counts.items())]
+    rows = [{"flag": flag, "meaning": FLAG_MEANINGS.get(flag, ""), "cells": n, "not_ranked": flag in F.INVALID}
+            for flag, n in sorted(counts.items())]
     if failed:
         rows.append({"flag": "failed", "meaning": "the cell produced no measurement", "cells": failed, "not_ranked": True})
     return rows
@@ -328,7 +290,8 @@ def environment(results: RunResults) -> dict:
 
 def html_payload(results: RunResults) -> dict:
     """Everything the page shows, from results.json only: JSON-serialisable and deterministic."""
-    ranks, eff = _ranks(results)
+    verdicts = Verdicts(results)
+    ranks, eff = verdicts.hover_ranks(results.cells), verdicts.efficiency
     colors = figures.stack_colors(results)
     sections: dict[str, list[dict]] = {"throughput": [], "scaling": [], "slo": [], "latency": [], "cost": [],
                                        "stacks": []}
@@ -348,8 +311,11 @@ def html_payload(results: RunResults) -> dict:
                 "error": results.error, "command": results.command},
         "environment_line": environment_line(results),
         "flags": flags_present(results),
-        "headline": headline(results, ranks),
-        "cells": cell_tables(results, ranks, eff),
+        "headline": headline(results, verdicts),
+        "cells": cell_tables(results, verdicts),
+        "baseline": baseline_of(results),
+        "schedule": schedule_summary(results),
+        "ceiling": {"rows": ceiling_rows(results), "note": ceiling_note(results)},
         "sections": sections,
         "slo": slo_tables(results),
         "verification": verification(results),

@@ -4,10 +4,12 @@ verification matrix, stacks and environment. Plain text that pastes into a blog 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
 
 from pgarena.flags import GENERATOR_BOUND_CPU_FRACTION
-from pgarena.report.ranking import BY_P99, NOT_RANKED, comparable_groups, efficiency_ranks, rank_basis, table_ranks
+from pgarena.report import markdown_verdicts as mv
+from pgarena.report.markup import table
+from pgarena.report.ranking import BY_P99, NOT_RANKED, comparable_groups, efficiency_ranks, rank_basis
+from pgarena.report.verdicts import run_verdicts
 from pgarena.results import Cell, RunResults, StackInfo, WorkloadVerification
 from pgarena.sharedrates import SHARED_SPEC_SUFFIX
 from pgarena.values import Verdict
@@ -24,16 +26,6 @@ from pgarena.workloads import (
 )
 
 WORKLOAD_ORDER = (PERF_TEST, USERS, GRAPHQL, STATIC, TX)
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]], align: str | None = None) -> str:
-    """A GitHub-flavoured Markdown table; `align` is one letter per column (l/r)."""
-    align = align or "l" * len(headers)
-    rule = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(rule) + " |"]
-    for row in rows:
-        lines.append("| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", " ") for cell in row) + " |")
-    return "\n".join(lines)
 
 
 def _num(value: float, digits: int = 0) -> str:
@@ -96,19 +88,22 @@ def results_tables(results: RunResults) -> str:
         return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model, level, parameter or 0,
                 engine)
 
+    verdicts = run_verdicts(results)
     sections = []
     for key in sorted(groups, key=order):
         cells = groups[key]
         is_tx = cells[0].workload == TX
         is_open = cells[0].model == "open"
         basis = rank_basis(cells)
+        verdict = verdicts[key]
         efficiency = {id(c): label for c, label in efficiency_ranks(cells)}
         rows = []
-        for cell, rank in table_ranks(cells):
+        for cell in verdict.cells:
             s = cell.summary
             assert s is not None
             rows.append((
-                rank, cell.stack, f"{_num(s.rps.median, 2)}/s", _interval(cell),
+                *mv.ranks(verdict, cell), cell.stack, mv.figure_with_columns(verdict, cell, f"{_num(s.rps.median, 2)}/s"),
+                *mv.verdict_columns(verdict, cell, results), _interval(cell),
                 *([f"{_num(s.offered_total or 0)}", f"{s.dropped_total:,}"] if is_open else []),
                 _ms(s.latency_avg_ms.median, "latency_avg_ms" in s.latency_censored),
                 _ms(s.latency_p99_ms.median, "latency_p99_ms" in s.latency_censored), _num(s.requests_total),
@@ -119,21 +114,23 @@ def results_tables(results: RunResults) -> str:
                 variants_label(cell), window_accounting_label(cell),
                 ", ".join(cell.flags),
             ))
-        width = 14 + (2 if is_open else 0)
+        extra = len(mv.verdict_headers(verdict))
+        width = 16 + extra + (2 if is_open else 0)
         for cell in cells:
             if not cell.summary:
-                rows.append(("–", cell.stack, "failed", *[""] * (width - 3), *([""] if is_tx else []),
+                rows.append(("–", "–", cell.stack, "failed", *[""] * (width - 4), *([""] if is_tx else []),
                              cell.error or ""))
         note = {BY_P99: "Every stack was offered the same rate, so 2xx/s is about the offered rate: `#` ranks "
                         "p99 latency (lower first; ties where the 95 % intervals overlap).\n\n",
                 NOT_RANKED: "Each stack was offered a share of its own closed-model peak, so the loads differ: "
                             "not ranked. Compare stacks at a shared rate instead.\n\n"}.get(basis, "")
         sections.append(f"### {_cell_title(cells[0])} · measured with {cells[0].engine}\n\n{note}" + table(
-            ["#", "Stack", "2xx/s (median)", "95 % interval of the mean",
+            ["# exact", "# all", "Stack", "2xx/s (median)", *mv.verdict_headers(verdict), "95 % interval of the mean",
              *(["Offered", "Dropped"] if is_open else []), "Avg latency", "p99 latency", "Total requests",
              "Failures", "CPU µs/req (stack + db)", "Efficiency #", "Peak PSS", "Peak connections",
              *(["TPC-B invariants"] if is_tx else []), "Variants", "Window accounting", "Flags"],
-            rows, "rlrr" + ("rr" if is_open else "") + "rrrrrrrr" + ("l" if is_tx else "") + "rll"))
+            rows, "rrlr" + "r" * extra + "r" + ("rr" if is_open else "") + "rrrrrrrr" + ("l" if is_tx else "") + "rll")
+            + "\n\n" + mv.verdict_text(verdict))
     bases = {rank_basis(cells) for cells in groups.values()}
     if NOT_RANKED in bases and BY_P99 not in bases:
         sections.append("_No open-model level was shared by every stack, so no table compares them at equal offered "
@@ -505,24 +502,31 @@ def render_markdown(results: RunResults) -> str:
     parts = [
         f"# pgarena {results.kind} {results.run_id}{status}",
         f"Started {results.started_at:%Y-%m-%d %H:%M:%S} UTC. Each table: one workload parameter at one load "
-        "level, stacks sorted by median 2xx answers per second over the repetitions (answered work: failed "
-        "requests are not throughput; they are in `Failures`). `#` ranks throughput only where the 95 % "
-        "confidence intervals of the mean 2xx/s do not overlap (`2–3`: the intervals cannot order these); cells "
-        "flagged `noisy` or invalid get `–` and are never ranked. Open-model tables at a rate shared by every "
-        "stack rank p99 latency instead; those at a share of each stack's own peak are not ranked. `Efficiency #` ranks CPU µs per request (stack + "
-        "PostgreSQL, lower is better) the same way — a steadier figure than RPS on a noisy machine. Latency is "
-        "request latency measured by the load generator; in the open model it counts from each request's "
-        "scheduled start (oha) and requests the generator could not start or finish on schedule are `Dropped`. "
-        "A request without an answer (timeout, connection error) counts at the HTTP timeout; a latency it "
-        "reaches is a lower bound, printed `≥`. "
-        "Flags: `failures>1%` / `dropped>1%` / `checks-failed>1%` / `invariants-broken` / `columns-wrong` / "
-        "`queries-wrong` / `variants-wrong` / `generator-bound` invalid cell (`generator-bound`: the generator "
-        "used >90 % of its CPUs over the measured window, or the cell's request rate reached 90 % of the "
-        "generator's measured headroom — it measured the generator, not the stack); `noisy` interval wider than "
-        "the target; `database-bound` PostgreSQL used >90 % of the server CPUs while the stack used "
-        "<50 %; `timeouts` some requests hit the HTTP timeout. `Variants`: distinct requests the load drew "
-        "from; `Window accounting`: did pg_stat_statements see the workload's statements for every measured "
-        "window's answers (✅) or not (❌ a cache or an N+1). Method: README, \"Methodology\".",
+        "level, stacks sorted by median 2xx answers per second (answered work: failed requests are not "
+        "throughput; they are in `Failures`). Two ranks side by side: `# exact` among the stacks whose answers "
+        "are exact, `# all` among every stack that answered validly — a stack with ❌ columns (`columns-wrong`, "
+        "named next to its figure) has only the second. Where the stacks were measured in interleaved rounds, "
+        "ranks and the ratios `× best` (and `× <baseline>`) come from each round's ratios with a 95 % interval "
+        "(\"a is 1.52× b (1.41–1.64)\"; \"indistinguishable\" where the interval holds 1); otherwise ranks come "
+        "from each cell's own 95 % interval of the mean and the ratios are of medians. `2–3`: the intervals "
+        "cannot order these. A `noisy` cell (interval wider than the target: more rounds would have helped) is "
+        "still ranked wherever its interval is clear of its neighbours. Invalid cells get `–` in both ranks. "
+        "`DB ceiling`: the cell's 2xx/s as a share of what pgbench got from the database alone running the "
+        "workload's statements. Open-model tables at a rate shared by every stack rank p99 latency instead; "
+        "those at a share of each stack's own peak are not ranked. `Efficiency #` ranks CPU µs per request "
+        "(stack + PostgreSQL, lower is better) by independent intervals. Latency is request latency measured by "
+        "the load generator; in the open model it counts from each request's scheduled start (oha) and "
+        "requests the generator could not start or finish on schedule are `Dropped`. A request without an "
+        "answer (timeout, connection error) counts at the HTTP timeout; a latency it reaches is a lower bound, "
+        "printed `≥`. Invalid (never ranked): `failures>1%` / `dropped>1%` / `checks-failed>1%` / "
+        "`invariants-broken` / `queries-wrong` (a cache or an N+1) / `variants-wrong` (a request variant "
+        "answered wrongly) / `pool-exceeded` (more connections than the pool size) / `generator-bound` (the generator used "
+        ">90 % of its CPUs over the measured window, or the cell's request rate reached 90 % of the generator's "
+        "measured headroom — it measured the generator, not the stack). Other flags: `columns-wrong` ranked "
+        "among all stacks only; `noisy`; `database-bound` PostgreSQL used >90 % of the server CPUs while the "
+        "stack used <50 %; `timeouts` some requests hit the HTTP timeout. `Variants`: distinct requests the load "
+        "drew from; `Window accounting`: did pg_stat_statements see the workload's statements for every "
+        "measured window's answers (✅) or not (❌ a cache or an N+1). Method: docs/methodology.md.",
     ]
     if results.error:
         parts.append(f"> Run error: {results.error}")
@@ -530,6 +534,8 @@ def render_markdown(results: RunResults) -> str:
     slo, cold, cost = slo_section(results), cold_start_section(results.stacks), cost_section(results)
     parts += [
         "## Results", results_tables(results),
+        "## Schedule", mv.schedule_section(results),
+        "## Database ceiling", mv.ceiling_section(results),
         *(["## Cost per request", cost] if cost else []),
         *(["## Max sustainable throughput under the SLO", slo] if slo else []),
         *(["## GraphQL against REST on the same stack", graphql] if graphql else []),

@@ -1,5 +1,6 @@
-"""Ranks shared by the Markdown and HTML reports: throughput and efficiency, with ties where the
-confidence intervals overlap, and no rank at all for cells that must not be ranked.
+"""Independent ranks shared by the Markdown and HTML reports (report/verdicts.py adds the paired ranks of
+interleaved runs and the two ranks side by side): throughput and efficiency, with ties where the confidence
+intervals overlap, and no rank at all for cells that must not be ranked.
 
 What a table ranks by depends on the load its cells were offered (`rank_basis`, docs/methodology.md,
 "Open model"): closed-model tables rank answered work (2xx/s). Open-model tables at an absolute rate
@@ -7,21 +8,21 @@ offer every stack the same requests/s, so their RPS is about the offered rate; t
 (lower first; cells that dropped or failed more than 1 % are invalid and left out). Open-model tables at a
 relative rate ('90%' of each stack's own peak) offer each stack a different load: they are not ranked.
 
-Ranks are positions in the *field*: the measured, valid cells (no flags.INVALID flag) with an interval.
-`stats.rank_with_ties` over the field gives each cell every position it could take ("1", "2–3"), so a
-noisy cell's wide interval still pushes the cells it surely beats down. A rank is *shown* only for a
-rankable cell (in the field and not `noisy`); the others get "–". Every measured cell is listed, in
-median order, so the table reads top to bottom as measured.
+Ranks are positions in the *field*: the measured, valid cells (no flags.INVALID flag) with an interval,
+`noisy` ones included — a wide interval is ranked where it is clear of its neighbours and gets a range
+("2–4") where it is not. `stats.rank_with_ties` over the field gives each cell every position it could
+take. A field may be narrowed (`field=`): verdicts.py ranks once among the stacks whose answers are exact
+and once among all. Every measured cell is listed, in median order; cells outside the field get "–".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import math
 
-from pgarena.flags import INVALID
+from pgarena.flags import INEXACT, INVALID
 from pgarena.results import Cell
 from pgarena.stats import confidence_interval, rank_with_ties
 
@@ -52,10 +53,19 @@ def rank_basis(cells: Sequence[Cell]) -> str:
 
 
 def rankable(cell: Cell) -> bool:
-    """Measured, valid and tight enough to rank."""
-    s = cell.summary
-    return (cell.status == "ok" and s is not None and not s.noisy and s.rps_interval is not None
-            and not any(flag in INVALID for flag in cell.flags))
+    """Measured, valid and with an interval: it is ranked (a `noisy` cell too, with the range its interval
+    allows). The same as `in_field`."""
+    return in_field(cell)
+
+
+def exact(cell: Cell) -> bool:
+    """The cell's answers are exact (no flags.INEXACT flag such as `columns-wrong`)."""
+    return not any(flag in INEXACT for flag in cell.flags)
+
+
+def in_exact_field(cell: Cell) -> bool:
+    """In the field and with exact answers: ranked among the stacks whose answers are exact."""
+    return in_field(cell) and exact(cell)
 
 
 def group_key(cell: Cell) -> tuple:
@@ -84,14 +94,19 @@ def in_field(cell: Cell) -> bool:
             and not any(flag in INVALID for flag in cell.flags))
 
 
-def throughput_ranks(cells: Sequence[Cell]) -> list[tuple[Cell, str]]:
-    """Measured cells by median RPS (higher first) with tie-aware rank labels ("–" where not rankable)."""
+Field = Callable[[Cell], bool]
+"""Which cells of a table take part in a ranking (`in_field`, or `in_exact_field`)."""
+
+
+def throughput_ranks(cells: Sequence[Cell], field: Field = in_field) -> list[tuple[Cell, str]]:
+    """Measured cells by median RPS (higher first) with tie-aware rank labels from the independent
+    intervals ("–" outside the field)."""
     measured = [c for c in cells if c.summary is not None]
     labels = dict((id(c), label) for c, label in rank_with_ties(
         [(c, c.summary.rps_interval.low, c.summary.rps_interval.high, c.summary.rps.median)  # type: ignore[union-attr]
-         for c in measured if in_field(c)]))
+         for c in measured if field(c)]))
     ordered = sorted(measured, key=lambda c: -c.summary.rps.median)  # type: ignore[union-attr]
-    return [(c, labels[id(c)] if rankable(c) else UNRANKED) for c in ordered]
+    return [(c, labels.get(id(c), UNRANKED)) for c in ordered]
 
 
 def p99_interval(cell: Cell) -> tuple[float, float] | None:
@@ -106,26 +121,26 @@ def p99_interval(cell: Cell) -> tuple[float, float] | None:
     return low, high
 
 
-def latency_ranks(cells: Sequence[Cell]) -> list[tuple[Cell, str]]:
+def latency_ranks(cells: Sequence[Cell], field: Field = in_field) -> list[tuple[Cell, str]]:
     """Measured cells by median p99 (lower first), ties where the p99 intervals overlap; invalid cells
-    (dropped or failed > 1 %, ...) and cells without an interval are listed with "–"."""
+    (dropped or failed > 1 %, ...), cells outside `field` and cells without an interval are listed with "–"."""
     measured = [c for c in cells if c.summary is not None]
-    field = [c for c in measured if c.status == "ok" and p99_interval(c) is not None
-             and not any(flag in INVALID for flag in c.flags)]
+    ranked = [c for c in measured if c.status == "ok" and p99_interval(c) is not None and field(c)
+              and not any(flag in INVALID for flag in c.flags)]
     labels = dict((id(c), label) for c, label in rank_with_ties(
         [(c, -p99_interval(c)[1], -p99_interval(c)[0], -c.summary.latency_p99_ms.median)  # type: ignore[index,union-attr]
-         for c in field]))
+         for c in ranked]))
     ordered = sorted(measured, key=lambda c: (id(c) not in labels, c.summary.latency_p99_ms.median))  # type: ignore[union-attr]
     return [(c, labels.get(id(c), UNRANKED)) for c in ordered]
 
 
-def table_ranks(cells: Sequence[Cell]) -> list[tuple[Cell, str]]:
-    """The ranks of one group of comparable cells by its `rank_basis`: 2xx/s, p99, or none (every cell
-    "–", listed by median 2xx/s)."""
+def table_ranks(cells: Sequence[Cell], field: Field = in_field) -> list[tuple[Cell, str]]:
+    """The independent ranks of one group of comparable cells by its `rank_basis`: 2xx/s, p99, or none
+    (every cell "–", listed by median 2xx/s)."""
     basis = rank_basis(cells)
     if basis == BY_P99:
-        return latency_ranks(cells)
-    ranked = throughput_ranks(cells)
+        return latency_ranks(cells, field)
+    ranked = throughput_ranks(cells, field)
     return ranked if basis == BY_RPS else [(c, UNRANKED) for c, _ in ranked]
 
 

@@ -1,0 +1,89 @@
+"""The conditions a run's figures were measured under, as plain data for both reports: how its windows
+were scheduled (interleaved rounds or stack after stack) and the database's own ceiling per workload.
+
+Both are read from results.json only (`RunResults.schedule`, `RunResults.ceilings`, each stack's
+`idle_cpu_fraction`); the Markdown and HTML exporters render the same rows.
+"""
+
+from __future__ import annotations
+
+from pgarena.results import Cell, PhaseRecord, RunResults
+
+IDLE_CPU_DISTURBANCE = 0.05
+"""A stack that used more than 5 % of one CPU while other stacks were measured may have disturbed them
+(interleaved.IDLE_CPU_LIMIT, restated here so rendering does not import the runner)."""
+NO_DATABASE_WORKLOADS = ("static",)
+"""Workloads that never touch the database: no ceiling."""
+
+
+def ceiling_share(results: RunResults, cell: Cell) -> float | None:
+    """The cell's median 2xx/s as a share of the database's ceiling for its workload × parameter (1.0 = the
+    whole ceiling); None when there is no ceiling or no figure."""
+    ceiling = results.ceiling(cell.workload, cell.parameter)
+    if ceiling is None or ceiling.tps <= 0 or cell.summary is None:
+        return None
+    return cell.summary.rps.median / ceiling.tps
+
+
+def ceiling_text(results: RunResults, cell: Cell) -> str:
+    """'62 %', '—, no database' (static), or 'not measured'."""
+    if cell.workload in NO_DATABASE_WORKLOADS:
+        return "—, no database"
+    share = ceiling_share(results, cell)
+    return "not measured" if share is None else f"{share * 100:.0f} %"
+
+
+def ceiling_rows(results: RunResults) -> list[dict]:
+    """One row per measured ceiling: workload, parameter, connections, tps, statements, protocol, seconds."""
+    return [{"workload": c.workload, "parameter": "–" if c.parameter is None else f"{c.parameter_name}={c.parameter}",
+             "connections": c.connections, "tps": round(c.tps, 1), "statements": c.statements,
+             "protocol": c.protocol, "seconds": c.seconds}
+            for c in results.ceilings]
+
+
+def ceiling_note(results: RunResults) -> str:
+    """What the ceiling is, or why it is missing."""
+    if not results.ceilings:
+        why = results.ceiling_unavailable or "this run did not measure it"
+        return f"The database ceiling was not measured: {why}."
+    return ("pgbench ran each workload's statements alone (prepared, generic plan), on the server CPU set, with "
+            "the stacks' pool size as its connections: the most any stack could get from this database. Each "
+            "cell's DB ceiling is its 2xx/s as a share of this; static touches no database and has none.")
+
+
+def _phase_sentence(phase: PhaseRecord) -> str:
+    unsettled = (f" with {len(phase.unsettled)} pair(s) unsettled: {'; '.join(phase.unsettled)}"
+                 if phase.unsettled else "")
+    if phase.stop_reason == "settled":
+        return f"settled after {phase.rounds} round(s): every adjacent pair ordered or equivalent"
+    if phase.stop_reason == "max-rounds":
+        return f"stopped at the round cap ({phase.rounds} rounds){unsettled}"
+    if phase.stop_reason == "budget":
+        return f"stopped when the time budget ran out ({phase.rounds} rounds){unsettled}"
+    if phase.stop_reason is None:
+        return f"not finished ({phase.rounds} round(s) so far)"
+    return f"stopped: {phase.stop_reason} ({phase.rounds} rounds){unsettled}"
+
+
+def schedule_summary(results: RunResults) -> dict:
+    """The schedule as plain data: kind, seed, re-warm, phases (with a sentence each), sequential fallbacks
+    and stacks whose idle CPU may have disturbed the others."""
+    record = results.schedule
+    disturbances = [{"stack": s.id, "idle_cpu_fraction": round(s.idle_cpu_fraction, 4)} for s in results.stacks
+                    if s.idle_cpu_fraction is not None and s.idle_cpu_fraction > IDLE_CPU_DISTURBANCE]
+    if record is None:
+        return {"kind": "sequential", "recorded": False, "seed": None, "rewarm_seconds": None, "phases": [],
+                "fallbacks": [], "disturbances": disturbances,
+                "note": "No schedule was recorded (results from before schedules): each stack's cells were measured "
+                        "back to back, so ranks use each cell's own interval."}
+    note = ("Interleaved: every stack up together; each round measured every (stack, cell) once in a fresh "
+            "random order, so stacks are compared within rounds." if record.kind == "interleaved" else
+            "Sequential: each stack's cells were measured back to back; ranks use each cell's own interval.")
+    return {
+        "kind": record.kind, "recorded": True, "seed": record.seed, "rewarm_seconds": record.rewarm_seconds,
+        "phases": [{"name": p.name, "cells": p.cells, "windows": p.windows, "rounds": p.rounds,
+                    "stop_reason": p.stop_reason, "unsettled": list(p.unsettled), "sentence": _phase_sentence(p)}
+                   for p in record.phases],
+        "fallbacks": [{"stack": stack, "reason": reason} for stack, reason in record.sequential_fallback.items()],
+        "disturbances": disturbances, "note": note,
+    }

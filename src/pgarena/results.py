@@ -22,7 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pgarena.atomic import write_text_atomic
 from pgarena.values import Verdict
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""History: 1 — the foundation (refused: no migration); 2 — adaptive repetitions, open model, SLO searches;
+3 — `rps` is 2xx answers per second (was every completed request), interleaved rounds, window accounting,
+request variants, observed connections, the database ceiling. Older documents are migrated on load by the
+`update_to_N` functions below (pyperf and asv do the same), never rewritten on disk."""
 RESULTS_FILE = "results.json"
 
 
@@ -555,15 +559,56 @@ def load(path: Path) -> RunResults:
     if not isinstance(document, dict) or "schema_version" not in document:
         raise ResultsError(f"{path}: not a pgarena results document (no schema_version)")
     version = document["schema_version"]
-    if version != SCHEMA_VERSION:
-        raise ResultsError(f"{path}: schema_version {version} is not supported (this pgarena reads {SCHEMA_VERSION})")
+    if version not in MIGRATIONS and version != SCHEMA_VERSION:
+        raise ResultsError(f"{path}: schema_version {version} is not supported (this pgarena reads "
+                           f"{', '.join(map(str, sorted(MIGRATIONS)))} and {SCHEMA_VERSION})")
+    while version != SCHEMA_VERSION:
+        document, version = MIGRATIONS[version](document), version + 1
     try:
-        return RunResults.model_validate_json(text)
+        return RunResults.model_validate(document)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "document"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ResultsError(f"{path}: not a valid pgarena results document: {where}: {first['msg']}{more}") from None
+
+
+def _answered_per_second(repetition: dict) -> float:
+    """2xx answers per second of a stored repetition (its status codes over its duration)."""
+    answered = sum(n for code, n in (repetition.get("status_codes") or {}).items() if str(code).startswith("2"))
+    duration = repetition.get("duration_seconds") or 0
+    return answered / duration if duration else 0.0
+
+
+def update_to_3(document: dict) -> dict:
+    """Schema 2 → 3: `rps` meant every completed request per second; it now means 2xx answers per second.
+    The old figure moves to `requests_per_second_all` (per repetition and per cell summary), `rps` is
+    recomputed from the stored status codes; the cell's interval and spread follow from the new values.
+    Everything added in 3 has a default (no rounds: the run was sequential)."""
+    from pgarena.stats import spread
+
+    for cell in document.get("cells", []):
+        reps = cell.get("repetitions", [])
+        for rep in reps:
+            rep["requests_per_second_all"] = rep.get("rps")
+            rep["rps"] = _answered_per_second(rep)
+        summary = cell.get("summary")
+        if summary and reps:
+            summary["requests_per_second_all"] = summary.get("rps")
+            summary["rps"] = spread([r["rps"] for r in reps]).model_dump()
+            if summary.get("rps_interval") and len(reps) >= 2:
+                from pgarena.stats import confidence_interval, relative_half_width
+
+                values = [r["rps"] for r in reps]
+                low, high = confidence_interval(values, summary["rps_interval"]["level"])
+                summary["rps_interval"].update(mean=(low + high) / 2, low=low, high=high,
+                                               rel_half_width=relative_half_width(values, summary["rps_interval"]["level"]))
+    document["schema_version"] = 3
+    return document
+
+
+MIGRATIONS = {2: update_to_3}
+"""schema_version → the function that lifts a document of that version by one."""
 
 
 def json_schema() -> dict:

@@ -18,3 +18,36 @@ def test_schema_documents_the_version_and_units():
     assert schema["properties"]["schema_version"]["default"] == SCHEMA_VERSION
     latency = schema["$defs"]["Latency"]["properties"]
     assert all(name.endswith("_ms") for name in latency if name != "censored")
+
+
+def test_a_schema_2_document_is_migrated_rps_becoming_answered_work(tmp_path):
+    """Schema 2 stored every completed request per second as `rps`; 3 stores 2xx answers per second."""
+    import json
+
+    from pgarena.results import load, save
+    from tests.fixtures.report_run import sample_results
+
+    results = sample_results()
+    save(results, tmp_path)
+    document = json.loads((tmp_path / "results.json").read_text())
+    document["schema_version"] = 2
+    for cell in document["cells"]:
+        for rep in cell["repetitions"]:
+            rep["rps"] = rep.pop("requests_per_second_all") or rep["requests"] / rep["duration_seconds"]
+            rep["status_codes"] = {"200": rep["requests"] - 7, "500": 7}  # some failed in schema 2's figure
+        if cell.get("summary"):
+            cell["summary"].pop("requests_per_second_all", None)
+    (tmp_path / "results.json").write_text(json.dumps(document))
+    migrated = load(tmp_path)
+    assert migrated.schema_version == SCHEMA_VERSION == 3
+    cell = next(c for c in migrated.cells if c.repetitions and c.summary)
+    rep = cell.repetitions[0]
+    assert rep.rps == (rep.requests - 7) / rep.duration_seconds
+    assert rep.requests_per_second_all == rep.requests / rep.duration_seconds
+    assert cell.summary.requests_per_second_all is not None
+    import statistics
+
+    assert cell.summary.rps.median == statistics.median(r.rps for r in cell.repetitions)
+    if cell.summary.rps_interval is not None:
+        assert cell.summary.rps_interval.low <= statistics.fmean(r.rps for r in cell.repetitions) <= \
+            cell.summary.rps_interval.high

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import httpx
@@ -90,13 +91,15 @@ class AnswerSampler:
 
     def __init__(self, base_url: str, workload: str, variants: list[Variant],
                  headers: list[tuple[str, str | None]], timeout_s: float, routes: dict[str, str] | None = None, *,
-                 reuse: bool = True):
+                 reuse: bool = True, known_wrong: Collection[str] = ()):
         self._client = bare_client(base_url, timeout_s, routes or {})
         self._headers = headers
         self._netloc = httpx.URL(base_url).netloc.decode()
         self._workload = workload
         self._variants = variants
         self._reuse = reuse
+        self._known_wrong = frozenset(known_wrong)
+        """Columns verification already judged ❌ (answers.judge_rows): not judged again."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="pgarena-checks", daemon=True)
         self.samples: list[Sample] = []
@@ -150,7 +153,7 @@ class AnswerSampler:
         for sample in self.samples:
             reason = sample.error or judge_answer(
                 self._workload, sample.variant.expected, status=sample.status or 0, content_type=sample.content_type,
-                body=sample.body, sent_ms=sample.sent_ms, received_ms=sample.received_ms)
+                body=sample.body, sent_ms=sample.sent_ms, received_ms=sample.received_ms, known_wrong=self._known_wrong)
             if reason is not None:
                 failed += 1
                 if first is None:
@@ -160,10 +163,11 @@ class AnswerSampler:
 
 
 def check_variants(base_url: str, workload: str, variants: list[Variant], headers: list[tuple[str, str | None]],
-                   timeout_s: float, routes: dict[str, str] | None = None) -> tuple[int, str | None]:
+                   timeout_s: float, routes: dict[str, str] | None = None,
+                   known_wrong: Collection[str] = ()) -> tuple[int, str | None]:
     """Send every variant once, one at a time, before the load and judge each answer whole:
     (wrong answers, the first one's reason and request)."""
-    sampler = AnswerSampler(base_url, workload, variants, headers, timeout_s, routes)
+    sampler = AnswerSampler(base_url, workload, variants, headers, timeout_s, routes, known_wrong=known_wrong)
     try:
         sampler.samples = [sampler.send(variant) for variant in variants]
     finally:

@@ -141,7 +141,7 @@ class InterleavedRun:
             minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
             try:
                 cell.warmup = warm_until_steady(self._cell_run(live, cell), engine=self.ctx.engine,  # type: ignore[arg-type]
-                                                config=config, minimum_s=minimum)
+                                                config=config, minimum_s=minimum, db=self.ctx.db)
             except EngineOutputError as exc:
                 self.ctx.log(f"[{live.id}] warm-up failed: {exc}")
                 continue
@@ -152,11 +152,13 @@ class InterleavedRun:
             live.warmed.add(cell.workload)
 
     def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
+        from pgarena.runner import known_wrong_columns
+
         run = self.runs.get(cell.key)
         if run is None:
             run = start_cell(cell, engine=self.ctx.engine, config=self.ctx.config, db=self.ctx.db,  # type: ignore[arg-type]
                              base_url=live.base_url, run_dir=self.ctx.run_dir, routes=live.routes, log=self.ctx.log,
-                             variants_cache=self.ctx.variants_cache)
+                             variants_cache=self.ctx.variants_cache, known_wrong=known_wrong_columns(self.ctx, cell))
             self.runs[cell.key] = run
         return run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -268,7 +268,7 @@ def window_cpu_seconds(samples: list[tuple[float, float]], raw_output: Path, dur
 
 def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str,
                       routes: dict[str, str], raw_dir: Path, label: str, log: Callable[[str], None],
-                      cache: dict | None) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
+                      cache: dict | None, known_wrong: Sequence[str] = ()) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
     """The cell's load spec, its read variants with their expected answers (tx: none; the sampler's tx
     requests are drawn per window) and, for tx, the accounts the generator's bodies touch.
 
@@ -291,7 +291,7 @@ def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Data
                      config=config, rate=rate, urls_file=urls_file)
     cell.variants = len(cases)
     cell.variants_failed, cell.variants_failure = check_variants(
-        base_url, cell.workload, cases, engine.request_headers(spec), config.http_timeout_s, routes)
+        base_url, cell.workload, cases, engine.request_headers(spec), config.http_timeout_s, routes, known_wrong)
     if cell.variants_failed:
         cell.flags.append(VARIANTS_WRONG)
         log(f"  {cell.variants_failed} of {len(cases)} variants answered wrongly before the load: "
@@ -328,6 +328,8 @@ class CellRun:
     """Read workloads: the request variants with their expected answers (the sampler's requests)."""
     tx_avoid: set[int] = field(default_factory=set)
     """tx: accounts the generator's bodies touch (the sampler's transactions use others)."""
+    known_wrong: tuple[str, ...] = ()
+    """Columns verification already judged ❌ for this stack: not judged again under load (answers.py)."""
     headers: list[tuple[str, str | None]] = field(default_factory=list)
     """The generator's request headers, which the sampler sends too."""
     tx_changes: txcheck.TxSnapshot | None = None
@@ -341,7 +343,8 @@ class CellRun:
 
 
 def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str, run_dir: Path,
-               routes: dict[str, str], log: Callable[[str], None], variants_cache: dict | None = None) -> CellRun:
+               routes: dict[str, str], log: Callable[[str], None], variants_cache: dict | None = None,
+               known_wrong: Sequence[str] = ()) -> CellRun:
     """The spec, variants (checked once, before any load: `_prepare_variants`) and files of a cell before
     its first window; whether window accounting is possible on this database."""
     raw_dir = run_dir / "raw" / cell.stack
@@ -349,19 +352,24 @@ def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, b
     label = cell_label(cell)
     spec, cases, tx_avoid = _prepare_variants(cell, engine=engine, config=config, db=db, base_url=base_url,
                                               routes=routes, raw_dir=raw_dir, label=label, log=log,
-                                              cache=variants_cache)
+                                              cache=variants_cache, known_wrong=known_wrong)
     cell.window_accounting_unavailable = accounting.available(db)
     return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label, cases=cases,
-                   tx_avoid=tx_avoid, headers=engine.request_headers(spec),
+                   tx_avoid=tx_avoid, headers=engine.request_headers(spec), known_wrong=tuple(known_wrong),
                    tx_changes=txcheck.ZERO if cell.workload == wl.TX else None)
 
 
-def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float) -> Warmup:
+def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
+                      db: Database | None = None) -> Warmup:
     """The cell's warm-up (warmup.py): one-second windows at its load until steady, at least `minimum_s`,
-    at most `config.warmup_cap_s`; not counted, but its 2xx answers count for tx."""
+    at most `config.warmup_cap_s`; not counted, but its 2xx answers count for tx. With `db` (interleaved
+    schedules, whose tx changes are summed per window) the warm-up's own tx changes are added too."""
+    tx_before = txcheck.snapshot(db) if db is not None and run.tx_changes is not None else None
     warmed = warmup.warm_up(lambda seconds: window_result(run_window(
         engine, run.spec, seconds, run.raw_dir, f"{run.label}-warmup", config), run), minimum_s=minimum_s,
         cap_s=config.warmup_cap_s)
+    if tx_before is not None:
+        run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))  # type: ignore[arg-type]
     return warmed.record
 
 
@@ -389,7 +397,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     is_tx = cell.workload == wl.TX
     sample_cases = _tx_sample_cases(db, cell, index, run.tx_avoid) if is_tx else run.cases
     sampler = AnswerSampler(base_url, cell.workload, sample_cases, run.headers, config.http_timeout_s, routes,
-                            reuse=not is_tx)
+                            reuse=not is_tx, known_wrong=run.known_wrong)
     # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
     before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
     with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
@@ -465,7 +473,8 @@ def finish_cell(run: CellRun, db: Database, log: Callable[[str], None],
 def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
                  cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None,
-                 variants_cache: dict | None = None, on_warmed: Callable[[], None] | None = None) -> None:
+                 variants_cache: dict | None = None, on_warmed: Callable[[], None] | None = None,
+                 known_wrong: Sequence[str] = ()) -> None:
     """Warm-up and back-to-back repetitions of one cell (the sequential schedule); fills cell.repetitions
     (and, for tx, its invariants).
 
@@ -476,7 +485,7 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
     window would take the measured time past `config.cell_budget_s`.
     """
     run = start_cell(cell, engine=engine, config=config, db=db, base_url=base_url, run_dir=run_dir, routes=routes,
-                     log=log, variants_cache=variants_cache)
+                     log=log, variants_cache=variants_cache, known_wrong=known_wrong)
     cpu = cpu or CpuMeters({})
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None else None
     cell.warmup = warm_until_steady(run, engine=engine, config=config, minimum_s=cell.warmup_seconds)

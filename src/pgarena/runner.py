@@ -443,6 +443,12 @@ def headroom_rps(ctx: _Context) -> float | None:
     return headroom.rps if headroom.generator_cpu_fraction >= GENERATOR_BOUND_CPU_FRACTION else None
 
 
+def known_wrong_columns(ctx: _Context, cell: Cell) -> tuple[str, ...]:
+    """The ❌ columns verification found for the cell's stack and workload (not judged again under load)."""
+    verification = ctx.results.verification(cell.stack, cell.workload)
+    return tuple(verification.wrong_columns) if verification else ()
+
+
 def mark_invalid_answers(ctx: _Context, cell: Cell) -> None:
     """Flags the cell inherits from its stack's verification: ❌ columns, wrong database accounting."""
     verification = ctx.results.verification(cell.stack, cell.workload)
@@ -492,7 +498,8 @@ def _run_cell(ctx: _Context, live: LiveStack, cell: Cell, warmed: set[str]) -> N
         try:
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=live.server,  # type: ignore[arg-type]
                          base_url=live.base_url, run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, cpu=live.cpu,
-                         on_repetition=on_repetition, on_warmed=on_warmed, variants_cache=ctx.variants_cache)
+                         on_repetition=on_repetition, on_warmed=on_warmed, variants_cache=ctx.variants_cache,
+                         known_wrong=known_wrong_columns(ctx, cell))
             record_cell_envelope(ctx.config, info, cell, poller)
             if cell.repetitions:
                 summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))

@@ -97,9 +97,9 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
     rep = cell.repetitions[0]
-    # the fixture answers wrongly whenever another request is in flight: most sampled answers are wrong
-    assert rep.checks_total > 0 and rep.checks_failed >= max(1, rep.checks_total // 2), (rep.checks_total,
-                                                                                          rep.checks_failed)
+    # the fixture answers wrongly whenever another request is in flight: sampled answers are wrong (how many
+    # depends on how often the sampler's request meets another one)
+    assert rep.checks_total > 0 and rep.checks_failed >= 1, (rep.checks_total, rep.checks_failed)
     assert "checks-failed>1%" in cell.flags
     assert rep.errors.total == 0  # every status was 200: only the checks can see the wrong answers
 
@@ -110,7 +110,7 @@ def test_tx_cell_checks_the_invariants_and_fails_on_lost_writes(tmp_path, fixtur
         "workloads": ["tx"], "vus": [4], "repetitions": 2, "warmup_s": 1, "duration_s": 1, "engine": "k6"})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
-    assert cell.status == "ok" and cell.tx_invariants.holds
+    assert cell.status == "ok" and cell.tx_invariants.holds, (cell.error, cell.flags)
     assert cell.tx_invariants.history_rows_added == cell.tx_invariants.answered_200 > cell.summary.requests_total // 2
     assert "✅ hold" in (run_dir / "report.md").read_text()
 
@@ -209,12 +209,10 @@ def test_a_stack_returning_numeric_as_a_float_is_flagged_and_ranked_among_all_on
     from pgarena.report.ranking import UNRANKED
     from pgarena.report.verdicts import run_verdicts
 
-    monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "numeric",
         "stacks": ["fixture-good", "fixture-numeric-float"], "workloads": ["perf-test"], "perf_test_rows": [10],
-        "vus": [2], "repetitions": 2, "warmup_s": 0.1, "duration_s": 0.1,
-        "headroom": False,  # the fake generator's "headroom" equals every cell's rate: all would be generator-bound
+        "vus": [2], "repetitions": 2, "warmup_s": 0.5, "duration_s": 0.5, "warmup_cap_s": 3, "headroom": False,
     })
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)

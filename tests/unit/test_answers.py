@@ -109,3 +109,15 @@ def test_tx_sampler_bodies_touch_accounts_the_generator_never_does():
         for name, (low, high) in wl.TX_RANGES.items():
             assert low <= fields[name] <= high
     assert tx_sampler_bodies(40, seed=2, avoid_aids=taken) == bodies  # reproducible
+
+
+def test_columns_already_wrong_at_verification_are_not_judged_again_but_the_others_are():
+    """A stack whose timestamps verification found cut to milliseconds (columns-wrong, ranked among all)
+    must not turn every sampled answer into a failed check; any other wrong column still fails."""
+    cut = dict(USER, created_at="2024-01-01T00:37:11+00:00")  # a lost half second: ❌ created_at
+    raw = json.dumps([cut]).encode()
+    args = dict(status=200, content_type=JSON, body=raw, sent_ms=1000.0, received_ms=1002.0)
+    assert "created_at" in judge_answer("users", [USER], **args)
+    assert judge_answer("users", [USER], **args, known_wrong={"created_at"}) is None
+    both = json.dumps([dict(cut, full_name="Ada Turing")]).encode()
+    assert "full_name" in judge_answer("users", [USER], **{**args, "body": both}, known_wrong={"created_at"})

@@ -92,8 +92,12 @@ class ConnectionPoller:
                 if self._ports is None:
                     row = self._conn.execute(COUNT_SQL, (self._role, ADMIN_APPLICATION_NAME)).fetchone()
                 else:
-                    mine = self._ports()
+                    # NOTE: the stack's ports are read before and after pg_stat_activity, and a connection counts
+                    # if either read saw it: a connection opened per request lives a few milliseconds, and
+                    # one read alone would miss those born or gone in between.
+                    before = self._ports()
                     seen = self._conn.execute(PORTS_SQL, (self._role, ADMIN_APPLICATION_NAME)).fetchall()
+                    mine = before | self._ports()
                     row = (sum(1 for (port,) in seen if port in mine),)
             except psycopg.Error as exc:
                 self.error = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

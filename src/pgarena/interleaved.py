@@ -139,12 +139,22 @@ class InterleavedRun:
             if cell.workload in live.warmed or cell.repetitions or live.crashed():
                 continue
             minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
+            poller = live.connections
+            if poller is not None:
+                poller.active = True
+                poller.take_peak()
             try:
                 cell.warmup = warm_until_steady(self._cell_run(live, cell), engine=self.ctx.engine,  # type: ignore[arg-type]
                                                 config=config, minimum_s=minimum, db=self.ctx.db)
             except EngineOutputError as exc:
                 self.ctx.log(f"[{live.id}] warm-up failed: {exc}")
                 continue
+            finally:
+                if poller is not None:
+                    peak = poller.take_peak()
+                    poller.active = False
+                    if cell.warmup is not None:
+                        cell.warmup.peak_connections = peak
             self.ctx.log(f"[{live.id}] {cell.workload}: warmed {cell.warmup.seconds:.0f} s"
                          + ("" if cell.warmup.steady else " (not steady at the cap)"))
             live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, cell.warmup.seconds)

@@ -47,8 +47,9 @@ def _run(tmp_path, schedule: str, run_id: str):
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": stacks_dir, "results_dir": tmp_path / "results", "run_id": run_id, "stacks": ["slow", "fast"],
         "workloads": ["static"], "vus": [4], "repetitions": 3, "max_repetitions": 6 if schedule == "interleaved" else 3,
-        "warmup_s": 0.3, "duration_s": 0.5, "cell_budget_s": 10, "headroom": False, "engine": "oha",
-        "schedule": schedule, "schedule_seed": 5, "rewarm_s": 0.2, "target_rel_half_width": 0.05})
+        "warmup_s": 0.3, "duration_s": 0.5, "warmup_cap_s": 2, "cell_budget_s": 10, "headroom": False, "engine": "oha",
+        "schedule": schedule, "schedule_seed": 5, "seed": 0,  # seed 0: "slow" runs first when sequential
+        "rewarm_s": 0.2, "target_rel_half_width": 0.05})
     return load(runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lambda _: None))
 
 

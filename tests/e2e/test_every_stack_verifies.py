@@ -28,8 +28,10 @@ def test_every_stack_toml_loads():
 @pytest.fixture(scope="module")
 def verified(tmp_path_factory, request):
     # only the stacks whose tests were selected (`-k go-nethttp-pgx`): one verify run builds them all
+    # (other modules parametrize a "stack" too, by id string: only this module's items count)
     selected = {item.callspec.params["stack"].id for item in request.session.items
-                if getattr(item, "callspec", None) is not None and "stack" in item.callspec.params}
+                if getattr(item, "callspec", None) is not None and "stack" in item.callspec.params
+                and item.module is request.module}
     available = [s.id for s in STACKS if s.available and s.id in selected]
     results_dir = tmp_path_factory.mktemp("verify-all")
     done = subprocess.run([sys.executable, "-m", "pgarena", "verify", "--stacks", ",".join(available),

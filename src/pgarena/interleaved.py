@@ -236,7 +236,7 @@ class InterleavedRun:
 
     # --- phases ---------------------------------------------------------------------------------------
     def run_phase(self, phase: _Phase) -> RoundsOutcome:
-        from pgarena.runner import headroom_rps
+        from pgarena.runner import cell_title, headroom_rps
 
         ctx, config = self.ctx, self.ctx.config
         record = next((p for p in self.record.phases if p.name == phase.name), None)
@@ -267,8 +267,10 @@ class InterleavedRun:
                 ctx.progress.total += len(phase.cells)
             save(ctx.results, ctx.run_dir)
 
+        titles = {key[1:]: cell_title(cell) for key, cell in phase.cells.items()}
         outcome = run_rounds(phase.pairs(), seed=self.record.seed or 0, policy=policy,
-                             measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end)
+                             measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end,
+                             label=lambda cell: titles.get(cell, str(cell)))
         for key, cell in phase.cells.items():
             run = self.runs.get(key)
             if run is not None:

@@ -65,9 +65,10 @@ def _per_round(values: Mapping[int, float | None], rounds: int) -> list[float | 
 
 
 def cell_unsettled(cell: Hashable, per_stack: Mapping[str, Sequence[float | None]], *, target_rel_half_width: float,
-                   level: float) -> list[str]:
-    """One cell's adjacent pairs that are neither ordered nor within the target width, as sentences."""
-    return [f"{cell}: {pair.sentence()}" for pair in adjacent_pairs(per_stack, level)
+                   level: float, label: Callable[[Hashable], str] = str) -> list[str]:
+    """One cell's adjacent pairs that are neither ordered nor within the target width, as sentences
+    ("<label of the cell>: a and b are indistinguishable (0.97–1.05)")."""
+    return [f"{label(cell)}: {pair.sentence()}" for pair in adjacent_pairs(per_stack, level)
             if not pair.settled(target_rel_half_width)]
 
 
@@ -75,7 +76,8 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                measure: Callable[[Slot], float | None],
                known: Mapping[tuple[str, Hashable, int], float | None] | None = None,
                clock: Callable[[], float] = time.monotonic,
-               on_round_end: Callable[[int, list[str]], None] | None = None) -> RoundsOutcome:
+               on_round_end: Callable[[int, list[str]], None] | None = None,
+               label: Callable[[Hashable], str] = str) -> RoundsOutcome:
     """Measure interleaved rounds of `pairs` until the policy says stop (see the module docstring).
 
     A cell whose pairs are all settled after at least `min_rounds` rounds leaves the rounds (its stacks'
@@ -110,7 +112,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
         for cell in list(active):
             cell_rounds[cell] = r
             per_stack = {stack: _per_round(by_round, r) for stack, by_round in figures[cell].items()}
-            still = cell_unsettled(cell, per_stack, target_rel_half_width=policy.target_rel_half_width,
+            still = cell_unsettled(cell, per_stack, label=label, target_rel_half_width=policy.target_rel_half_width,
                                    level=policy.level)
             if r >= policy.min_rounds and not still:
                 active.remove(cell)

@@ -141,3 +141,14 @@ def test_a_settled_cell_leaves_the_rounds_while_an_unsettled_one_goes_on():
     assert sum(1 for w in machine.windows if w.cell == clear) == 6
     assert sum(1 for w in machine.windows if w.cell == close) == 12
     assert len(outcome.values[clear]["a"]) == 3 and len(outcome.values[close]["a"]) == 6
+
+
+def test_unsettled_pairs_name_the_cell_by_its_label():
+    from pgarena.scheduler import RoundsPolicy, run_rounds
+
+    scatter = random.Random(3)
+    outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=lambda slot: 1000 * scatter.uniform(0.7, 1.3),
+                         policy=RoundsPolicy(min_rounds=2, max_rounds=2, target_rel_half_width=0.001),
+                         label=lambda cell: "perf-test rows1 @ 50 VUs")
+    assert outcome.unsettled and outcome.unsettled[0].startswith("perf-test rows1 @ 50 VUs: ")
+    assert "indistinguishable" in outcome.unsettled[0]

@@ -439,6 +439,8 @@ def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
             conn.execute(_sql("perf_test.sql"))
         if "users" in workloads or "graphql" in workloads:
             conn.execute(_sql("users.sql"))
+        if any(name.startswith("perf-") and name != "perf-test" for name in workloads):
+            conn.execute(_sql("scenarios.sql"))
         conn.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
             pgsql.Identifier(namespace.SCHEMA), pgsql.Identifier(db.user)))
     if "tx" in workloads:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.postgres import PostgresError, find_bin_dir, load_workload_data, provide_database
+from pgarena.db.postgres import PostgresError, find_bin_dir, load_workload_data, provide_database
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 FIXTURE_STACKS = PROJECT_DIR / "tests" / "fixtures" / "stacks"

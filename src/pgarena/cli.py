@@ -18,17 +18,17 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from pgarena import compare as comparing
-from pgarena import config as cfg
-from pgarena.engines import EngineUnavailable, get_engine
-from pgarena.postgres import PostgresError
+from pgarena.analysis import compare as comparing
+from pgarena.config import run as cfg
+from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.db.postgres import PostgresError
 from pgarena.report import with_baseline, write_reports
-from pgarena.results import ResultsError, json_schema, load
-from pgarena.progress import RunProgress
-from pgarena.runner import RunError, describe_os_error, execute, load_for_resume, new_run_id
-from pgarena.sharedrates import slowest_peaks
-from pgarena.stackdef import load_stacks
-from pgarena.verify import failed_stacks
+from pgarena.results.models import ResultsError, json_schema, load
+from pgarena.pipeline.progress import RunProgress
+from pgarena.pipeline.runner import RunError, describe_os_error, execute, load_for_resume, new_run_id
+from pgarena.analysis.sharedrates import slowest_peaks
+from pgarena.config.stackdef import load_stacks
+from pgarena.verify.verification import failed_stacks
 
 app = typer.Typer(
     add_completion=False,
@@ -401,8 +401,8 @@ def param_modes(
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
 ) -> None:
     """Measure perf_test's database cost with literals vs bound parameters (pgbench), for docs/workloads.md."""
-    from pgarena.parammodes import markdown, measure
-    from pgarena.postgres import load_workload_data, provide_database
+    from pgarena.pipeline.parammodes import markdown, measure
+    from pgarena.db.postgres import load_workload_data, provide_database
 
     generator_cpus, server_cpus = cfg.default_cpu_sets()
     workdir = results_dir / f"param-modes-{new_run_id()}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.ceiling import measure_ceiling
+from pgarena.db.ceiling import measure_ceiling
 from tests.conftest import needs_postgres
 
 pytestmark = [needs_postgres, pytest.mark.postgres]

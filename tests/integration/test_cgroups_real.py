@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena import cgroups
-from pgarena.cgroups import CgroupBackend, probe
+from pgarena.system import cgroups
+from pgarena.system.cgroups import CgroupBackend, probe
 
 
 def _backends() -> list[pytest.param]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena import runner
-from pgarena.config import build_config
-from pgarena.engines import EngineUnavailable, get_engine
-from pgarena.report.ranking import UNRANKED, throughput_ranks
-from pgarena.results import load
-from pgarena.values import Verdict
-from pgarena.variants import PERF_TEST_VARIANTS
+from pgarena.pipeline import runner
+from pgarena.config.run import build_config
+from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.analysis.ranking import UNRANKED, throughput_ranks
+from pgarena.results.models import load
+from pgarena.contract.values import Verdict
+from pgarena.verify.variants import PERF_TEST_VARIANTS
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pgarena import runner
-from pgarena.config import build_config
-from pgarena.engines import EngineUnavailable, get_engine
-from pgarena.report.ranking import throughput_ranks
-from pgarena.results import load
-from pgarena.startline import shuffled
+from pgarena.pipeline import runner
+from pgarena.config.run import build_config
+from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.analysis.ranking import throughput_ranks
+from pgarena.results.models import load
+from pgarena.db.startline import shuffled
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 from tests.integration.test_pipeline import FakeOha
 

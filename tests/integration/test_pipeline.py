@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena import runner
-from pgarena.config import build_config
-from pgarena.engines.oha import OhaEngine
+from pgarena.pipeline import runner
+from pgarena.config.run import build_config
+from pgarena.load.engines.oha import OhaEngine
 from pgarena.report.markdown import render_markdown
-from pgarena.results import SCHEMA_VERSION, load
+from pgarena.results.models import SCHEMA_VERSION, load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
@@ -84,7 +84,7 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
 
 @pytest.mark.parametrize("engine", ["oha", "k6"])
 def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env, engine):
-    from pgarena.engines import EngineUnavailable, get_engine
+    from pgarena.load.engines import EngineUnavailable, get_engine
 
     try:
         get_engine(engine).binary  # noqa: B018
@@ -206,8 +206,8 @@ def test_a_declared_min_warmup_is_the_least_warmup_before_the_first_cell_of_each
 
 
 def test_a_stack_returning_numeric_as_a_float_is_flagged_and_ranked_among_all_only(tmp_path, monkeypatch, fixture_env):
-    from pgarena.report.ranking import UNRANKED
-    from pgarena.report.verdicts import run_verdicts
+    from pgarena.analysis.ranking import UNRANKED
+    from pgarena.analysis.verdicts import run_verdicts
 
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "numeric",

@@ -10,8 +10,8 @@ import psycopg
 from psycopg import sql
 import pytest
 
-from pgarena import workloads as wl
-from pgarena.postgres import PostgresError, find_bin_dir, load_workload_data, provide_database, server_facts
+from pgarena.contract import workloads as wl
+from pgarena.db.postgres import PostgresError, find_bin_dir, load_workload_data, provide_database, server_facts
 from tests.conftest import needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
@@ -126,7 +126,7 @@ def test_unreachable_external_database_is_one_clear_error(tmp_path):
 
 
 def test_missing_server_binaries_say_how_to_install(monkeypatch, tmp_path):
-    monkeypatch.setattr("pgarena.postgres.glob.glob", lambda pattern: [])
-    monkeypatch.setattr("pgarena.postgres.shutil.which", lambda name: None)
+    monkeypatch.setattr("pgarena.db.postgres.glob.glob", lambda pattern: [])
+    monkeypatch.setattr("pgarena.db.postgres.shutil.which", lambda name: None)
     with pytest.raises(PostgresError, match="apt-get install postgresql"):
         find_bin_dir(tmp_path)

@@ -13,9 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pgarena import workloads as wl
-from pgarena.engines import EngineUnavailable, get_engine
-from pgarena.engines.base import LoadSpec
+from pgarena.contract import workloads as wl
+from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.load.engines.base import LoadSpec
 
 
 class _Recorder(BaseHTTPRequestHandler):

@@ -10,9 +10,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgarena import namespace
-from pgarena.postgres import (ClusterSettings, PostgresError, free_port, load_workload_data, provide_database)
-from pgarena.results import load
+from pgarena.db import namespace
+from pgarena.db.postgres import (ClusterSettings, PostgresError, free_port, load_workload_data, provide_database)
+from pgarena.results.models import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
@@ -135,7 +135,7 @@ def test_a_role_named_pgarena_of_the_users_is_refused(user_server, tmp_path):
 
 
 def test_accounting_says_how_to_enable_it_for_an_unprivileged_role(user_server, tmp_path):
-    from pgarena import accounting
+    from pgarena.db import accounting
 
     url = _user_database(user_server, "plain")
     with psycopg.connect(url, autocommit=True) as conn:
@@ -166,7 +166,7 @@ def test_managed_cluster_can_give_the_stacks_a_role_named_postgres(tmp_path):
         load_workload_data(db, ["users"])
         with psycopg.connect(db.url) as conn:
             assert conn.execute("SELECT current_user, count(*) FROM users GROUP BY 1").fetchone() == ("postgres", 10000)
-        from pgarena import accounting
+        from pgarena.db import accounting
 
         assert accounting.available(db) is None  # pgarena's own superuser has another name
 
@@ -174,8 +174,8 @@ def test_managed_cluster_can_give_the_stacks_a_role_named_postgres(tmp_path):
 def test_an_app_with_hard_coded_credentials_and_no_health_endpoint_verifies(tmp_path, fixture_env):
     """An app written elsewhere: it builds its own URL from fixed credentials (in [database]) and has no
     health path of its own, so pgarena polls its users request instead."""
-    from pgarena import runner
-    from pgarena.config import build_config
+    from pgarena.pipeline import runner
+    from pgarena.config.run import build_config
 
     stack = tmp_path / "stacks" / "elsewhere"
     stack.mkdir(parents=True)

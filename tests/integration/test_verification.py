@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.postgres import free_port
-from pgarena.process import ServerProcess, wait_until_healthy
-from pgarena.runner import stack_environment, stack_values
-from pgarena.stackdef import load_stacks
-from pgarena.values import Verdict
-from pgarena.verify import verify_stack
+from pgarena.db.postgres import free_port
+from pgarena.system.process import ServerProcess, wait_until_healthy
+from pgarena.pipeline.runner import stack_environment, stack_values
+from pgarena.config.stackdef import load_stacks
+from pgarena.contract.values import Verdict
+from pgarena.verify.verification import verify_stack
 from tests.conftest import FIXTURE_STACKS, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
 
 
 def _verify(stack_id, managed_db, tmp_path, fixture_env):
-    from pgarena.config import build_config
+    from pgarena.config.run import build_config
 
     config = build_config(project_dir=tmp_path, overrides={"pool_size": 4, "workers": 1})
     stack = next(s for s in load_stacks(FIXTURE_STACKS)[0] if s.id == stack_id)
@@ -104,7 +104,7 @@ def test_verify_exits_1_and_names_each_failing_stack(tmp_path, fixture_env):
     import subprocess
     import sys
 
-    from pgarena.results import load
+    from pgarena.results.models import load
     from tests.conftest import PROJECT_DIR
 
     done = subprocess.run(

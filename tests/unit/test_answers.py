@@ -5,9 +5,9 @@ from decimal import Decimal
 
 import pytest
 
-from pgarena import workloads as wl
-from pgarena.answers import STATIC_TOLERANCE_MS, judge_answer
-from pgarena.variants import PERF_TEST_VARIANTS, perf_test_values, requests_for, tx_aids, tx_sampler_bodies
+from pgarena.contract import workloads as wl
+from pgarena.verify.answers import STATIC_TOLERANCE_MS, judge_answer
+from pgarena.verify.variants import PERF_TEST_VARIANTS, perf_test_values, requests_for, tx_aids, tx_sampler_bodies
 
 USER = {"id": 1, "username": "user00001", "full_name": "Grace Lovelace", "email": "user00001@example.com",
         "age": 25, "created_at": "2024-01-01T00:37:11.5+00:00"}

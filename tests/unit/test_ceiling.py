@@ -1,8 +1,8 @@
-"""The database ceiling's pgbench scripts and log reading (pgarena.ceiling)."""
+"""The database ceiling's pgbench scripts and log reading (pgarena.db.ceiling)."""
 
 from __future__ import annotations
 
-from pgarena.ceiling import read_aggregate_logs, workload_script
+from pgarena.db.ceiling import read_aggregate_logs, workload_script
 
 
 def test_scripts_run_each_workloads_statements():

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from pgarena import cgroups
-from pgarena.cgroups import CgroupBackend, probe
+from pgarena.system import cgroups
+from pgarena.system.cgroups import CgroupBackend, probe
 
 CPU_STAT = """\
 usage_usec 2500000
@@ -153,6 +153,6 @@ def test_sweep_removes_empty_groups_of_dead_processes_only(tmp_path, monkeypatch
     for path in (dead, alive, busy, foreign):
         path.mkdir(parents=True)
     (busy / "cgroup.procs").write_text("123\n")  # a real group with processes cannot be removed
-    monkeypatch.setattr("pgarena.cgroups.psutil.pid_exists", lambda pid: pid == os.getpid())
+    monkeypatch.setattr("pgarena.system.cgroups.psutil.pid_exists", lambda pid: pid == os.getpid())
     assert backend.sweep_stale() == [dead]
     assert not dead.exists() and alive.exists() and busy.exists() and foreign.exists()

@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from pgarena.compare import (compare_figure, compare_runs, render_html, render_markdown, summary_text, terminal_lines,
+from pgarena.analysis.compare import (compare_figure, compare_runs, render_html, render_markdown, summary_text, terminal_lines,
                              welch_test)
-from pgarena.results import (Cell, CellSummary, DatabaseInfo, Environment, Errors, Latency, Repetition,
+from pgarena.results.models import (Cell, CellSummary, DatabaseInfo, Environment, Errors, Latency, Repetition,
                              RunResults, StackInfo)
-from pgarena.stats import spread
+from pgarena.analysis.stats import spread
 
 
 def make_cell(stack: str, rps: list[float], p99_ms: list[float] | None = None, *, workload: str = "perf-test",
@@ -233,7 +233,7 @@ def test_html_escapes_run_content() -> None:
 def test_terminal_table_shows_every_column_at_its_minimum_width() -> None:
     from rich.console import Console
 
-    from pgarena.compare import TERMINAL_TABLE_MIN_WIDTH, terminal_table
+    from pgarena.analysis.compare import TERMINAL_TABLE_MIN_WIDTH, terminal_table
 
     a = make_run("a", [make_cell("pg-fastapi-asyncpg", spread_around(110_000, 0.01), [1234.5, 1200, 1210])])
     b = make_run("b", [make_cell("pg-fastapi-asyncpg", spread_around(80_000, 0.01), [1334.5, 1300, 1310])])
@@ -247,7 +247,7 @@ def test_terminal_table_shows_every_column_at_its_minimum_width() -> None:
 
 
 def test_drift_is_the_median_change_and_quick_runs_get_a_noise_note() -> None:
-    from pgarena.compare import noise_warning
+    from pgarena.analysis.compare import noise_warning
 
     a = make_run("a", [make_cell("s1", [100, 101, 99]), make_cell("s2", [200, 202, 198]),
                        make_cell("s3", [300, 303, 297])])

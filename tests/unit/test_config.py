@@ -1,4 +1,4 @@
-"""Unit tests for pgarena.config: profiles, overrides, validation, redaction and CPU sets."""
+"""Unit tests for pgarena.config.run: profiles, overrides, validation, redaction and CPU sets."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pgarena import config
-from pgarena.config import (
+from pgarena.config import run as config
+from pgarena.config.run import (
     DEFAULT_ENGINE,
     DEFAULT_HTTP_TIMEOUT_S,
     DEFAULT_POOL_SIZE,
@@ -27,7 +27,7 @@ from pgarena.config import (
     redact_secrets,
     redact_url,
 )
-from pgarena.stackdef import WORKLOAD_NAMES
+from pgarena.config.stackdef import WORKLOAD_NAMES
 
 URL = "postgresql://pgarena:s3cret-pw@127.0.0.1:5439/pgarena"
 

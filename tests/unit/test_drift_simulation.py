@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import random
 
-from pgarena.paired import paired_ranks, paired_ratio
-from pgarena.schedule import Slot, plan
-from pgarena.stats import confidence_interval, rank_with_ties
+from pgarena.analysis.paired import paired_ranks, paired_ratio
+from pgarena.load.schedule import Slot, plan
+from pgarena.analysis.stats import confidence_interval, rank_with_ties
 
 TRUE_RPS = {"a": 1000.0, "b": 1100.0}
 CELL = ("perf-test", 1, "closed", 50)
@@ -76,8 +76,8 @@ class DriftingMachine:
 
 
 def test_scheduler_settles_the_true_order_on_a_drifting_machine():
-    from pgarena.paired import paired_ranks
-    from pgarena.scheduler import RoundsPolicy, run_rounds
+    from pgarena.analysis.paired import paired_ranks
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
 
     machine = DriftingMachine({"a": 1000.0, "b": 1100.0, "c": 1105.0}, drift_per_s=0.01, seed=3)
     pairs = [(s, CELL) for s in ("a", "b", "c")]
@@ -92,7 +92,7 @@ def test_scheduler_settles_the_true_order_on_a_drifting_machine():
 
 
 def test_scheduler_stops_on_its_budget_and_says_so():
-    from pgarena.scheduler import RoundsPolicy, run_rounds
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
 
     machine = DriftingMachine({"a": 1000.0, "b": 1000.0}, drift_per_s=0.0, seed=1)
     scatter = random.Random(2)
@@ -108,7 +108,7 @@ def test_scheduler_stops_on_its_budget_and_says_so():
 
 
 def test_resumed_rounds_do_not_measure_known_windows_again():
-    from pgarena.scheduler import RoundsPolicy, run_rounds
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
 
     machine = DriftingMachine({"a": 1000.0, "b": 2000.0}, drift_per_s=0.0, seed=1)
     known = {("a", CELL, 1): 1000.0, ("b", CELL, 1): 2000.0, ("a", CELL, 2): 1001.0}
@@ -120,7 +120,7 @@ def test_resumed_rounds_do_not_measure_known_windows_again():
 
 
 def test_a_settled_cell_leaves_the_rounds_while_an_unsettled_one_goes_on():
-    from pgarena.scheduler import RoundsPolicy, run_rounds
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
 
     clear, close = ("clear",), ("close",)
     machine = DriftingMachine({"a": 1000.0, "b": 2000.0}, drift_per_s=0.0, seed=4)
@@ -144,7 +144,7 @@ def test_a_settled_cell_leaves_the_rounds_while_an_unsettled_one_goes_on():
 
 
 def test_unsettled_pairs_name_the_cell_by_its_label():
-    from pgarena.scheduler import RoundsPolicy, run_rounds
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
 
     scatter = random.Random(3)
     outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=lambda slot: 1000 * scatter.uniform(0.7, 1.3),

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.engines import ENGINES, EngineUnavailable, LoadSpec, get_engine
-from pgarena.engines.base import EngineOutputError
-from pgarena.engines.k6 import K6Engine, parse_k6_summary
-from pgarena.engines.oha import OhaEngine, classify_oha_errors, parse_oha_json
+from pgarena.load.engines import ENGINES, EngineUnavailable, LoadSpec, get_engine
+from pgarena.load.engines.base import EngineOutputError
+from pgarena.load.engines.k6 import K6Engine, parse_k6_summary
+from pgarena.load.engines.oha import OhaEngine, classify_oha_errors, parse_oha_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "engines"
 REPO = Path(__file__).resolve().parents[2]
@@ -308,7 +308,7 @@ def test_k6_pgarena_latency_trend_is_preferred():
 
 
 def test_k6_script_counts_unanswered_requests_at_the_timeout():
-    script = resources.files("pgarena.engines").joinpath("k6_script.js").read_text(encoding="utf-8")
+    script = resources.files("pgarena.load.engines").joinpath("k6_script.js").read_text(encoding="utf-8")
     assert "new Trend('pgarena_latency', true)" in script
     assert "Math.max(res.timings.duration, timeoutMs)" in script
 
@@ -486,7 +486,7 @@ def test_k6_command(fake_binaries, tmp_path):
     script = Path(argv[-1])
     assert script == tmp_path / "k6_script.js"
     assert script.read_text(encoding="utf-8") == (
-        resources.files("pgarena.engines").joinpath("k6_script.js").read_text(encoding="utf-8"))
+        resources.files("pgarena.load.engines").joinpath("k6_script.js").read_text(encoding="utf-8"))
 
 
 def test_k6_command_with_body(fake_binaries, tmp_path):
@@ -531,7 +531,7 @@ def test_missing_binary_is_engine_unavailable_with_install_hint(monkeypatch, tmp
 
 
 def test_k6_script_is_package_data():
-    script = resources.files("pgarena.engines").joinpath("k6_script.js")
+    script = resources.files("pgarena.load.engines").joinpath("k6_script.js")
     assert script.is_file()
     text = script.read_text(encoding="utf-8")
     assert "export function handleSummary" in text
@@ -547,7 +547,7 @@ def test_pyproject_declares_k6_script_as_package_data():
     # an editable install reads src/ directly; this guards what a wheel would contain
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["pgarena"]
-    assert any(fnmatch.fnmatch("engines/k6_script.js", pattern) for pattern in patterns)
+    assert any(fnmatch.fnmatch("load/engines/k6_script.js", pattern) for pattern in patterns)
 
 
 def test_fixtures_are_unmodified_tool_output():
@@ -604,7 +604,7 @@ def test_k6_open_model_passes_an_integer_rate(fake_binaries, tmp_path):
 
 
 def test_k6_script_switches_to_constant_arrival_rate():
-    script = resources.files("pgarena.engines").joinpath("k6_script.js").read_text()
+    script = resources.files("pgarena.load.engines").joinpath("k6_script.js").read_text()
     assert "constant-arrival-rate" in script and "PGARENA_RATE" in script and "maxVUs" in script
 
 

@@ -1,4 +1,4 @@
-"""Saturation flags on crafted samples (pgarena.flags)."""
+"""Saturation flags on crafted samples (pgarena.contract.flags)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pgarena.flags import (DATABASE_BOUND, DATABASE_BOUND_DB_CPU_FRACTION, DATABASE_BOUND_STACK_CPU_FRACTION,
+from pgarena.contract.flags import (DATABASE_BOUND, DATABASE_BOUND_DB_CPU_FRACTION, DATABASE_BOUND_STACK_CPU_FRACTION,
                            GENERATOR_BOUND, GENERATOR_BOUND_CPU_FRACTION, TIMEOUTS, saturation_flags)
 
 
@@ -59,7 +59,7 @@ def test_invalid_samples_are_refused(args: tuple[float, float, float, int]) -> N
 def test_generator_bound_when_the_request_rate_reaches_the_measured_headroom() -> None:
     """Issue 10 item 7: a cell asking as fast as the generator can (≥ 90 % of its headroom) measured the
     generator, even when its CPU figure stayed below 90 %."""
-    from pgarena.flags import GENERATOR_BOUND_HEADROOM_FRACTION, INVALID
+    from pgarena.contract.flags import GENERATOR_BOUND_HEADROOM_FRACTION, INVALID
 
     assert GENERATOR_BOUND_HEADROOM_FRACTION == 0.90
     assert saturation_flags(0.5, None, None, 0, requests_per_second=9_000, headroom_rps=10_000) == [GENERATOR_BOUND]

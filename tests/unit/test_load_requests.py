@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from pgarena import workloads as wl
-from pgarena.checks import AnswerSampler, bare_client, check_variants, fill_headers
-from pgarena.engines import EngineUnavailable
-from pgarena.engines.base import LoadSpec
-from pgarena.engines.k6 import K6Engine
-from pgarena.engines.oha import OhaEngine
-from pgarena.variants import Variant
+from pgarena.contract import workloads as wl
+from pgarena.verify.checks import AnswerSampler, bare_client, check_variants, fill_headers
+from pgarena.load.engines import EngineUnavailable
+from pgarena.load.engines.base import LoadSpec
+from pgarena.load.engines.k6 import K6Engine
+from pgarena.load.engines.oha import OhaEngine
+from pgarena.verify.variants import Variant
 
 
 
@@ -91,7 +91,7 @@ def test_variants_are_checked_one_by_one_with_the_generator_headers(recorder):
 
 
 def test_tx_sampler_sends_each_body_once(recorder, monkeypatch):
-    import pgarena.checks as checks
+    import pgarena.verify.checks as checks
 
     monkeypatch.setattr(checks, "SAMPLE_INTERVAL_S", 0.01)
     base_url, seen = recorder

@@ -1,4 +1,4 @@
-"""Paired ratios, paired ranks and the interleaved stopping rule (pgarena.paired)."""
+"""Paired ratios, paired ranks and the interleaved stopping rule (pgarena.analysis.paired)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pgarena.paired import adjacent_pairs, paired_ranks, paired_ratio, ratios_to, settled
+from pgarena.analysis.paired import adjacent_pairs, paired_ranks, paired_ratio, ratios_to, settled
 
 
 def test_ratio_of_constant_ratios_is_exact_and_zero_width():

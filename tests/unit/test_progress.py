@@ -1,4 +1,4 @@
-"""Run progress: counts, ETA from finished cells, resume and skipped stacks (pgarena.progress)."""
+"""Run progress: counts, ETA from finished cells, resume and skipped stacks (pgarena.pipeline.progress)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from pgarena.progress import RunProgress, format_duration
+from pgarena.pipeline.progress import RunProgress, format_duration
 
 
 class Clock:

@@ -1,19 +1,19 @@
-"""Two runs agree on the ranking wherever both claim an order (pgarena.rankcheck)."""
+"""Two runs agree on the ranking wherever both claim an order (pgarena.analysis.rankcheck)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pgarena.config import build_config
-from pgarena.measure import summarize
-from pgarena.rankcheck import ranking_agreement
-from pgarena.results import Cell, Errors, Latency, Repetition
+from pgarena.config.run import build_config
+from pgarena.load.measure import summarize
+from pgarena.analysis.rankcheck import ranking_agreement
+from pgarena.results.models import Cell, Errors, Latency, Repetition
 from tests.unit.test_compare import make_run
 
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    monkeypatch.setattr("pgarena.config.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
     return build_config(profile="quick", project_dir=tmp_path)  # ±10 % target
 
 

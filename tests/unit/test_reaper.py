@@ -1,4 +1,4 @@
-"""A killed run's processes are found and stopped, and nothing else is (pgarena.reaper, process.py)."""
+"""A killed run's processes are found and stopped, and nothing else is (pgarena.system.reaper, process.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena import reaper
-from pgarena.process import ServerProcess, _prctl
+from pgarena.system import reaper
+from pgarena.system.process import ServerProcess, _prctl
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and uses prctl (Linux)")
 
@@ -135,7 +135,7 @@ def test_the_registry_records_tracks_and_its_watchdog_reaps_on_close(tmp_path, s
 
 def test_the_watchdog_reaps_when_pgarena_is_killed(tmp_path):
     script = (f"import sys, time; sys.path[:0] = {sys.path!r}\n"
-              "from pathlib import Path; from pgarena.reaper import PidRegistry; import subprocess\n"
+              "from pathlib import Path; from pgarena.system.reaper import PidRegistry; import subprocess\n"
               f"r = PidRegistry(Path({str(tmp_path)!r})).__enter__()\n"
               "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True)\n"
               "print(p.pid, flush=True); time.sleep(120)\n")
@@ -157,7 +157,7 @@ def test_the_watchdog_reaps_when_pgarena_is_killed(tmp_path):
 def test_a_server_dies_with_pgarena_even_on_sigkill(tmp_path):
     """The parent-death signal: ServerProcess's child gets SIGTERM when the process that started it dies."""
     script = (f"import sys, time; sys.path[:0] = {sys.path!r}\n"
-              "from pathlib import Path; from pgarena.process import ServerProcess\n"
+              "from pathlib import Path; from pgarena.system.process import ServerProcess\n"
               f"s = ServerProcess('exec sleep 120', cwd=Path('.'), env={{'PATH': '/usr/bin:/bin'}}, "
               f"log_path=Path({str(tmp_path / 'run.log')!r}))\n"
               "print(s.pid, flush=True); time.sleep(120)\n")

@@ -5,8 +5,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pgarena.loc import count
-from pgarena.workloads import http_client, routed
+from pgarena.stack.loc import count
+from pgarena.contract.workloads import http_client, routed
 
 POSTGREST = {"perf-test": "/rpc/perf_test", "users": "/users?order=id&select=id,username"}
 
@@ -49,7 +49,7 @@ def test_loc_counts_code_lines_only(tmp_path: Path):
 
 def test_every_real_stack_has_countable_sources():
     stacks = Path(__file__).resolve().parents[2] / "stacks"
-    from pgarena.stackdef import load_stacks
+    from pgarena.config.stackdef import load_stacks
 
     for stack in load_stacks(stacks)[0]:
         if stack.definition.source_globs:
@@ -76,7 +76,7 @@ def _answer(content_encoding: str | None, accept_encoding: str | None) -> httpx.
     ("deflate, gzip", "gzip", "deflate, gzip"),
 ])
 def test_unrequested_content_encoding(content_encoding, accept_encoding, unrequested):
-    from pgarena.workloads import unrequested_encoding
+    from pgarena.contract.workloads import unrequested_encoding
 
     assert unrequested_encoding(_answer(content_encoding, accept_encoding)) == unrequested
 

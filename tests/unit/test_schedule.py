@@ -1,4 +1,4 @@
-"""Schedules of windows (pgarena.schedule)."""
+"""Schedules of windows (pgarena.load.schedule)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from pgarena.schedule import interleaved, plan, round_order, sequential
+from pgarena.load.schedule import interleaved, plan, round_order, sequential
 
 PAIRS = [(s, c) for s in ("a", "b", "c") for c in ("perf-test@50", "users@50")]
 

@@ -1,5 +1,5 @@
 """Open-model levels shared by every stack, set from the slowest stack's peak of an earlier run
-(issue 10 item 6; pgarena.sharedrates)."""
+(issue 10 item 6; pgarena.analysis.sharedrates)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from pgarena.cli import app
-from pgarena.config import build_config
+from pgarena.config.run import build_config
 from pgarena.report.markdown import render_markdown
-from pgarena.report.ranking import BY_P99, rank_basis
-from pgarena.results import save
-from pgarena.runner import plan_cells
-from pgarena.sharedrates import rate_key, slowest_peaks
-from pgarena.stackdef import load_stacks
+from pgarena.analysis.ranking import BY_P99, rank_basis
+from pgarena.results.models import save
+from pgarena.pipeline.runner import plan_cells
+from pgarena.analysis.sharedrates import rate_key, slowest_peaks
+from pgarena.config.stackdef import load_stacks
 from tests.conftest import FIXTURE_STACKS
 from tests.fixtures.report_run import sample_results
 
@@ -30,7 +30,7 @@ def test_slowest_peaks_take_each_stacks_best_valid_closed_cell_then_the_lowest_s
 
 
 def test_shared_rates_plan_the_same_rate_for_every_stack(tmp_path, monkeypatch):
-    monkeypatch.setattr("pgarena.config.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
     config = build_config(project_dir=tmp_path, overrides={
         "workloads": ["perf-test"], "perf_test_rows": [1, 100], "vus": [1], "shared_rates": ["50%"],
         "shared_rate_peaks": {"perf-test/1": 4000.0}, "stacks_dir": FIXTURE_STACKS})
@@ -43,7 +43,7 @@ def test_shared_rates_plan_the_same_rate_for_every_stack(tmp_path, monkeypatch):
 
 
 def test_shared_rates_must_be_shares_and_need_peaks(tmp_path, monkeypatch):
-    monkeypatch.setattr("pgarena.config.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
     with pytest.raises(ValueError, match="share of the slowest peak"):
         build_config(project_dir=tmp_path, overrides={"shared_rates": ["2000"], "shared_rate_peaks": {"static": 1.0}})
     with pytest.raises(ValueError, match="--shared-rates-from"):

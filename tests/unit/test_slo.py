@@ -1,4 +1,4 @@
-"""The max-sustainable-throughput search against simulated stacks with a known capacity (pgarena.slo)."""
+"""The max-sustainable-throughput search against simulated stacks with a known capacity (pgarena.load.slo)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pgarena.slo import (BUDGET, CONVERGED, MAX_LEVEL, START_FAILS, LevelResult, SloSearch, SloTarget,
+from pgarena.load.slo import (BUDGET, CONVERGED, MAX_LEVEL, START_FAILS, LevelResult, SloSearch, SloTarget,
                          search_max_sustainable)
 
 CAPACITY = 1234.0  # requests/s the simulated stack can serve
@@ -205,11 +205,11 @@ def test_a_step_with_any_timeout_fails() -> None:
 
 def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypatch) -> None:
     """Every figure records its engine: an SLO search's record and the generator headroom line."""
-    from pgarena import measure
-    from pgarena.config import build_config
-    from pgarena.engines import LoadOutcome
+    from pgarena.load import measure
+    from pgarena.config.run import build_config
+    from pgarena.load.engines import LoadOutcome
     from pgarena.report.markdown import _headroom
-    from pgarena.results import Errors, Headroom, Latency
+    from pgarena.results.models import Errors, Headroom, Latency
     from tests.fixtures.report_run import sample_results
 
     class FakeEngine:
@@ -222,7 +222,7 @@ def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypa
         return measure.Window(out, 0.1, raw_dir / stem)
 
     monkeypatch.setattr(measure, "run_window", window)
-    monkeypatch.setattr("pgarena.config.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
     config = build_config(profile="quick", project_dir=tmp_path, overrides={"slo_p99_ms": 50.0})
     found = measure.search_sustainable(stack="s", workload="static", parameter=None, peak_rps=300.0,
                                        engine=FakeEngine(), config=config, base_url="http://127.0.0.1:1",  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Unit tests for pgarena.stackdef: loading and validating stacks/<id>/stack.toml."""
+"""Unit tests for pgarena.config.stackdef: loading and validating stacks/<id>/stack.toml."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.stackdef import (
+from pgarena.config.stackdef import (
     DEFAULT_BUILD_TIMEOUT_S,
     DEFAULT_HEALTH_PATH,
     DEFAULT_STARTUP_TIMEOUT_S,

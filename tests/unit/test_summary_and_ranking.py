@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.config import build_config
-from pgarena.flags import DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS
-from pgarena.measure import keep_repeating, summarize
-from pgarena.report.ranking import UNRANKED, comparable_groups, efficiency_ranks, throughput_ranks
-from pgarena.results import Cell, Errors, Latency, Repetition
+from pgarena.config.run import build_config
+from pgarena.contract.flags import DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS
+from pgarena.load.measure import keep_repeating, summarize
+from pgarena.analysis.ranking import UNRANKED, comparable_groups, efficiency_ranks, throughput_ranks
+from pgarena.results.models import Cell, Errors, Latency, Repetition
 
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    monkeypatch.setattr("pgarena.config.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
     return build_config(profile="full", project_dir=tmp_path)  # target ±2 %, 3..10 repetitions, 40 s budget
 
 
@@ -134,7 +134,7 @@ def test_efficiency_ranks_lower_cpu_per_request_first(config):
 
 
 def test_relative_arrival_rates_scale_the_closed_peak_of_the_same_parameter(config):
-    from pgarena.runner import resolve_rate
+    from pgarena.pipeline.runner import resolve_rate
 
     low = cell("a", [rep(i, 1000) for i in (1, 2, 3)], config)
     high = cell("a", [rep(i, 2000) for i in (1, 2, 3)], config, vus=100)
@@ -216,7 +216,7 @@ def _open(stack: str, rps: list[float], p99: list[float], config, spec: str, **k
 def test_open_model_at_a_shared_rate_ranks_p99_and_at_a_relative_rate_not_at_all(config):
     """Issue 10 item 6: at the same offered rate 2xx/s is the offered rate, so p99 decides; at a share
     of each stack's own peak the stacks got different loads, so nothing is ranked."""
-    from pgarena.report.ranking import BY_P99, BY_RPS, NOT_RANKED, rank_basis, table_ranks
+    from pgarena.analysis.ranking import BY_P99, BY_RPS, NOT_RANKED, rank_basis, table_ranks
 
     slow = _open("slow", [2000, 2001, 1999], [9.0, 9.1, 9.2], config, "2000")
     quick = _open("quick", [1999, 2000, 1998], [2.0, 2.1, 2.05], config, "2000")
@@ -251,7 +251,7 @@ SLOW = [10_000, 8_100, 11_900, 9_000]
 
 
 def test_paired_rounds_order_what_independent_intervals_cannot(config):
-    from pgarena.report.verdicts import table_verdict
+    from pgarena.analysis.verdicts import table_verdict
 
     fast, slow = rounds("fast", FAST, config), rounds("slow", SLOW, config)
     assert fast.summary.noisy and slow.summary.noisy
@@ -280,7 +280,7 @@ def statistics_median(values: list[float]) -> float:
 
 
 def test_indistinguishable_pairs_say_so(config):
-    from pgarena.report.verdicts import table_verdict
+    from pgarena.analysis.verdicts import table_verdict
 
     a = rounds("a", [10_000, 8_000, 12_000], config)
     b = rounds("b", [10_100, 7_900, 12_050], config)
@@ -291,8 +291,8 @@ def test_indistinguishable_pairs_say_so(config):
 
 def test_wrong_columns_rank_among_all_only_and_invalid_cells_in_neither(config):
     """Issue 11 item 5: ❌ columns: ranked among all stacks, named; a cache or failed requests: no rank."""
-    from pgarena.flags import COLUMNS_WRONG, INEXACT, INVALID, QUERIES_WRONG
-    from pgarena.report.verdicts import table_verdict
+    from pgarena.contract.flags import COLUMNS_WRONG, INEXACT, INVALID, QUERIES_WRONG
+    from pgarena.analysis.verdicts import table_verdict
 
     assert COLUMNS_WRONG in INEXACT and COLUMNS_WRONG not in INVALID and QUERIES_WRONG in INVALID
     fast = rounds("fast", FAST, config)
@@ -312,7 +312,7 @@ def test_wrong_columns_rank_among_all_only_and_invalid_cells_in_neither(config):
 
 
 def test_ratios_to_a_baseline_and_a_missing_baseline_is_said(config):
-    from pgarena.report.verdicts import table_verdict
+    from pgarena.analysis.verdicts import table_verdict
 
     fast, slow = rounds("fast", FAST, config), rounds("slow", SLOW, config)
     v = table_verdict([fast, slow], baseline="slow")
@@ -322,7 +322,7 @@ def test_ratios_to_a_baseline_and_a_missing_baseline_is_said(config):
 
 
 def test_a_sequential_fallback_mixes_paired_and_independent_comparisons(config):
-    from pgarena.report.verdicts import table_verdict
+    from pgarena.analysis.verdicts import table_verdict
 
     fast, slow = rounds("fast", FAST, config), rounds("slow", SLOW, config)
     alone = rounds("alone", [3_000, 3_010, 2_990], config, in_rounds=False)

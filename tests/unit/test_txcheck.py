@@ -2,7 +2,7 @@
 
 import pytest
 
-from pgarena.txcheck import TxSnapshot, check
+from pgarena.verify.txcheck import TxSnapshot, check
 
 BEFORE = TxSnapshot(accounts_sum=100, tellers_sum=100, branches_sum=100, history_delta_sum=100, history_rows=50)
 
@@ -65,7 +65,7 @@ def test_unknown_outcomes_never_excuse_a_lost_write_or_disagreeing_sums():
 
 
 def test_per_window_changes_add_up():
-    from pgarena.txcheck import ZERO, add
+    from pgarena.verify.txcheck import ZERO, add
 
     total = add(ZERO, BEFORE, after(-100, 5))
     total = add(total, after(-100, 5), after(-300, 12))

@@ -1,4 +1,4 @@
-"""Unit tests for pgarena.values: the per-PostgreSQL-type verdict rules.
+"""Unit tests for pgarena.contract.values: the per-PostgreSQL-type verdict rules.
 
 `expected` values are what PostgreSQL's `to_json` produces (parsed with `parse_json`, so numbers are
 int / Decimal); `actual` values are hand-made imitations of what real drivers and JSON encoders emit.
@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from pgarena.values import (
+from pgarena.contract.values import (
     RULES,
     Verdict,
     judge,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pgarena.results import DbAccounting
-from pgarena.values import Verdict
-from pgarena.verify import failed_stacks, failure_reasons
+from pgarena.results.models import DbAccounting
+from pgarena.contract.values import Verdict
+from pgarena.verify.verification import failed_stacks, failure_reasons
 from tests.fixtures.report_run import sample_results
 
 

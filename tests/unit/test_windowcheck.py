@@ -2,10 +2,10 @@
 
 import pytest
 
-from pgarena.accounting import StatementCounts
-from pgarena.results import WindowAccounting
-from pgarena.values import Verdict
-from pgarena.windowcheck import (
+from pgarena.db.accounting import StatementCounts
+from pgarena.results.models import WindowAccounting
+from pgarena.contract.values import Verdict
+from pgarena.verify.windowcheck import (
     WINDOW_RELATIVE_TOLERANCE,
     cell_verdict,
     expected_bounds,

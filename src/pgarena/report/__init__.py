@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pgarena.atomic import write_text_atomic
+from pgarena.results.atomic import write_text_atomic
 from pgarena.report.html import render_html
 from pgarena.report.markdown import render_markdown
-from pgarena.results import RunResults
+from pgarena.results.models import RunResults
 
 EXPORTERS = {"report.md": render_markdown, "report.html": render_html}
 """File name → renderer; every exporter takes the RunResults and returns the document's text."""

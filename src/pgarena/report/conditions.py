@@ -7,7 +7,7 @@ Both are read from results.json only (`RunResults.schedule`, `RunResults.ceiling
 
 from __future__ import annotations
 
-from pgarena.results import Cell, PhaseRecord, RunResults
+from pgarena.results.models import Cell, PhaseRecord, RunResults
 
 IDLE_CPU_DISTURBANCE = 0.05
 """A stack that used more than 5 % of one CPU while other stacks were measured may have disturbed them

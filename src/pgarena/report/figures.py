@@ -19,10 +19,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pgarena.flags import INEXACT, INVALID, NOISY
+from pgarena.contract.flags import INEXACT, INVALID, NOISY
 from pgarena.report.markdown import WORKLOAD_ORDER
-from pgarena.report.ranking import level_group_label
-from pgarena.results import Cell, RunResults, SloSearchResult
+from pgarena.analysis.ranking import level_group_label
+from pgarena.results.models import Cell, RunResults, SloSearchResult
 
 CHART_WIDTH_PX = 960
 """Every chart's width: fits an A4 landscape page (the print stylesheet) and a laptop screen."""

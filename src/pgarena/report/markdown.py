@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pgarena.flags import GENERATOR_BOUND_CPU_FRACTION
+from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
 from pgarena.report import markdown_verdicts as mv
 from pgarena.report.markup import table
-from pgarena.report.ranking import BY_P99, NOT_RANKED, comparable_groups, efficiency_ranks, rank_basis
-from pgarena.report.verdicts import run_verdicts
-from pgarena.results import Cell, RunResults, StackInfo, WorkloadVerification
-from pgarena.sharedrates import SHARED_SPEC_SUFFIX
-from pgarena.values import Verdict
-from pgarena.workloads import (
+from pgarena.analysis.ranking import BY_P99, NOT_RANKED, comparable_groups, efficiency_ranks, rank_basis
+from pgarena.analysis.verdicts import run_verdicts
+from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
+from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX
+from pgarena.contract.values import Verdict
+from pgarena.contract.workloads import (
     GRAPHQL,
     GRAPHQL_FIELDS,
     GRAPHQL_LIMIT,
@@ -423,7 +423,7 @@ def stacks_section(stacks: list[StackInfo]) -> str:
 
 def stacks_catalogue(stacks: list) -> str:
     """The declared facts of every stack (from stack.toml files, not from a run): docs/stacks.md."""
-    from pgarena.loc import count
+    from pgarena.stack.loc import count
 
     rows = []
     for stack in stacks:

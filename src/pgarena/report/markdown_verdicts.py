@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_text, schedule_summary
 from pgarena.report.markup import table
-from pgarena.report.ranking import BY_RPS, UNRANKED
-from pgarena.report.verdicts import TableVerdict
-from pgarena.results import Cell, RunResults
+from pgarena.analysis.ranking import BY_RPS, UNRANKED
+from pgarena.analysis.verdicts import TableVerdict
+from pgarena.results.models import Cell, RunResults
 
 
 def verdict_headers(verdict: TableVerdict) -> list[str]:

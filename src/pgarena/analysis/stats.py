@@ -1,0 +1,199 @@
+"""Statistics over repetitions. Percentiles within a window come from the generators themselves.
+
+The median is the robust centre of a few repetitions (hyperfine and pyperf report it for the same
+reason: one noisy repetition does not move it); the range (min..max) is reported beside it, and the
+relative spread `(max - min) / median` is what the report flags when it is too wide to rank.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import TypeVar
+
+from pgarena.results.models import Spread
+
+K = TypeVar("K")
+
+DEFAULT_NOISY_REL_SPREAD = 0.2
+"""A cell whose RPS range exceeds 20 % of its median is flagged 'noisy' (this machine drifts ±10–20 %)."""
+
+
+def spread(values: Sequence[float]) -> Spread:
+    """Median, min, max and relative spread of one figure over the repetitions."""
+    if not values:
+        raise ValueError("spread of no values")
+    median = statistics.median(values)
+    low, high = min(values), max(values)
+    return Spread(median=median, min=low, max=high, rel_spread=(high - low) / median if median else 0.0)
+
+
+def ranges_overlap(a: Spread, b: Spread) -> bool:
+    """True when two cells' ranges overlap: their order is not established by these repetitions."""
+    return a.min <= b.max and b.min <= a.max
+
+
+# --- Confidence intervals over repetitions and the stopping rule (issue 5) ------------------------------
+
+DEFAULT_CONFIDENCE_LEVEL = 0.95
+"""Two-sided confidence level of the interval on a cell's repetitions."""
+DEFAULT_TARGET_REL_HALF_WIDTH = 0.02
+"""A cell stops repeating once its interval's half-width is within ±2 % of its mean."""
+DEFAULT_MIN_REPETITIONS = 3
+"""Never stop before this many repetitions, however tight the first ones are."""
+
+
+def _coverage_at_theta(theta: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with `df` (integer >= 1) degrees of freedom, in closed form, as a
+    function of theta = atan(t / sqrt(df)) in [0, pi/2) (increasing in theta).
+
+    Abramowitz & Stegun, Handbook of Mathematical Functions (1964), 26.7.3 (odd df) and 26.7.4 (even df):
+      odd df:  A = (2/pi) * (theta + sin(theta) cos(theta) * sum_{k=0}^{(df-3)/2} d_k cos^{2k}(theta)),
+               d_0 = 1, d_k = d_{k-1} * 2k / (2k + 1)          (the sum is empty for df = 1)
+      even df: A = sin(theta) * sum_{k=0}^{(df-2)/2} c_k cos^{2k}(theta),
+               c_0 = 1, c_k = c_{k-1} * (2k - 1) / (2k)
+    """
+    s, c = math.sin(theta), math.cos(theta)
+    c2 = c * c
+    total, term = 0.0, 1.0
+    if df % 2:
+        for k in range((df - 1) // 2):
+            if k:
+                term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        return 2 / math.pi * (theta + s * c * total)
+    for k in range(df // 2):
+        if k:
+            term *= c2 * (2 * k - 1) / (2 * k)
+        total += term
+    return s * total
+
+
+_T_EXACT_MAX_DF = 1000
+
+
+def t_critical(level: float, df: int) -> float:
+    """The two-sided critical value t* of Student's t distribution: P(|T| <= t*) = `level` for `df` degrees
+    of freedom (t* is the (1 + level)/2 quantile; 4.303 for level 0.95 and df 2, 1.960 as df grows).
+
+    Method: the exact closed-form distribution function for integer df (Abramowitz & Stegun 26.7.3/26.7.4,
+    see `_coverage_at_theta`) inverted by bisection on theta = atan(t / sqrt(df)) in [0, pi/2), where it
+    is monotone, until the float resolution. Above `_T_EXACT_MAX_DF` degrees of freedom (where the exact sum
+    gets long) the Cornish-Fisher expansion of t in the normal quantile is used (A&S 26.7.5, four terms;
+    its error there is far below 1e-6). No tables, no SciPy.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"confidence level must be in (0, 1), got {level}")
+    if df < 1 or int(df) != df:
+        raise ValueError(f"degrees of freedom must be a positive integer, got {df}")
+    df = int(df)
+    if df > _T_EXACT_MAX_DF:
+        x = statistics.NormalDist().inv_cdf((1 + level) / 2)
+        g1 = (x**3 + x) / 4
+        g2 = (5 * x**5 + 16 * x**3 + 3 * x) / 96
+        g3 = (3 * x**7 + 19 * x**5 + 17 * x**3 - 15 * x) / 384
+        g4 = (79 * x**9 + 776 * x**7 + 1482 * x**5 - 1920 * x**3 - 945 * x) / 92160
+        return x + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
+    lo, hi = 0.0, math.pi / 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if _coverage_at_theta(mid, df) < level:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(df) * math.tan((lo + hi) / 2)
+
+
+def confidence_interval(values: Sequence[float], level: float = DEFAULT_CONFIDENCE_LEVEL) -> tuple[float, float]:
+    """Student's t confidence interval for the mean of the repetition values (e.g. each repetition's RPS).
+
+    mean ± t*(level, n - 1) · s / sqrt(n), with s the sample standard deviation (n - 1 denominator) and t*
+    from `t_critical`. It assumes the repetitions are independent draws of one roughly normal figure; with
+    n = 3..10 repetitions that is the standard small-sample interval (Student 1908; any statistics text,
+    e.g. NIST/SEMATECH e-Handbook of Statistical Methods §7.2.2.1). Needs at least 2 values; identical
+    values give the zero-width interval (mean, mean).
+
+    This is an interval over repetition-level figures, not a latency percentile: percentiles inside a
+    window come from the load generators.
+    """
+    n = len(values)
+    if n < 2:
+        raise ValueError(f"a confidence interval needs at least 2 values, got {n}")
+    mean = statistics.fmean(values)
+    half = t_critical(level, n - 1) * statistics.stdev(values) / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def relative_half_width(values: Sequence[float], level: float = DEFAULT_CONFIDENCE_LEVEL) -> float:
+    """Half-width of `confidence_interval(values, level)` divided by |mean|: 0.02 means "mean ± 2 %".
+
+    0.0 when the interval has zero width (all values equal, including all zero); +inf when the mean is 0
+    but the values differ. Needs at least 2 values.
+    """
+    low, high = confidence_interval(values, level)
+    half = (high - low) / 2
+    if half == 0:
+        return 0.0
+    mean = (low + high) / 2
+    return half / abs(mean) if mean else math.inf
+
+
+def should_stop(values: Sequence[float], *, target_rel_half_width: float = DEFAULT_TARGET_REL_HALF_WIDTH,
+                level: float = DEFAULT_CONFIDENCE_LEVEL, min_repetitions: int = DEFAULT_MIN_REPETITIONS) -> bool:
+    """The sequential stopping rule of a cell: True when no more repetitions are needed.
+
+    True iff len(values) >= max(min_repetitions, 2) and
+    relative_half_width(values, level) <= target_rel_half_width. The cell's time budget is the caller's
+    second stop; a cell that stops on its budget with the interval still wider than the target is noisy
+    (`interval_too_wide`) and must not be ranked. The rule is re-evaluated after every repetition, which
+    makes the final interval's coverage somewhat below its nominal level (optional stopping); the minimum
+    of 3 repetitions limits how early a lucky pair can stop it.
+    """
+    if target_rel_half_width <= 0:
+        raise ValueError("target_rel_half_width must be positive")
+    if len(values) < max(min_repetitions, 2):
+        return False
+    return relative_half_width(values, level) <= target_rel_half_width
+
+
+def interval_too_wide(values: Sequence[float], *, target_rel_half_width: float = DEFAULT_TARGET_REL_HALF_WIDTH,
+                      level: float = DEFAULT_CONFIDENCE_LEVEL) -> bool:
+    """True when the repetitions do not pin the figure down to the target: fewer than 2 values, or a
+    relative half-width above `target_rel_half_width`. Such a cell is flagged 'noisy — do not rank'."""
+    if len(values) < 2:
+        return True
+    return relative_half_width(values, level) > target_rel_half_width
+
+
+def rank_with_ties(items: Sequence[tuple[K, float, float, float]]) -> list[tuple[K, str]]:
+    """Ranks that do not pretend an order the intervals do not establish (higher is better, e.g. RPS).
+
+    Input: (key, low, high, median) per item, low..high being its confidence interval (closed).
+    Output: (key, label) per item, sorted by median descending (input order among equal medians).
+
+    Item j is *surely above* item i when low_j > high_i (the intervals are disjoint and j's is higher);
+    *surely below* when high_j < low_i; otherwise the two overlap (touching ends count as overlap).
+    Item i's rank range is
+        best  = 1 + number of items surely above i,
+        worst = n - number of items surely below i,
+    i.e. every rank i can take in some order consistent with the intervals; it is widened, if needed, to
+    include i's position in the median order (which only matters if a median lies outside its interval).
+    The label is "3" when best == worst, else "2–4" (en dash). Disjoint intervals give plain 1, 2, 3;
+    two overlapping items above a clearly lower third give "1–2", "1–2", "3".
+    """
+    for key, low, high, _ in items:
+        if not low <= high:
+            raise ValueError(f"interval of {key!r} has low > high: {low} > {high}")
+    order = sorted(range(len(items)), key=lambda i: -items[i][3])
+    n = len(items)
+    labels: list[tuple[K, str]] = []
+    for position, i in enumerate(order, start=1):
+        _, low_i, high_i, _ = items[i]
+        above = sum(1 for _, low_j, _, _ in items if low_j > high_i)
+        below = sum(1 for _, _, high_j, _ in items if high_j < low_i)
+        best, worst = min(1 + above, position), max(n - below, position)
+        labels.append((items[i][0], str(best) if best == worst else f"{best}–{worst}"))
+    return labels

@@ -1,0 +1,235 @@
+"""The verdict of each table of comparable cells: two ranks per stack, ratios, and sentences.
+
+For each group of comparable cells (`ranking.comparable_groups`):
+
+- **Paired, when every ranked cell was measured in interleaved rounds** (each repetition has `round`): the
+  stacks of one round saw the same machine, so they are compared round by round (`pgarena.analysis.paired`):
+  ranks are `paired.paired_ranks` on the per-round 2xx/s, each stack gets its ratio to the table's best
+  (and to a baseline stack) with a 95 % interval on the per-round ratios, and each adjacent pair in median
+  order gets a sentence: "a is 1.52× b (1.41–1.64)" or "a and b are indistinguishable (0.97–1.05)".
+- **Independent otherwise** (a sequential run, results from before rounds): today's ranks from the
+  overlap of each cell's own interval (`ranking.table_ranks`), and ratios of medians without an interval.
+- **Mixed** when some stacks of the table were measured in rounds and others not (a stack that could not
+  run beside the others fell back to sequential): two stacks measured in rounds are ordered by their paired
+  interval, any other pair by the overlap of their own intervals; ranks follow from that relation the same
+  way (`stats.rank_with_ties`' rule: every position a stack could take).
+
+Two ranks side by side: among the stacks whose answers are exact (no flags.INEXACT flag) and among every
+stack that answered validly; a stack with ❌ columns has only the second, with the columns named. Invalid
+cells (flags.INVALID) have neither. Open-model tables at a shared rate rank p99 latency with independent
+intervals; tables at a share of each stack's own peak rank nothing (ranking.rank_basis).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pgarena.analysis.paired import (PairVerdict, RatioInterval, adjacent_pairs, median_order, paired_ranks, paired_ratio,
+                            ratios_to)
+from pgarena.analysis.ranking import (BY_P99, BY_RPS, NOT_RANKED, UNRANKED, comparable_groups, exact,
+                                    in_exact_field, in_field, rank_basis, table_ranks)
+from pgarena.results.models import Cell, RunResults
+
+PerRound = dict[str, list[float | None]]
+"""stack → 2xx/s in each round of the table (None: not measured in that round)."""
+
+
+def has_rounds(cell: Cell) -> bool:
+    """Every repetition of the cell was measured in an interleaved round."""
+    return bool(cell.repetitions) and all(r.round is not None for r in cell.repetitions)
+
+
+def per_round_rps(cells: Sequence[Cell]) -> PerRound | None:
+    """Each cell's 2xx/s by round, aligned over the rounds any of them was measured in; None when a cell
+    has a repetition without a round (it was not measured in interleaved rounds)."""
+    if not cells or any(r.round is None for c in cells for r in c.repetitions):
+        return None
+    rounds = sorted({r.round for c in cells for r in c.repetitions})  # type: ignore[type-var]
+    by_stack = {c.stack: {r.round: r.rps for r in c.repetitions} for c in cells}
+    return {stack: [values.get(r) for r in rounds] for stack, values in by_stack.items()}
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A stack's figure over a reference stack's: paired (with an interval) or of medians (without)."""
+
+    ratio: float
+    interval: RatioInterval | None = None
+
+    def text(self) -> str:
+        """'0.66× (0.62–0.70)', or '0.66×' without a paired interval."""
+        if self.interval is None:
+            return f"{self.ratio:.2f}×"
+        return f"{self.ratio:.2f}× ({self.interval.low:.2f}–{self.interval.high:.2f})"
+
+
+@dataclass
+class TableVerdict:
+    """What one table of comparable cells establishes."""
+
+    cells: list[Cell]
+    """Measured cells in display order (median 2xx/s, or p99 for open-model tables at a shared rate)."""
+    basis: str
+    paired: bool
+    """Ranks and ratios come from per-round pairing (interleaved rounds), for every stack but `sequential`."""
+    rounds: int
+    rank_exact: dict[str, str] = field(default_factory=dict)
+    """stack → rank among the stacks whose answers are exact ("–": not in that field)."""
+    rank_all: dict[str, str] = field(default_factory=dict)
+    """stack → rank among every valid stack."""
+    best: str | None = None
+    """The reference of `to_best`: first in median order among the exact stacks (else among all)."""
+    to_best: dict[str, Ratio] = field(default_factory=dict)
+    baseline: str | None = None
+    to_baseline: dict[str, Ratio] = field(default_factory=dict)
+    baseline_problem: str | None = None
+    """Why there is no ratio to the baseline in this table (it was not measured validly here)."""
+    pairs: list[PairVerdict] = field(default_factory=list)
+    """Adjacent pairs among every valid stack in median order (paired tables only)."""
+    wrong_columns: dict[str, list[str]] = field(default_factory=dict)
+    """stack → its ❌ columns on this workload (flags.INEXACT cells)."""
+    sequential: list[str] = field(default_factory=list)
+    """Stacks of a paired table measured without rounds: compared by their own intervals (mixed table)."""
+
+    def method(self) -> str:
+        """One sentence: how this table's ranks were established."""
+        if self.basis == NOT_RANKED:
+            return "Not ranked: each stack was offered a share of its own peak, so the loads differ."
+        if self.paired and self.sequential:
+            return (f"Paired over {self.rounds} interleaved round(s) where both stacks were measured in rounds; "
+                    f"{', '.join(self.sequential)} measured sequentially: compared by independent 95 % intervals.")
+        if self.paired:
+            return (f"Paired over {self.rounds} interleaved round(s): ranks and ratios from each round's ratios "
+                    "(95 % intervals).")
+        if self.basis == BY_P99:
+            return "p99 latency by independent 95 % intervals of the mean: ranked where they do not overlap."
+        return "Independent 95 % intervals of the mean 2xx/s (no interleaved rounds): ranked where they do not overlap."
+
+    def sentences(self) -> list[str]:
+        """The adjacent pairs' sentences, each naming the ❌ columns of a stack in it."""
+        out = []
+        for pair in self.pairs:
+            wrong = [f"{s}: ❌ {', '.join(self.wrong_columns[s])}" for s in (pair.upper, pair.lower)
+                     if self.wrong_columns.get(s)]
+            out.append(pair.sentence() + (f" ({'; '.join(wrong)})" if wrong else ""))
+        return out
+
+    def leaders(self) -> list[str]:
+        """The stacks ranked first (an explicit tie when several): among the exact stacks, or among all
+        when no exact stack is ranked."""
+        ranks = self.rank_exact if any(v != UNRANKED for v in self.rank_exact.values()) else self.rank_all
+        return [c.stack for c in self.cells if ranks.get(c.stack, UNRANKED).split("–")[0] == "1"]
+
+
+def _labels(ranked: Sequence[tuple[Cell, str]]) -> dict[str, str]:
+    return {c.stack: label for c, label in ranked}
+
+
+def _paired_labels(per_round: Mapping[str, list[float | None]], stacks: Sequence[str]) -> dict[str, str]:
+    return dict(paired_ranks({s: per_round[s] for s in stacks})) if stacks else {}
+
+
+def _ratios(per_round: PerRound | None, reference: str, cells: Sequence[Cell]) -> dict[str, Ratio]:
+    """Each cell's ratio to `reference`: paired where both were measured in rounds, else of medians."""
+    medians = {c.stack: c.summary.rps.median for c in cells}  # type: ignore[union-attr]
+    base = medians[reference]
+    out = {s: Ratio(m / base) for s, m in medians.items() if s != reference and base > 0}
+    if per_round is not None and reference in per_round:
+        paired = ratios_to({s: per_round[s] for s in medians if s in per_round}, reference)
+        out.update({s: Ratio(i.ratio, i) for s, i in paired.items() if i is not None})
+    return out
+
+
+def _mixed_labels(cells: Sequence[Cell], per_round: PerRound) -> dict[str, str]:
+    """Ranks of a mixed table: `x` is surely above `y` when their paired interval lies above 1 (both in
+    rounds) or their own intervals are disjoint with x's higher (otherwise); labels as stats.rank_with_ties."""
+    def above(x: Cell, y: Cell) -> bool:
+        if x.stack in per_round and y.stack in per_round:
+            ratio = paired_ratio(per_round[x.stack], per_round[y.stack])
+            return ratio is not None and ratio.relation == "above"
+        return x.summary.rps_interval.low > y.summary.rps_interval.high  # type: ignore[union-attr]
+
+    order = sorted(cells, key=lambda c: -c.summary.rps.median)  # type: ignore[union-attr]
+    labels = {}
+    for position, cell in enumerate(order, start=1):
+        surely_above = sum(above(o, cell) for o in order if o is not cell)
+        surely_below = sum(above(cell, o) for o in order if o is not cell)
+        best, worst = min(1 + surely_above, position), max(len(order) - surely_below, position)
+        labels[cell.stack] = str(best) if best == worst else f"{best}–{worst}"
+    return labels
+
+
+def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
+                  wrong_columns: Mapping[str, list[str]] | None = None) -> TableVerdict:
+    """The verdict of one group of comparable cells (see the module docstring). `wrong_columns`: stack → its
+    ❌ columns on this workload."""
+    basis = rank_basis(cells)
+    measured = [c for c in cells if c.summary is not None]
+    ranked = [c for c in measured if in_field(c)]
+    in_rounds = [c for c in ranked if has_rounds(c)] if basis == BY_RPS else []
+    mixed = len(in_rounds) >= 2 and len(in_rounds) < len(ranked)
+    per_round = per_round_rps(in_rounds) if in_rounds and (mixed or len(in_rounds) == len(ranked)) else None
+    rounds = len(next(iter(per_round.values()))) if per_round else 0
+    verdict = TableVerdict(cells=[], basis=basis, paired=per_round is not None, rounds=rounds,
+                           wrong_columns={c.stack: list((wrong_columns or {}).get(c.stack, [])) for c in measured
+                                          if not exact(c)})
+    if basis == NOT_RANKED:
+        verdict.cells = [c for c, _ in table_ranks(measured)]
+        return verdict
+    exact_stacks = [c.stack for c in ranked if exact(c)]
+    if mixed:
+        assert per_round is not None
+        verdict.cells = [c for c, _ in table_ranks(measured, in_field)]
+        verdict.rank_all = _mixed_labels(ranked, per_round)
+        verdict.rank_exact = _mixed_labels([c for c in ranked if exact(c)], per_round)
+        verdict.pairs = adjacent_pairs(per_round)
+        verdict.sequential = [c.stack for c in ranked if c.stack not in per_round]
+    elif per_round is not None:
+        order = median_order(per_round)
+        verdict.cells = sorted(measured, key=lambda c: (c.stack not in per_round,
+                                                        order.index(c.stack) if c.stack in per_round else 0,
+                                                        -c.summary.rps.median))  # type: ignore[union-attr]
+        verdict.rank_all = _paired_labels(per_round, [c.stack for c in ranked])
+        verdict.rank_exact = _paired_labels(per_round, exact_stacks)
+        verdict.pairs = adjacent_pairs(per_round)
+    else:
+        verdict.cells = [c for c, _ in table_ranks(measured, in_field)]
+        verdict.rank_all = _labels(table_ranks(measured, in_field))
+        verdict.rank_exact = _labels(table_ranks(measured, in_exact_field))
+    for c in measured:
+        verdict.rank_all.setdefault(c.stack, UNRANKED)
+        verdict.rank_exact.setdefault(c.stack, UNRANKED)
+    if basis == BY_RPS and ranked:
+        pool = exact_stacks or [c.stack for c in ranked]
+        verdict.best = next(c.stack for c in verdict.cells if c.stack in pool)
+        verdict.to_best = _ratios(per_round, verdict.best, ranked)
+        if baseline is not None:
+            verdict.baseline = baseline
+            if baseline in {c.stack for c in ranked}:
+                verdict.to_baseline = _ratios(per_round, baseline, ranked)
+            else:
+                verdict.baseline_problem = (f"baseline {baseline} was not measured validly in this table"
+                                            if baseline in {c.stack for c in cells} else
+                                            f"baseline {baseline} is not in this table")
+    return verdict
+
+
+def wrong_columns_of(results: RunResults, workload: str) -> dict[str, list[str]]:
+    """stack → its ❌ columns on `workload`, from the verification."""
+    return {v.stack: v.wrong_columns for v in results.verifications if v.workload == workload and v.wrong_columns}
+
+
+def baseline_of(results: RunResults) -> str | None:
+    """The baseline stack the run was configured with (`--baseline`; `pgarena report --baseline` overrides it
+    by rewriting the config it renders)."""
+    value = results.config.get("baseline")
+    return value if isinstance(value, str) and value else None
+
+
+def run_verdicts(results: RunResults) -> dict[tuple, TableVerdict]:
+    """Every table's verdict, keyed like `ranking.comparable_groups`."""
+    baseline = baseline_of(results)
+    return {key: table_verdict(cells, baseline=baseline, wrong_columns=wrong_columns_of(results, key[0]))
+            for key, cells in comparable_groups(results.cells).items()}
+

@@ -1,0 +1,405 @@
+"""Run configuration: profiles, defaults and the CPU envelope. The one source of truth for defaults.
+
+The CLI turns its arguments into a `RunConfig` through `build_config`; the library only sees the
+validated object. Every field is stored in results.json, so a run says exactly how it was made.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pgarena.load.slo import DEFAULT_MAX_ERROR_RATE
+from pgarena.config.stackdef import WORKLOAD_NAMES, check_role_name
+from pgarena.analysis.stats import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
+
+DEFAULT_ENGINE = "oha"
+DEFAULT_SCHEDULE = "interleaved"
+DEFAULT_CEILING_SECONDS = 5
+"""pgbench seconds per workload × parameter for the database ceiling (ceiling.py)."""
+DEFAULT_MAX_REWARM_S = 2.0
+"""Interleaved runs re-warm a stack before each measured window for the warm-up, but at most this long."""
+DEFAULT_WARMUP_CAP_S = 60.0
+"""The longest warm-up of one cell (warmup.py); a stack still changing then is recorded as not steady."""
+DEFAULT_POOL_SIZE = 10
+DEFAULT_PROFILE = "quick"
+DEFAULT_HTTP_TIMEOUT_S = 10.0
+DEFAULT_WORKLOADS = WORKLOAD_NAMES
+
+PERF_TEST_MAX_ROWS = 1000
+"""Largest `_records` a stack must serve (docs/contract.md)."""
+USERS_MAX_LIMIT = 10000
+"""Largest `limit` a stack must serve (docs/contract.md); the table has this many rows."""
+
+Engine = Literal["oha", "k6"]
+DEFAULT_OPEN_CONNECTIONS = 100
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+"""A run id is one plain folder name inside the results folder: no '/', no '..', not hidden, ≤ 100 characters."""
+"""Open model: the most requests in flight at once (oha connections, k6 VUs), seed 000's top VU level."""
+DEFAULT_SLO_P99_MS = 50.0
+"""The default SLO of the max-sustainable-throughput search: p99 at most 50 ms and < 1 % errors."""
+K6_MIN_WINDOW_S = 1.0
+"""k6's constant-VUs executor refuses shorter durations."""
+
+
+class Profile(BaseModel):
+    """A named set of load settings; the CLI can override each field."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    warmup_s: float = Field(gt=0, description="least warm-up before each cell, not counted")
+    warmup_cap_s: float = Field(DEFAULT_WARMUP_CAP_S, gt=0, description="most warm-up before each cell (warmup.py)")
+    duration_s: float = Field(gt=0, description="measured window of one repetition")
+    repetitions: int = Field(ge=1, description="minimum measured windows per cell")
+    max_repetitions: int = Field(ge=1, description="more windows while the RPS interval is wider than the target")
+    cell_budget_s: float = Field(gt=0, description="measured seconds after which a cell stops repeating")
+    target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
+                                         description="RPS interval half-width (fraction of the mean) to stop at")
+    vus: list[int] = Field(description="closed-model load levels: concurrent connections / VUs")
+    perf_test_rows: list[int]
+    users_limits: list[int]
+    arrival_rates: list[str] = Field(default_factory=list, description="open-model levels (see RunConfig)")
+    slo_p99_ms: float | None = Field(None, description="search max sustainable RPS under this p99 (None: no search)")
+    workloads: list[str] | None = Field(None, description="the profile's workloads (None: all)")
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            name="quick",
+            description="a few seconds per cell, for `make bench` and CI",
+            warmup_s=1,
+            warmup_cap_s=15,  # a quick run on a busy machine would otherwise spend up to a minute per cell
+            duration_s=2,
+            repetitions=3,
+            max_repetitions=6,
+            cell_budget_s=12,
+            target_rel_half_width=0.10,  # 2 s windows on a noisy machine: ±2 % is out of reach (README)
+            vus=[1, 50],
+            perf_test_rows=[1, 100],
+            users_limits=[20, 1000],
+        ),
+        Profile(
+            name="standard",
+            description="every seed parameter at every seed load level, 15 s per repetition",
+            warmup_s=5,
+            duration_s=15,
+            repetitions=3,
+            max_repetitions=6,
+            cell_budget_s=90,
+            vus=[1, 50, 100],
+            perf_test_rows=[1, 10, 100, 500],
+            users_limits=[20, 50, 250, 1000, 5000],
+        ),
+        Profile(
+            name="seed",
+            description="seed 000's matrix: perf-test rows 1/10/100/500 x VUs 1/50/100, 60 s windows, constant VUs",
+            warmup_s=10,
+            duration_s=60,
+            repetitions=3,
+            max_repetitions=5,
+            cell_budget_s=300,
+            vus=[1, 50, 100],
+            perf_test_rows=[1, 10, 100, 500],
+            users_limits=[20, 50, 250, 1000, 5000],
+            workloads=["perf-test"],
+        ),
+        Profile(
+            name="full",
+            description="every workload, closed and open model, SLO search, adaptive repetitions (±2 % at 95 %)",
+            warmup_s=5,
+            duration_s=5,
+            repetitions=3,
+            max_repetitions=10,
+            cell_budget_s=40,
+            vus=[1, 50, 100],
+            perf_test_rows=[1, 100, 500],
+            users_limits=[20, 1000],
+            arrival_rates=["50%", "90%", "150%"],
+            slo_p99_ms=DEFAULT_SLO_P99_MS,
+        ),
+    )
+}
+
+
+def default_cpu_sets() -> tuple[list[int], list[int]]:
+    """(generator CPUs, server CPUs): the first allowed CPU drives load, the rest run stack + PostgreSQL.
+
+    On a one-CPU machine both share it (the run records that, and the report says so).
+    """
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return cpus, cpus
+    return cpus[:1], cpus[1:]
+
+
+class RunConfig(BaseModel):
+    """Everything a run needs; stored verbatim (password redacted) in results.json."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    engine: Engine = DEFAULT_ENGINE
+    stacks: list[str] | None = Field(None, description="selected stack ids; None = all available")
+    workloads: list[str] = Field(default_factory=lambda: list(DEFAULT_WORKLOADS))
+    warmup_s: float = Field(gt=0)
+    duration_s: float = Field(gt=0)
+    repetitions: int = Field(ge=1, description="minimum measured windows per cell")
+    max_repetitions: int = Field(ge=1, description="most measured windows per cell")
+    target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
+                                         description="stop repeating once the RPS interval is within ± this")
+    confidence_level: float = Field(DEFAULT_CONFIDENCE_LEVEL, gt=0, lt=1)
+    cell_budget_s: float = Field(gt=0, description="stop repeating once this many seconds were measured")
+    vus: list[int]
+    perf_test_rows: list[int]
+    users_limits: list[int]
+    arrival_rates: list[str] = Field(default_factory=list, description=(
+        "open-model levels per cell parameter: '2000' = 2000 requests/s, '90%' = 90 % of the highest median "
+        "RPS the closed-model cells of the same stack, workload and parameter reached"))
+    shared_rates: list[str] = Field(default_factory=list, description=(
+        "open-model levels shared by every stack: shares ('50%') of `shared_rate_peaks` (sharedrates.py)"))
+    shared_rate_peaks: dict[str, float] = Field(default_factory=dict, description=(
+        "per workload parameter ('perf-test/100'): the slowest stack's closed-model peak 2xx/s in the "
+        "run named by `shared_rates_from`"))
+    shared_rates_from: str | None = Field(None, description="the earlier run the shared levels were set from")
+    open_connections: int = Field(DEFAULT_OPEN_CONNECTIONS, ge=1, description="open model: most requests in flight")
+    slo_p99_ms: float | None = Field(None, gt=0, description="max-sustainable search: p99 bound (None = no search)")
+    slo_max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, lt=1)
+    slo_budget_steps: int = Field(8, ge=1, description="measured windows the search may use per stack × workload")
+    headroom: bool = Field(True, description="measure the generator's own ceiling against a trivial endpoint")
+    ceiling_s: int = Field(DEFAULT_CEILING_SECONDS, ge=0, description=(
+        "seconds of pgbench per workload × parameter for the database's own ceiling (0 = not measured)"))
+    cold_start_requests: int = Field(20, ge=1, description="first requests timed right after a stack is healthy")
+    pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1)
+    workers: int = Field(ge=1, description="worker processes/threads for every stack")
+    generator_cpus: list[int]
+    server_cpus: list[int]
+    http_timeout_s: float = Field(DEFAULT_HTTP_TIMEOUT_S, gt=0)
+    warmup_cap_s: float = Field(DEFAULT_WARMUP_CAP_S, gt=0, description=(
+        "longest warm-up of one cell: each cell warms until its throughput is steady (warmup.py) or this"))
+    seed: int | None = Field(None, description="seed of the shuffled stack order (a run draws one if not given)")
+    database_url: str | None = Field(None, description="external database; None = managed cluster")
+    admin_database_url: str | None = Field(None, description=(
+        "external database: a role that may read every role's pg_stat_statements (for accounting)"))
+    allow_overwrite: bool = Field(False, description=(
+        "external database: use a schema or role named pgarena that pgarena did not create"))
+    db_port: int | None = Field(None, ge=1, le=65535, description="managed database: fixed port (None = a free one)")
+    db_user: str | None = Field(None, min_length=1, max_length=63,
+                                description="managed database: the stacks' role (None = pgarena; pg_* is reserved)")
+    db_password: str | None = Field(None, min_length=1, description="managed database: that role's password")
+    db_name: str | None = Field(None, min_length=1, description="managed database: its name (None = pgarena)")
+    stacks_dir: Path
+    results_dir: Path
+    run_id: str | None = None
+    schedule: Literal["interleaved", "sequential"] = Field(DEFAULT_SCHEDULE, description=(
+        "interleaved: all stacks run together and every round measures each (stack, cell) once in a fresh "
+        "random order; sequential: stack after stack, each cell's repetitions back to back"))
+    schedule_seed: int | None = Field(None, description="seed of the interleaved rounds' order (None = random, recorded)")
+    rewarm_s: float | None = Field(None, ge=0, description=(
+        "interleaved: uncounted load right before each measured window (None = the warm-up, at most 2 s)"))
+    baseline: str | None = Field(None, description="a stack every other stack's paired ratio is also given to")
+
+    @property
+    def rewarm_seconds(self) -> float:
+        """The re-warm before each interleaved window, in seconds."""
+        return self.rewarm_s if self.rewarm_s is not None else min(self.warmup_s, DEFAULT_MAX_REWARM_S)
+
+    @field_validator("run_id")
+    @classmethod
+    def _plain_folder_name(cls, run_id: str | None) -> str | None:
+        if run_id is not None and not RUN_ID_PATTERN.fullmatch(run_id):
+            raise ValueError(f"'{run_id}' is not a plain folder name: use letters, digits, '.', '_' and '-' "
+                             "(no '/', no '..', not starting with '.' or '-'); the run folder stays inside "
+                             "the results folder")
+        return run_id
+
+    @field_validator("workloads")
+    @classmethod
+    def _known_workloads(cls, names: list[str]) -> list[str]:
+        unknown = [n for n in names if n not in WORKLOAD_NAMES]
+        if unknown:
+            raise ValueError(f"unknown workload '{unknown[0]}'; known: {', '.join(WORKLOAD_NAMES)}")
+        return names
+
+    _role_name = field_validator("db_user")(check_role_name)
+
+    @field_validator("vus")
+    @classmethod
+    def _positive_levels(cls, levels: list[int]) -> list[int]:
+        if not levels or any(level < 1 for level in levels):
+            raise ValueError("load levels must be positive integers")
+        return levels
+
+    @field_validator("arrival_rates")
+    @classmethod
+    def _rates(cls, rates: list[str]) -> list[str]:
+        for rate in rates:
+            parse_rate(rate)
+        return rates
+
+    @field_validator("shared_rates")
+    @classmethod
+    def _shares(cls, rates: list[str]) -> list[str]:
+        for rate in rates:
+            if not parse_rate(rate)[1]:
+                raise ValueError(f"shared rate '{rate}' must be a share of the slowest peak, e.g. 50%")
+        return rates
+
+    @model_validator(mode="after")
+    def _shared_rates_have_peaks(self) -> RunConfig:
+        if self.shared_rates and not self.shared_rate_peaks:
+            raise ValueError("--shared-rates needs --shared-rates-from RUN (a run with closed-model cells)")
+        return self
+
+    @field_validator("perf_test_rows")
+    @classmethod
+    def _rows_in_range(cls, rows: list[int]) -> list[int]:
+        if any(not 1 <= r <= PERF_TEST_MAX_ROWS for r in rows):
+            raise ValueError(f"rows must be between 1 and {PERF_TEST_MAX_ROWS}")
+        return rows
+
+    @field_validator("users_limits")
+    @classmethod
+    def _limits_in_range(cls, limits: list[int]) -> list[int]:
+        if any(not 1 <= n <= USERS_MAX_LIMIT for n in limits):
+            raise ValueError(f"limits must be between 1 and {USERS_MAX_LIMIT}")
+        return limits
+
+    @model_validator(mode="after")
+    def _repetition_bounds(self) -> RunConfig:
+        if self.max_repetitions < self.repetitions:
+            raise ValueError(f"max_repetitions ({self.max_repetitions}) is below repetitions ({self.repetitions})")
+        return self
+
+    @model_validator(mode="after")
+    def _k6_minimum_window(self) -> RunConfig:
+        if self.engine == "k6" and min(self.warmup_s, self.duration_s) < K6_MIN_WINDOW_S:
+            raise ValueError(f"k6 needs --warmup and --duration of at least {K6_MIN_WINDOW_S:g} s "
+                             f"(got {self.warmup_s:g} s and {self.duration_s:g} s)")
+        return self
+
+    @model_validator(mode="after")
+    def _managed_only_settings(self) -> RunConfig:
+        given = [f"--db-{k.removeprefix('db_')}" for k in ("db_port", "db_user", "db_password", "db_name")
+                 if getattr(self, k) is not None]
+        if self.database_url and given:
+            raise ValueError(f"{', '.join(given)} only configure{'s' if len(given) == 1 else ''} the managed "
+                             "database; not usable with --database-url")
+        external_only = [o for o, v in (("--admin-database-url", self.admin_database_url),
+                                        ("--allow-overwrite", self.allow_overwrite)) if v]
+        if not self.database_url and external_only:
+            raise ValueError(f"{' and '.join(external_only)} need{'s' if len(external_only) == 1 else ''} "
+                             "--database-url")
+        return self
+
+    def redacted(self) -> dict:
+        """The config as stored: every password (in URLs, conninfo strings, --db-password) replaced by '***'."""
+        data = self.model_dump(mode="json")
+        for key in ("database_url", "admin_database_url"):
+            if data.get(key):
+                data[key] = redact_secrets(data[key])
+        if data.get("db_password"):
+            data["db_password"] = REDACTED
+        return data
+
+
+def parse_rate(text: str) -> tuple[float, bool]:
+    """An arrival-rate level: ('2000' → (2000.0, False) requests/s; '90%' → (0.9, True) of the closed peak)."""
+    raw = str(text).strip()
+    relative = raw.endswith("%")
+    try:
+        value = float(raw[:-1] if relative else raw)
+    except ValueError:
+        raise ValueError(f"arrival rate '{text}' is neither a number of requests/s nor a percentage") from None
+    if not value > 0:
+        raise ValueError(f"arrival rate '{text}' must be positive")
+    return (value / 100, True) if relative else (value, False)
+
+
+REDACTED = "***"
+"""What a password is replaced by wherever pgarena stores or shows it."""
+SECRET_OPTIONS = ("--database-url", "--admin-database-url", "--db-password")
+"""Command-line options whose value is, or may contain, a password."""
+_SECRET_KEYS = r"password|passwd|pgpassword|sslpassword"
+_KEY_VALUE_RE = re.compile(rf"""(?i)\b({_SECRET_KEYS})(\s*=\s*)('(?:[^'\\]|\\.)*'|"[^"]*"|[^\s&;'"]*)""")
+_URL_USERINFO_RE = re.compile(r"(?i)\b(postgres(?:ql)?://[^:/?#@\s]*):([^@/?#\s]*)@")
+
+
+def redact_url(url: str) -> str:
+    """`postgresql://u:secret@h/db?password=secret` → `postgresql://u:***@h/db?password=***`."""
+    return redact_secrets(url)
+
+
+def redact_secrets(text: str) -> str:
+    """Any text with every password it holds replaced by '***': a URL's `user:secret@`, and `password=`,
+    `PGPASSWORD=`-style key/value pairs (URL queries, conninfo strings, environment assignments)."""
+    text = _URL_USERINFO_RE.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
+    return _KEY_VALUE_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def redact_command(argv: list[str]) -> list[str]:
+    """A command line with the values of SECRET_OPTIONS (`--opt value` and `--opt=value`) replaced by
+    '***' (--db-password) or redacted (URLs), and any other password-looking text redacted too."""
+    result: list[str] = []
+    pending: str | None = None
+    for arg in argv:
+        if pending is not None:
+            result.append(REDACTED if pending == "--db-password" else redact_secrets(arg))
+            pending = None
+            continue
+        option, eq, value = arg.partition("=")
+        if option in SECRET_OPTIONS and eq:
+            result.append(f"{option}={REDACTED if option == '--db-password' else redact_secrets(value)}")
+        elif arg in SECRET_OPTIONS:
+            result.append(arg)
+            pending = arg
+        else:
+            result.append(redact_secrets(arg))
+    return result
+
+
+def build_config(
+    *,
+    profile: str = DEFAULT_PROFILE,
+    project_dir: Path,
+    overrides: dict | None = None,
+) -> RunConfig:
+    """Combine a profile, the machine's defaults and explicit overrides (None values are ignored)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile '{profile}'; known: {', '.join(PROFILES)}")
+    base = PROFILES[profile]
+    generator_cpus, server_cpus = default_cpu_sets()
+    values: dict = {
+        "profile": profile,
+        "warmup_s": base.warmup_s,
+        "warmup_cap_s": base.warmup_cap_s,
+        "duration_s": base.duration_s,
+        "repetitions": base.repetitions,
+        "max_repetitions": base.max_repetitions,
+        "cell_budget_s": base.cell_budget_s,
+        "target_rel_half_width": base.target_rel_half_width,
+        "vus": base.vus,
+        "perf_test_rows": base.perf_test_rows,
+        "users_limits": base.users_limits,
+        "arrival_rates": base.arrival_rates,
+        "slo_p99_ms": base.slo_p99_ms,
+        "generator_cpus": generator_cpus,
+        "server_cpus": server_cpus,
+        "stacks_dir": project_dir / "stacks",
+        "results_dir": project_dir / "results",
+    }
+    if base.workloads is not None:
+        values["workloads"] = base.workloads
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if "repetitions" in given and "max_repetitions" not in given:
+        given["max_repetitions"] = given["repetitions"]  # an explicit count is exact unless a maximum is given too
+    values.update(given)
+    values.setdefault("workers", len(values["server_cpus"]))
+    return RunConfig.model_validate(values)

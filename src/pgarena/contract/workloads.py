@@ -1,0 +1,318 @@
+"""The HTTP workloads: request shapes, load parameters and the expected answers, from the database.
+
+docs/contract.md is the prose version of this module. The expected answer of every request is computed
+by PostgreSQL itself (`json_agg` over the same function or query), never written by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from urllib.parse import urlencode
+
+from pgarena.db.postgres import Database
+from pgarena.contract.values import parse_json
+
+PERF_TEST = "perf-test"
+USERS = "users"
+STATIC = "static"
+TX = "tx"
+GRAPHQL = "graphql"
+
+PERF_TEST_PATH = "/api/perf-test"
+USERS_PATH = "/api/users"
+STATIC_PATH = "/api/static"
+TX_PATH = "/api/tx"
+GRAPHQL_PATH = "/graphql"
+JSON_CONTENT_TYPE = "application/json"
+
+TX_SCALE = 10
+"""pgbench scale of the tx data: 100,000 accounts, 10 tellers and 1 branch per unit (seed 001)."""
+TX_RANGES = {"aid": (1, 100_000 * TX_SCALE), "tid": (1, 10 * TX_SCALE), "bid": (1, TX_SCALE), "delta": (-5000, 5000)}
+"""Valid range of every tx body field (docs/contract.md)."""
+TX_BODIES_PER_FILE = 100_000
+"""Pre-generated random tx bodies per load window (oha reads them line by line; k6 picks at random)."""
+
+GRAPHQL_LIMIT = 20
+GRAPHQL_QUERY = "{ users(limit: %d) { id username fullName } }"
+"""Seed 002's query; compared with GET /api/users?limit=20 on the same stack."""
+
+PERF_TEST_PARAMETERS: tuple[tuple[str, str], ...] = (
+    ("_records", "int"),
+    ("_text", "text"),
+    ("_int", "int"),
+    ("_bigint", "bigint"),
+    ("_numeric", "numeric"),
+    ("_real", "real"),
+    ("_double", "double precision"),
+    ("_bool", "bool"),
+    ("_date", "date"),
+    ("_timestamp", "timestamp"),
+    ("_timestamptz", "timestamptz"),
+    ("_uuid", "uuid"),
+    ("_json", "json"),
+    ("_jsonb", "jsonb"),
+    ("_int_array", "int[]"),
+    ("_text_array", "text[]"),
+)
+"""The 16 parameters of public.perf_test, in order, with their SQL types (seed 000)."""
+
+SEED_PERF_TEST_VALUES: dict[str, str] = {
+    "_text": "ABCDEFGHIJKLMNOPRSTUVWXYZ",
+    "_int": "1234567890",
+    "_bigint": "9223372036854770000",
+    "_numeric": "12345.6789",
+    "_real": "123.45",
+    "_double": "123456.789012",
+    "_bool": "true",
+    "_date": "2024-01-15",
+    "_timestamp": "2024-01-15T10:30:00",
+    "_timestamptz": "2024-01-15T10:30:00Z",
+    "_uuid": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+    "_json": '{"key":"value"}',
+    "_jsonb": '{"key":"value"}',
+    "_int_array": "{1,2,3}",
+    "_text_array": "{a,b,c}",
+}
+"""Seed 000's request values: what load sends, and the first verification case."""
+
+VARIED_PERF_TEST_VALUES: dict[str, str] = {
+    "_text": 'Zürich "quoted" & <tagged> ✓',
+    "_int": "-42",
+    "_bigint": "-9007199254740993",
+    "_numeric": "-0.5",
+    "_real": "-1.25",
+    "_double": "0.1",
+    "_bool": "false",
+    "_date": "1999-12-31",
+    "_timestamp": "2000-02-28T23:59:59.123456",
+    "_timestamptz": "2024-06-30T22:15:00+02:00",
+    "_uuid": "00000000-0000-4000-8000-000000000001",
+    "_json": '{"nested":{"list":[1,2.5,"x"],"null":null},"key":"v"}',
+    "_jsonb": '{"a":[true,false],"key":"v"}',
+    "_int_array": "{-1,0,2147483647}",
+    "_text_array": '{"with space","com,ma",x}',
+}
+"""A second case with other values (negative numbers, unicode, an offset, nested JSON, 2^53+1), so a
+stack that hard-codes the seed's answer or loses precision is caught."""
+
+PERF_TEST_COLUMNS: dict[str, str] = {
+    "row_num": "int4",
+    "text_val": "text",
+    "varchar_val": "varchar",
+    "char_val": "bpchar",
+    "smallint_val": "int2",
+    "int_val": "int4",
+    "bigint_val": "int8",
+    "numeric_val": "numeric",
+    "real_val": "float4",
+    "double_val": "float8",
+    "bool_val": "bool",
+    "date_val": "date",
+    "time_val": "time",
+    "timestamp_val": "timestamp",
+    "timestamptz_val": "timestamptz",
+    "interval_val": "interval",
+    "uuid_val": "uuid",
+    "json_val": "json",
+    "jsonb_val": "jsonb",
+    "int_array_val": "_int4",
+    "text_array_val": "_text",
+    "nullable_text": "text",
+    "nullable_int": "int4",
+}
+"""Output columns of perf_test and their PostgreSQL types (pg_type.typname)."""
+
+GRAPHQL_FIELDS: dict[str, tuple[str, str]] = {
+    "id": ("id", "int4"),
+    "username": ("username", "varchar"),
+    "fullName": ("full_name", "varchar"),
+}
+"""GraphQL field → (users column, PostgreSQL type) of seed 002's query."""
+
+USERS_COLUMNS: dict[str, str] = {
+    "id": "int4",
+    "username": "varchar",
+    "full_name": "varchar",
+    "email": "varchar",
+    "age": "int2",
+    "created_at": "timestamptz",
+}
+"""Columns of the users answer and their PostgreSQL types."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request of a workload, relative to the stack's base URL."""
+
+    method: str
+    path: str
+    body: bytes | None = None
+    content_type: str | None = None
+
+
+def send(client: httpx.Client, request: Request) -> httpx.Response:
+    """Send one request (with its content type, if any) through a stack's client."""
+    headers = {"content-type": request.content_type} if request.content_type else {}
+    return client.request(request.method, request.path, content=request.body, headers=headers)
+
+
+def is_json_content_type(value: str | None, *, graphql: bool = False) -> bool:
+    """application/json (GraphQL answers may also use GraphQL over HTTP's own JSON media type)."""
+    allowed = ("application/json", "application/graphql-response+json") if graphql else ("application/json",)
+    return bool(value) and value.split(";")[0].strip().lower() in allowed
+
+
+def perf_test_request(records: int, values: dict[str, str] | None = None) -> Request:
+    """`GET /api/perf-test?...` with all 16 parameters (seed values unless given)."""
+    query = {"_records": str(records), **(values or SEED_PERF_TEST_VALUES)}
+    return Request("GET", f"{PERF_TEST_PATH}?{urlencode(query)}")
+
+
+def users_request(limit: int) -> Request:
+    return Request("GET", f"{USERS_PATH}?{urlencode({'limit': limit})}")
+
+
+def static_request() -> Request:
+    return Request("GET", STATIC_PATH)
+
+
+def tx_body(aid: int, tid: int, bid: int, delta: int) -> bytes:
+    return json.dumps({"aid": aid, "tid": tid, "bid": bid, "delta": delta}, separators=(",", ":")).encode()
+
+
+def random_tx_bodies(count: int, seed: int) -> list[bytes]:
+    """`count` tx bodies with ids and delta uniform in their ranges (pgbench's TPC-B draws), reproducible."""
+    rng = random.Random(seed)
+    return [tx_body(*(rng.randint(*TX_RANGES[f]) for f in ("aid", "tid", "bid", "delta"))) for _ in range(count)]
+
+
+def tx_request(body: bytes) -> Request:
+    return Request("POST", TX_PATH, body, JSON_CONTENT_TYPE)
+
+
+def graphql_body(limit: int = GRAPHQL_LIMIT) -> bytes:
+    return json.dumps({"query": GRAPHQL_QUERY % limit}).encode()
+
+
+def graphql_request(limit: int = GRAPHQL_LIMIT) -> Request:
+    return Request("POST", GRAPHQL_PATH, graphql_body(limit), JSON_CONTENT_TYPE)
+
+
+def load_request(workload: str, parameter: int | None) -> Request:
+    """The request the load generator repeats for one cell (tx: the first body; the rest come from a
+    bodies file, see random_tx_bodies)."""
+    if workload == PERF_TEST:
+        assert parameter is not None
+        return perf_test_request(parameter)
+    if workload == USERS:
+        assert parameter is not None
+        return users_request(parameter)
+    if workload == TX:
+        return tx_request(tx_body(1, 1, 1, 0))
+    if workload == GRAPHQL:
+        return graphql_request()
+    return static_request()
+
+
+def expected_rows(workload: str, parameter: int | None) -> int | None:
+    """How many rows one answer of the cell must hold (None: not a list of rows)."""
+    if workload in (PERF_TEST, USERS):
+        return parameter
+    if workload == GRAPHQL:
+        return GRAPHQL_LIMIT
+    return None
+
+
+DEFAULT_PATHS = {PERF_TEST: PERF_TEST_PATH, USERS: USERS_PATH, STATIC: STATIC_PATH, TX: TX_PATH,
+                 GRAPHQL: GRAPHQL_PATH}
+"""Where the contract puts each workload; a stack.toml's `routes` may move them."""
+
+
+def routed(path: str, routes: Mapping[str, str]) -> str:
+    """`path` (with its query) moved to the stack's route for its workload; query strings are merged."""
+    base, _, query = path.partition("?")
+    for workload, default in DEFAULT_PATHS.items():
+        if base == default and workload in routes:
+            target = routes[workload]
+            return target + (("&" if "?" in target else "?") + query if query else "")
+    return path
+
+
+def http_client(base_url: str, timeout_s: float, routes: Mapping[str, str]) -> httpx.Client:
+    """An httpx client for one stack whose requests follow the stack's routes.
+
+    NOTE: it sends no Accept-Encoding, like the load generators (k6 sends none; oha runs with
+    --disable-compression): an answer with a Content-Encoding is one the request did not ask for.
+    """
+
+    def reroute(request: httpx.Request) -> None:
+        target = routed(request.url.raw_path.decode(), routes)
+        if target != request.url.raw_path.decode():
+            request.url = request.url.copy_with(raw_path=target.encode())
+
+    client = httpx.Client(base_url=base_url, timeout=timeout_s, event_hooks={"request": [reroute]} if routes else {})
+    del client.headers["accept-encoding"]  # httpx's default asks for gzip, deflate (and br, zstd if installed)
+    return client
+
+
+def unrequested_encoding(response: httpx.Response) -> str | None:
+    """The answer's Content-Encoding if its request did not accept it (None: none, identity, or accepted).
+
+    A request without Accept-Encoding accepts no coding here: RFC 9110 would allow any, but the load
+    generators send none and count the bytes as they come, so a compressed answer is not the work measured.
+    """
+    encoding = (response.headers.get("content-encoding") or "").strip().lower()
+    codings = [c.strip() for c in encoding.split(",") if c.strip() and c.strip() != "identity"]
+    if not codings:
+        return None
+    accepted = set()
+    for item in (response.request.headers.get("accept-encoding") or "").lower().split(","):
+        name, _, params = item.partition(";")
+        if name.strip() and params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000"):
+            accepted.add(name.strip())
+    return None if "*" in accepted or all(c in accepted for c in codings) else encoding
+
+
+PARAMETER_NAMES = {PERF_TEST: "rows", USERS: "limit", STATIC: None, TX: None, GRAPHQL: None}
+"""Name of each workload's load parameter (None: the workload has none)."""
+
+
+def expected_perf_test(db: Database, records: int, values: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """perf_test's rows as PostgreSQL's own JSON, parsed with exact numbers."""
+    values = values or SEED_PERF_TEST_VALUES
+    args = [str(records)] + [values[name] for name, _ in PERF_TEST_PARAMETERS[1:]]
+    casts = ", ".join(f"%s::{sql_type}" for _, sql_type in PERF_TEST_PARAMETERS)
+    with db.connect() as conn:
+        row = conn.execute(f"SELECT coalesce(json_agg(t), '[]')::text FROM perf_test({casts}) t", args).fetchone()
+    return parse_json(row[0])
+
+
+def expected_users(db: Database, limit: int) -> list[dict[str, Any]]:
+    """The first `limit` users by id as PostgreSQL's own JSON."""
+    with db.connect() as conn:
+        row = conn.execute(
+            "SELECT coalesce(json_agg(u), '[]')::text FROM "
+            "(SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT %s) u",
+            [limit],
+        ).fetchone()
+    return parse_json(row[0])
+
+
+def column_types(db: Database, workload: str) -> dict[str, str]:
+    """The result columns of a workload's query and their type names, as the database reports them."""
+    sql = {
+        PERF_TEST: "SELECT * FROM perf_test(1, 'a', 1, 1, 1, 1, 1, true, '2024-01-01', '2024-01-01', "
+        "'2024-01-01', gen_random_uuid(), '{}', '{}', '{1}', '{a}') LIMIT 0",
+        USERS: "SELECT id, username, full_name, email, age, created_at FROM users LIMIT 0",
+    }[workload]
+    with db.connect() as conn:
+        cur = conn.execute(sql)
+        oids = [col.type_code for col in cur.description]
+        names = dict(conn.execute("SELECT oid::int, typname FROM pg_type WHERE oid = ANY(%s)", [oids]).fetchall())
+        return {col.name: names[col.type_code] for col in cur.description}

@@ -1,0 +1,154 @@
+"""Database-side accounting: did each request really reach the database, with the queries it needs?
+
+Around a burst of N identical requests pgarena reads `pg_stat_statements` for the stacks' database
+role and splits the statements into *workload statements* (those that name the workload's objects:
+perf_test, users, pgbench_*) and *other statements* (BEGIN/COMMIT, SET, RESET, pool checks, ...).
+Per request it then compares, with a stated tolerance (TechEmpower's verifier does the same with a
+query count, here with bound parameters and per statement kind):
+
+- workload statements < expected → the stack answered without querying: a cache (❌);
+- workload statements > expected → more queries than the workload needs: an N+1 (❌);
+- other statements > the workload's allowance → per-request overhead such as a `SET` or a reset (⚠️).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pgarena.contract import workloads as wl
+from pgarena.db.postgres import Database
+from pgarena.results.models import DbAccounting
+from pgarena.contract.values import Verdict
+
+ACCOUNTING_REQUESTS = 20
+"""Requests in one accounting burst."""
+RELATIVE_TOLERANCE = 0.05
+"""Allowed relative deviation of statements per request (pool warm-up, a connection opened once)."""
+
+EXPECTED: dict[str, tuple[int, int]] = {
+    wl.PERF_TEST: (1, 0),
+    wl.USERS: (1, 0),
+    wl.STATIC: (0, 0),
+    wl.TX: (5, 2),
+    wl.GRAPHQL: (1, 0),
+}
+"""Per request: (workload statements, allowed other statements). tx: 5 statements + BEGIN/COMMIT."""
+
+OBJECTS: dict[str, re.Pattern] = {
+    wl.PERF_TEST: re.compile(r"\bperf_test\b", re.I),
+    wl.USERS: re.compile(r"\busers\b", re.I),
+    wl.STATIC: re.compile(r"\b(perf_test|users|pgbench_\w+)\b", re.I),
+    wl.TX: re.compile(r"\bpgbench_(accounts|tellers|branches|history)\b", re.I),
+    wl.GRAPHQL: re.compile(r"\busers\b", re.I),
+}
+"""What makes a statement a workload statement (static: any workload object at all)."""
+
+
+@dataclass(frozen=True)
+class StatementCounts:
+    """pg_stat_statements of the stacks' role at one moment: query text → (calls, rows)."""
+
+    by_query: dict[str, tuple[int, int]]
+
+
+ENABLE_HINT = ("pass --admin-database-url with a superuser or a member of pg_read_all_stats, on a server with "
+               "pg_stat_statements in shared_preload_libraries and CREATE EXTENSION pg_stat_statements done")
+"""How a user of --database-url turns database accounting on (shown wherever it is unavailable)."""
+
+
+def available(db: Database) -> str | None:
+    """None if accounting works on this database, else why not and how to enable it."""
+    with db.connect_stats() as conn:
+        reader, database, privileged = conn.execute(
+            "SELECT current_user, current_database(), "
+            "rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') "
+            "FROM pg_roles WHERE rolname = current_user").fetchone()
+        if reader == db.user:
+            return ("the stacks and pgarena use the same database role, so their statements cannot be told "
+                    f"apart; {ENABLE_HINT}")
+        if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone():
+            return f"pg_stat_statements is not installed in database {database}; {ENABLE_HINT}"
+        if not privileged:
+            return f"role {reader} cannot read other roles' statements in pg_stat_statements; {ENABLE_HINT}"
+    return None
+
+
+def read_counts(db: Database) -> StatementCounts:
+    """Current calls and rows per statement of the stacks' role in the stacks' database."""
+    with db.connect_stats() as conn:
+        rows = conn.execute(
+            "SELECT s.query, sum(s.calls)::bigint, sum(s.rows)::bigint FROM pg_stat_statements s "
+            "JOIN pg_roles r ON r.oid = s.userid JOIN pg_database d ON d.oid = s.dbid "
+            "WHERE r.rolname = %s AND d.datname = %s GROUP BY s.query",
+            [db.user, db.name],
+        ).fetchall()
+    return StatementCounts({query: (int(calls), int(nrows)) for query, calls, nrows in rows})
+
+
+def split_calls(workload: str, before: StatementCounts,
+                after: StatementCounts) -> tuple[int, int, int, dict[str, int]]:
+    """(workload statement calls, their rows, other statement calls, other query text → calls) between two
+    readings; a workload statement is one naming the workload's objects (OBJECTS)."""
+    pattern = OBJECTS[workload]
+    workload_calls = workload_rows = other_calls = 0
+    others: dict[str, int] = {}
+    for query, (calls, nrows) in after.by_query.items():
+        old_calls, old_rows = before.by_query.get(query, (0, 0))
+        delta = calls - old_calls
+        if delta <= 0:
+            continue
+        if pattern.search(query):
+            workload_calls += delta
+            workload_rows += nrows - old_rows
+        else:
+            other_calls += delta
+            others[" ".join(query.split())[:80]] = delta
+    return workload_calls, workload_rows, other_calls, others
+
+
+def judge(workload: str, before: StatementCounts, after: StatementCounts, requests: int,
+          rows_per_request: int | None) -> DbAccounting:
+    """Statements and rows per request over a burst, with a verdict and its reason."""
+    expected_calls, allowed_other = EXPECTED[workload]
+    workload_calls, workload_rows, other_calls, others = split_calls(workload, before, after)
+    per_request = workload_calls / requests
+    other_per_request = other_calls / requests
+    rows = workload_rows / requests if workload_calls else 0.0
+    tolerance = RELATIVE_TOLERANCE * max(expected_calls, 1)
+    verdict, reason = Verdict.EXACT, None
+    if per_request < expected_calls - tolerance:
+        verdict = Verdict.WRONG
+        reason = f"{per_request:.2f} workload statements per request, expected {expected_calls}: answers not from the database (a cache?)"
+    elif per_request > expected_calls + tolerance:
+        verdict = Verdict.WRONG
+        reason = f"{per_request:.2f} workload statements per request, expected {expected_calls} (N+1?)"
+    elif rows_per_request is not None and workload_calls and abs(rows - rows_per_request) > RELATIVE_TOLERANCE * rows_per_request:
+        verdict = Verdict.WRONG
+        reason = f"{rows:.1f} rows per request from the database, expected {rows_per_request}"
+    elif other_per_request > allowed_other + RELATIVE_TOLERANCE * max(allowed_other, 1):
+        verdict = Verdict.EQUIVALENT
+        top = sorted(others.items(), key=lambda item: -item[1])[:3]
+        reason = (f"{other_per_request:.2f} other statements per request (allowed {allowed_other}): "
+                  + "; ".join(f"{q} ×{n}" for q, n in top))
+    return DbAccounting(
+        requests=requests,
+        workload_statements_per_request=round(per_request, 3),
+        rows_per_request=round(rows, 3),
+        other_statements_per_request=round(other_per_request, 3),
+        expected_statements_per_request=expected_calls,
+        allowed_other_statements_per_request=allowed_other,
+        top_other_statements=dict(sorted(others.items(), key=lambda item: -item[1])[:5]),
+        verdict=verdict,
+        reason=reason,
+    )
+
+
+def measure(db: Database, workload: str, send: Callable[[int], None], requests: int = ACCOUNTING_REQUESTS,
+            rows_per_request: int | None = None) -> DbAccounting:
+    """Send `requests` requests through `send(i)` and account for them."""
+    before = read_counts(db)
+    for index in range(requests):
+        send(index)
+    return judge(workload, before, read_counts(db), requests, rows_per_request)

@@ -1,0 +1,97 @@
+"""The load generator's measured headroom: its RPS against a trivial endpoint on the run's CPU sets.
+
+Before any stack runs, pgarena builds a minimal Go net/http server (trivial/main.go: a fixed 2-byte
+answer), starts it pinned to the server CPUs and drives it with the run's generator pinned to the
+generator CPUs for one window at `HEADROOM_CONNECTIONS`. The RPS it reaches is about the most this
+generator can produce here; a stack cell that comes near it (or whose generator CPU is near 100 %) says
+more about the generator than about the stack. The figure is stored in results.json and shown in reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+from pgarena.config.run import RunConfig
+from pgarena.load.engines import Engine
+from pgarena.load.engines.base import EngineOutputError, LoadSpec, tool_cache_dir
+from pgarena.load.measure import run_window
+from pgarena.db.postgres import free_port
+from pgarena.system.process import NotReady, ServerProcess, wait_until_healthy
+from pgarena.results.models import Headroom
+
+HEADROOM_CONNECTIONS = 50
+"""Closed-model connections of the headroom window (seed 000's middle load level)."""
+BUILD_TIMEOUT_S = 300
+
+
+class HeadroomUnavailable(Exception):
+    """The trivial endpoint cannot be built or started here; the message says why."""
+
+
+def trivial_server_binary() -> Path:
+    """Build (once per source version, cached) and return the trivial endpoint's binary."""
+    sources = {name: resources.files("pgarena.trivial").joinpath(name).read_bytes() for name in ("main.go", "go.mod")}
+    digest = hashlib.sha256(b"".join(sources[n] for n in sorted(sources))).hexdigest()[:12]
+    target_dir = tool_cache_dir() / f"trivial-server-{digest}"
+    binary = target_dir / "trivial-server"
+    if binary.exists():
+        return binary
+    go = shutil.which("go")
+    if go is None:
+        raise HeadroomUnavailable("Go is not on PATH (needed to build the trivial endpoint)")
+    src = target_dir / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    for name, data in sources.items():
+        (src / name).write_bytes(data)
+    try:
+        out = subprocess.run([go, "build", "-o", str(binary), "."], cwd=src, capture_output=True, text=True,
+                             timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise HeadroomUnavailable(f"go build of the trivial endpoint took over {BUILD_TIMEOUT_S} s") from None
+    if out.returncode != 0:
+        raise HeadroomUnavailable(f"go build of the trivial endpoint failed: {out.stderr.strip()[-400:]}")
+    return binary
+
+
+def measure_headroom(engine: Engine, config: RunConfig, run_dir: Path) -> Headroom:
+    """One window of the generator against the trivial endpoint (HeadroomUnavailable if it cannot run)."""
+    binary = trivial_server_binary()
+    port = free_port()
+    logs = run_dir / "logs" / "headroom"
+    logs.mkdir(parents=True, exist_ok=True)
+    raw_dir = run_dir / "raw" / "headroom"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    env = {"PGARENA_PORT": str(port), "GOMAXPROCS": str(len(config.server_cpus)), "PATH": "/usr/bin:/bin"}
+    server = ServerProcess(str(binary), cwd=raw_dir, env=env, log_path=logs / "run.log", cpus=config.server_cpus)
+    with server:
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            wait_until_healthy(server, url, 30)
+        except NotReady as exc:
+            raise HeadroomUnavailable(f"the trivial endpoint did not start: {exc}") from None
+        spec = LoadSpec(url=url, method="GET", connections=HEADROOM_CONNECTIONS, duration_s=0,
+                        timeout_s=config.http_timeout_s)
+        try:
+            window = run_window(engine, spec, config.warmup_s, raw_dir, "warmup", config)
+            window = run_window(engine, spec, config.duration_s, raw_dir, "headroom", config)
+        except EngineOutputError as exc:
+            raise HeadroomUnavailable(str(exc)) from None
+    out = window.outcome
+    seconds = out.duration_seconds * len(config.generator_cpus)
+    return Headroom(rps=out.rps, latency_p99_ms=out.latency.p99_ms, connections=HEADROOM_CONNECTIONS,
+                    duration_seconds=out.duration_seconds,
+                    generator_cpu_fraction=window.generator_cpu_seconds / seconds if seconds else None,
+                    endpoint=f"Go {_go_version()} net/http, fixed 2-byte answer, GOMAXPROCS={len(config.server_cpus)}",
+                    engine=engine.name)
+
+
+def _go_version() -> str:
+    go = shutil.which("go")
+    if not go:
+        return "?"
+    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=30)
+    return out.stdout.strip().removeprefix("go") or "?"

@@ -1,0 +1,581 @@
+"""One cell measured: warm-up, repetitions with resource sampling and answer checks, tx invariants,
+and the cell's summary and flags (median and range over the repetitions, docs/methodology.md)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pgarena.db import accounting
+
+from pgarena.verify import txcheck
+
+from pgarena.verify import variants
+
+from pgarena.verify import windowcheck
+from pgarena.contract import workloads as wl
+from pgarena.verify.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_variants
+from pgarena.config.run import RunConfig
+from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
+from pgarena.load.engines.base import EngineOutputError
+from pgarena.contract.flags import (CHECKS_FAILED, DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, QUERIES_WRONG,
+                           TIMEOUTS, VARIANTS_WRONG, saturation_flags)
+from pgarena.db.postgres import Database
+from pgarena.system.process import NotReady, ServerProcess, cpu_between, run_measured
+from pgarena.system.resources import CpuMeters, TreeSampler
+from pgarena.results.models import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult, Warmup
+from pgarena.load.slo import LevelResult, SloTarget, search_max_sustainable
+from pgarena.load import warmup
+from pgarena.load.warmup import WindowResult
+from pgarena.analysis.stats import confidence_interval, interval_too_wide, relative_half_width, should_stop, spread
+from pgarena.contract.values import Verdict
+
+SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS)
+"""The flags `summarize` derives from the repetitions."""
+MAX_FAILURE_RATE = 0.01
+"""A cell with more failed requests (or, open model, dropped ones) than this is flagged invalid (BRIEF.md)."""
+INTERVAL_METHOD = "Student t-interval on the mean of the per-repetition values"
+
+
+def keep_repeating(rps: list[float], measured_s: float, window_s: float, config: RunConfig) -> bool:
+    """Whether a cell measures another repetition: below the minimum always; then only while the RPS
+    interval is wider than the target, the cap is not reached and another window fits the time budget."""
+    if len(rps) < config.repetitions:
+        return True
+    if should_stop(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level,
+                   min_repetitions=config.repetitions):
+        return False
+    return len(rps) < config.max_repetitions and measured_s + window_s <= config.cell_budget_s
+
+
+def stop_reason(repetitions: int, noisy: bool, config: RunConfig) -> str:
+    """Why a cell's repetitions stopped, read back from their count, the interval and the config."""
+    if config.max_repetitions == config.repetitions:
+        return "fixed"
+    if repetitions >= config.repetitions and not noisy:
+        return "interval"
+    return "max-repetitions" if repetitions >= config.max_repetitions else "budget"
+
+
+def rps_interval(values: list[float], level: float) -> Interval | None:
+    """The t-interval on one figure's per-repetition values (None with fewer than 2 repetitions)."""
+    if len(values) < 2:
+        return None
+    low, high = confidence_interval(values, level)
+    return Interval(mean=(low + high) / 2, low=low, high=high, rel_half_width=relative_half_width(values, level),
+                    level=level, method=INTERVAL_METHOD)
+
+
+def answered_2xx(repetition: Repetition) -> int:
+    """2xx answers of one repetition (oha keys statuses by code, k6 as '2xx')."""
+    return sum(n for code, n in repetition.status_codes.items() if code.startswith("2"))
+
+
+def latency_censored(reps: list[Repetition]) -> list[str]:
+    """The summary's latency medians that are lower bounds: a repetition whose figure is a lower bound
+    (it reaches requests without an answer) and at or below the median could raise the median."""
+    marked = []
+    for name, summary_name in (("p99_ms", "latency_p99_ms"), ("avg_ms", "latency_avg_ms")):
+        median = statistics.median(getattr(r.latency, name) for r in reps)
+        if any(name in r.latency.censored and getattr(r.latency, name) <= median for r in reps):
+            marked.append(summary_name)
+    return marked
+
+
+def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
+              headroom_rps: float | None = None) -> None:
+    """Fill the cell's summary and flags from its repetitions. `rps` is answered work (2xx answers per
+    second); CPU per request is per 2xx answer; `headroom_rps` (the generator's measured headroom) marks
+    cells whose request rate reached it `generator-bound`."""
+    reps = cell.repetitions
+    requests = sum(r.requests for r in reps)
+    answered = sum(answered_2xx(r) for r in reps)
+    failures = sum(r.errors.total for r in reps)
+    timeouts = sum(r.errors.timeout for r in reps)
+
+    def total(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+    def per_request_us(value: float | None, count: int) -> float | None:
+        return value / count * 1e6 if value is not None and count else None
+
+    seconds = sum(r.duration_seconds for r in reps)
+
+    def fraction(value: float | None, cpus: int) -> float | None:
+        return value / (seconds * cpus) if value is not None and seconds else None
+
+    stack_cpu = total([r.stack_cpu_seconds for r in reps])
+    db_cpu = total([r.db_cpu_seconds for r in reps])
+    generator_cpu = sum(r.generator_cpu_seconds for r in reps)
+    rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
+    pss = [r.stack_pss_peak_bytes for r in reps if r.stack_pss_peak_bytes is not None]
+    rps = [r.rps for r in reps]
+    every = [r.requests_per_second_all if r.requests_per_second_all is not None else r.requests / r.duration_seconds
+             for r in reps if r.duration_seconds]
+    noisy = interval_too_wide(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
+    offered = total([r.offered_requests for r in reps]) if cell.model == "open" else None
+    per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / answered_2xx(r) * 1e6 for r in reps
+                    if answered_2xx(r) and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
+    cell.summary = CellSummary(
+        rps=spread(rps),
+        rps_interval=rps_interval(rps, config.confidence_level),
+        requests_per_second_all=spread(every) if every else None,
+        stop_reason=stop_reason(len(rps), noisy, config),  # type: ignore[arg-type]
+        noisy=noisy,
+        latency_avg_ms=spread([r.latency.avg_ms for r in reps]),
+        latency_p99_ms=spread([r.latency.p99_ms for r in reps]),
+        latency_censored=latency_censored(reps),
+        requests_total=requests,
+        failures_total=failures,
+        failure_rate=failures / requests if requests else 1.0,
+        stack_cpu_us_per_request=per_request_us(stack_cpu, answered),
+        db_cpu_us_per_request=per_request_us(db_cpu, answered),
+        stack_rss_peak_bytes=max(rss) if rss else None,
+        stack_pss_peak_bytes=max(pss) if pss else None,
+        generator_cpu_fraction=fraction(generator_cpu, len(config.generator_cpus)),
+        generator_cpu_us_per_request=per_request_us(generator_cpu, requests),
+        stack_cpu_fraction=fraction(stack_cpu, len(config.server_cpus)),
+        db_cpu_fraction=fraction(db_cpu, len(config.server_cpus)),
+        cpu_accounting=cpu_accounting,
+        cpu_us_per_request_interval=rps_interval(per_rep_cost, config.confidence_level)
+        if len(per_rep_cost) == len(reps) else None,
+        timeouts_total=timeouts,
+        offered_total=int(offered) if offered is not None else None,
+        dropped_total=sum(r.dropped for r in reps),
+    )
+    summary = cell.summary
+    flags = []
+    if summary.failure_rate > MAX_FAILURE_RATE:
+        flags.append(FAILURES)
+    if noisy:
+        flags.append(NOISY)
+    if summary.offered_total and summary.dropped_total / summary.offered_total > MAX_FAILURE_RATE:
+        flags.append(DROPPED)
+    flags += saturation_flags(summary.generator_cpu_fraction, summary.db_cpu_fraction, summary.stack_cpu_fraction,
+                              timeouts, headroom_rps=headroom_rps,
+                              requests_per_second=summary.requests_per_second_all.median
+                              if summary.requests_per_second_all else None)
+    checks_total = sum(r.checks_total for r in reps)
+    if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
+        flags.append(CHECKS_FAILED)
+    # NOTE: these flags are re-derived from all repetitions on every call (an interleaved cell is summarized
+    # after each window), so one that no longer holds is dropped; flags set elsewhere are kept.
+    cell.flags = sorted((set(cell.flags) - set(SUMMARY_FLAGS)) | set(flags))
+
+
+def _workload_stem(workload: str, parameter: int | None) -> str:
+    """'perf-test-rows100', 'static': the start of every raw-output file name."""
+    return workload if parameter is None else f"{workload}-{wl.PARAMETER_NAMES[workload]}{parameter}"
+
+
+def cell_label(cell: Cell) -> str:
+    """File-name stem of a cell's raw outputs."""
+    level = f"vus{cell.vus}" if cell.model == "closed" else f"rate{cell.arrival_rate:.0f}"
+    return f"{_workload_stem(cell.workload, cell.parameter)}-{level}"
+
+
+def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, routes: dict[str, str],
+              connections: int, config: RunConfig, rate: float | None = None,
+              bodies_file: Path | None = None, urls_file: Path | None = None) -> LoadSpec:
+    """The generator's request shape for a workload and parameter (duration set per window); with
+    `urls_file` each request takes one of its URLs (the cell's variants)."""
+    request = wl.load_request(cell_workload, parameter)
+    return LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=connections,
+                    duration_s=0, timeout_s=config.http_timeout_s, body=request.body,
+                    content_type=request.content_type, bodies_file=bodies_file,
+                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate,
+                    urls_file=urls_file)
+
+
+def variants_file(raw_dir: Path, label: str, workload: str, parameter: int | None, base_url: str,
+                  routes: dict[str, str]) -> Path | None:
+    """The URL file of a workload's variants (None: a single request, nothing to vary)."""
+    requests = variants.requests_for(workload, parameter) if workload != wl.TX else []
+    if len(requests) < 2:
+        return None
+    return variants.write_urls_file(raw_dir / f"{label}.urls", base_url, routes, requests)
+
+
+def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
+    """A file of random TPC-B transactions, one per line, seeded by stack and cell (repeatable)."""
+    path = raw_dir / f"{label}.bodies"
+    seed = zlib.crc32(f"{stack}/{label}".encode())
+    path.write_bytes(b"\n".join(wl.random_tx_bodies(wl.TX_BODIES_PER_FILE, seed)) + b"\n")
+    return path
+
+
+@dataclass(frozen=True)
+class Window:
+    """One generator run: its outcome, the generator's CPU seconds over the measured window and its raw
+    output file."""
+
+    outcome: LoadOutcome
+    generator_cpu_seconds: float
+    raw_output: Path
+    generator_cpu_seconds_process: float | None = None
+    """The generator's CPU over its whole process (start-up and post-window work included)."""
+
+    def dropped(self, spec: LoadSpec, nominal_s: float) -> tuple[int | None, int]:
+        """(offered, dropped) of an open-model window; (None, 0) in the closed model."""
+        if spec.rate is None:
+            return None, 0
+        offered = round(spec.rate * nominal_s)
+        reported = self.outcome.dropped
+        return offered, reported if reported is not None else max(0, offered - self.outcome.requests)
+
+
+def window_result(window: Window, run: CellRun | None = None) -> WindowResult:
+    """A generator window as the warm-up reads it (its answers and unknown outcomes added to `run`'s tx
+    bookkeeping)."""
+    if run is not None:
+        run.count(window.outcome)
+    return WindowResult(rps=window.outcome.rps, duration_s=window.outcome.duration_seconds,
+                        answered_2xx=window.outcome.answered_2xx)
+
+
+def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
+               config: RunConfig) -> Window:
+    """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output.
+
+    The generator's CPU is read over the measured window only (docs/methodology.md, "Generator CPU"):
+    its process CPU is sampled while it runs; the window ends when it writes its summary (the raw
+    output file's modification time) and began the window's measured duration earlier, so k6's start-up
+    (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
+    """
+    argv = engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)
+    samples: list[tuple[float, float]] = []
+    code, process_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
+                                     stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
+                                     timeout_s=duration_s + 2 * config.http_timeout_s + 60, cpu_samples=samples)
+    try:
+        outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s)
+    except EngineOutputError as exc:
+        raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
+    raw = engine.raw_output(raw_dir, stem)
+    return Window(outcome, window_cpu_seconds(samples, raw, outcome.duration_seconds, process_cpu), raw,
+                  process_cpu)
+
+
+def window_cpu_seconds(samples: list[tuple[float, float]], raw_output: Path, duration_s: float,
+                       process_cpu_s: float) -> float:
+    """The generator's CPU seconds over [end − duration, end], end = the raw output's modification time;
+    its whole-process CPU when the samples do not cover that span."""
+    try:
+        end = raw_output.stat().st_mtime
+    except OSError:
+        return process_cpu_s
+    window = cpu_between(samples, end - duration_s, end)
+    return process_cpu_s if window is None else window
+
+
+def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str,
+                      routes: dict[str, str], raw_dir: Path, label: str, log: Callable[[str], None],
+                      cache: dict | None, known_wrong: Sequence[str] = ()) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
+    """The cell's load spec, its read variants with their expected answers (tx: none; the sampler's tx
+    requests are drawn per window) and, for tx, the accounts the generator's bodies touch.
+
+    Every read variant is sent once and judged whole before the warm-up; a wrong one flags the cell."""
+    rate = cell.arrival_rate if cell.model == "open" else None
+    if cell.workload == wl.TX:
+        bodies_file = write_tx_bodies(raw_dir, cell.stack, label)
+        bodies = [line for line in bodies_file.read_bytes().split(b"\n") if line]
+        cell.variants = len(set(bodies))
+        spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
+                         config=config, rate=rate, bodies_file=bodies_file)
+        return spec, [], variants.tx_aids(bodies)
+    key = (cell.workload, cell.parameter)
+    cases = cache[key] if cache is not None and key in cache else variants.read_variants(db, cell.workload,
+                                                                                         cell.parameter)
+    if cache is not None:
+        cache[key] = cases
+    urls_file = variants_file(raw_dir, label, cell.workload, cell.parameter, base_url, routes)
+    spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
+                     config=config, rate=rate, urls_file=urls_file)
+    cell.variants = len(cases)
+    cell.variants_failed, cell.variants_failure = check_variants(
+        base_url, cell.workload, cases, engine.request_headers(spec), config.http_timeout_s, routes, known_wrong)
+    if cell.variants_failed:
+        cell.flags.append(VARIANTS_WRONG)
+        log(f"  {cell.variants_failed} of {len(cases)} variants answered wrongly before the load: "
+            f"{cell.variants_failure}")
+    return spec, cases, set()
+
+
+def _tx_sample_cases(db: Database, cell: Cell, index: int, avoid: set[int]) -> list[variants.Variant]:
+    """The sampler's tx requests for one window: on accounts no other request touches (so each balance is
+    predictable), enough for one every SAMPLE_INTERVAL_S; their accounts are added to `avoid`."""
+    count = math.ceil(cell.duration_seconds / SAMPLE_INTERVAL_S) + 4
+    bodies = variants.tx_sampler_bodies(count, zlib.crc32(f"{cell.stack}/{cell_label(cell)}/{index}".encode()), avoid)
+    avoid |= variants.tx_aids(bodies)
+    return variants.tx_variants(db, bodies)
+
+
+@dataclass
+class CellRun:
+    """One cell being measured, window by window: its load spec, request variants, raw-output folder and
+    tx bookkeeping.
+
+    Sequential schedules measure a cell's windows back to back (`measure_cell`); interleaved ones measure
+    one window of it per round, between other stacks' windows (`measure_repetition`). tx changes are taken
+    per window (a snapshot right before its warm-up and right after its measured window, while no other
+    stack is under load) and added up, so other stacks' transactions between two windows never count.
+    """
+
+    cell: Cell
+    spec: LoadSpec
+    run_dir: Path
+    raw_dir: Path
+    label: str
+    cases: list[variants.Variant] = field(default_factory=list)
+    """Read workloads: the request variants with their expected answers (the sampler's requests)."""
+    tx_avoid: set[int] = field(default_factory=set)
+    """tx: accounts the generator's bodies touch (the sampler's transactions use others)."""
+    known_wrong: tuple[str, ...] = ()
+    """Columns verification already judged ❌ for this stack: not judged again under load (answers.py)."""
+    headers: list[tuple[str, str | None]] = field(default_factory=list)
+    """The generator's request headers, which the sampler sends too."""
+    tx_changes: txcheck.TxSnapshot | None = None
+    answered_200: int = 0
+    unknown_outcome: int = 0
+
+    def count(self, outcome: LoadOutcome) -> None:
+        """Add a window's 200 answers and its requests of unknown outcome (no answer at all)."""
+        self.answered_200 += outcome.answered_2xx
+        self.unknown_outcome += outcome.errors.timeout + outcome.errors.connect + outcome.errors.other
+
+
+def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str, run_dir: Path,
+               routes: dict[str, str], log: Callable[[str], None], variants_cache: dict | None = None,
+               known_wrong: Sequence[str] = ()) -> CellRun:
+    """The spec, variants (checked once, before any load: `_prepare_variants`) and files of a cell before
+    its first window; whether window accounting is possible on this database."""
+    raw_dir = run_dir / "raw" / cell.stack
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    label = cell_label(cell)
+    spec, cases, tx_avoid = _prepare_variants(cell, engine=engine, config=config, db=db, base_url=base_url,
+                                              routes=routes, raw_dir=raw_dir, label=label, log=log,
+                                              cache=variants_cache, known_wrong=known_wrong)
+    cell.window_accounting_unavailable = accounting.available(db)
+    return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label, cases=cases,
+                   tx_avoid=tx_avoid, headers=engine.request_headers(spec), known_wrong=tuple(known_wrong),
+                   tx_changes=txcheck.ZERO if cell.workload == wl.TX else None)
+
+
+def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
+                      db: Database | None = None) -> Warmup:
+    """The cell's warm-up (warmup.py): one-second windows at its load until steady, at least `minimum_s`,
+    at most `config.warmup_cap_s`; not counted, but its 2xx answers count for tx. With `db` (interleaved
+    schedules, whose tx changes are summed per window) the warm-up's own tx changes are added too."""
+    tx_before = txcheck.snapshot(db) if db is not None and run.tx_changes is not None else None
+    warmed = warmup.warm_up(lambda seconds: window_result(run_window(
+        engine, run.spec, seconds, run.raw_dir, f"{run.label}-warmup", config), run), minimum_s=minimum_s,
+        cap_s=config.warmup_cap_s)
+    if tx_before is not None:
+        run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))  # type: ignore[arg-type]
+    return warmed.record
+
+
+def warm_up(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, stem: str) -> None:
+    """A window at the cell's load that is not counted (its 200 answers still count for tx)."""
+    if seconds <= 0:
+        return
+    window = run_window(engine, run.spec, seconds, run.raw_dir, f"{run.label}-{stem}", config)
+    run.count(window.outcome)
+
+
+def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
+                       base_url: str, routes: dict[str, str], cpu: CpuMeters, round_index: int | None = None,
+                       rewarm_s: float = 0.0) -> Repetition:
+    """One measured window of the cell (preceded by `rewarm_s` of uncounted load), appended to its
+    repetitions: the generator with pgarena's answer sampler beside it (checks.py) and pg_stat_statements
+    read right before and right after it (windowcheck.py). Raises NotReady when the stack has exited."""
+    cell, spec = run.cell, run.spec
+    if server.exit_code() is not None:
+        raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
+    index = len(cell.repetitions) + 1
+    tx_before = txcheck.snapshot(db) if run.tx_changes is not None and round_index is not None else None
+    warm_up(run, engine=engine, config=config, seconds=rewarm_s, stem=f"rewarm{index}")
+    stem = f"{run.label}-rep{index}"
+    is_tx = cell.workload == wl.TX
+    sample_cases = _tx_sample_cases(db, cell, index, run.tx_avoid) if is_tx else run.cases
+    sampler = AnswerSampler(base_url, cell.workload, sample_cases, run.headers, config.http_timeout_s, routes,
+                            reuse=not is_tx, known_wrong=run.known_wrong)
+    # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
+    before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
+    with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
+        window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config)
+    outcome = window.outcome
+    record = None
+    if before is not None:
+        record = windowcheck.judge_window(
+            cell.workload, cell.parameter, before, accounting.read_counts(db),
+            answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
+            unknown=outcome.errors.total + sampler.unknown, in_flight=spec.connections + 1)
+    run.count(outcome)
+    run.answered_200 += sampler.answered_2xx  # the sampler's transactions reach the database too
+    run.unknown_outcome += sampler.unknown
+    if tx_before is not None:
+        run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))  # type: ignore[arg-type]
+    stack_usage, db_usage = usage.usage.get("stack"), usage.usage.get("db")
+    checks_total, checks_failed, check_failure = sampler.judge()
+    offered, dropped = window.dropped(spec, cell.duration_seconds)
+    repetition = Repetition(
+        index=index, round=round_index, requests=outcome.requests, duration_seconds=outcome.duration_seconds,
+        rps=outcome.rps, requests_per_second_all=outcome.requests_per_second_all, latency=outcome.latency,
+        errors=outcome.errors, status_codes=outcome.status_codes,
+        stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
+        db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
+        stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
+        stack_pss_peak_bytes=stack_usage.pss_peak_bytes if stack_usage else None,
+        generator_cpu_seconds=window.generator_cpu_seconds,
+        raw_output=str(window.raw_output.relative_to(run.run_dir)),
+        offered_requests=offered, dropped=dropped,
+        checks_total=checks_total, checks_failed=checks_failed, check_failure=check_failure,
+        accounting=record,
+    )
+    cell.repetitions.append(repetition)
+    return repetition
+
+
+def repetition_line(rep: Repetition, rps: list[float], config: RunConfig) -> str:
+    """The log line of one measured window."""
+    return (f"  rep {rep.index}: {rep.rps:,.0f} 2xx/s, p99 {rep.latency.p99_ms:.1f} ms, {rep.errors.total} failed"
+            + (f", {rep.dropped} dropped" if rep.offered_requests is not None else "")
+            + (f", {rep.checks_failed}/{rep.checks_total} checks failed" if rep.checks_total else "")
+            + (f", window accounting {rep.accounting.verdict.symbol}" if rep.accounting else "")
+            + (f" — ±{relative_half_width(rps, config.confidence_level):.1%}" if len(rps) > 1 else ""))
+
+
+def finish_cell(run: CellRun, db: Database, log: Callable[[str], None],
+                tx_before: txcheck.TxSnapshot | None = None) -> None:
+    """After a cell's last window: its window-accounting verdict (a ❌ window flags it `queries-wrong`) and,
+    for tx, the TPC-B invariants over its windows (or since `tx_before`, for back-to-back windows); a
+    broken invariant fails the cell."""
+    cell = run.cell
+    cell.window_accounting, cell.window_accounting_reason = windowcheck.cell_verdict(
+        [r.accounting for r in cell.repetitions])
+    if cell.window_accounting is Verdict.WRONG and QUERIES_WRONG not in cell.flags:
+        cell.flags.append(QUERIES_WRONG)
+        log(f"  window accounting ❌ {cell.window_accounting_reason}")
+    if run.tx_changes is None:
+        return
+    if tx_before is not None:
+        run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))
+    cell.tx_invariants = txcheck.check(txcheck.ZERO, run.tx_changes, run.answered_200, run.unknown_outcome)
+    inv = cell.tx_invariants
+    if not inv.holds:
+        cell.flags.append("invariants-broken")
+        cell.status, cell.error = "failed", f"TPC-B invariants broken: {inv.problem}"
+    log(f"  TPC-B invariants {'hold' if inv.holds else 'BROKEN'}: {inv.history_rows_added} history rows for "
+        f"{run.answered_200} answers of 200"
+        + (f" and {inv.unknown_outcome} of unknown outcome ({inv.unknown_committed} committed)" if inv.unknown_outcome else "")
+        + ("" if inv.holds else f" — {inv.problem}"))
+
+
+def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
+                 base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
+                 cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None,
+                 variants_cache: dict | None = None, on_warmed: Callable[[], None] | None = None,
+                 known_wrong: Sequence[str] = ()) -> None:
+    """Warm-up and back-to-back repetitions of one cell (the sequential schedule); fills cell.repetitions
+    (and, for tx, its invariants).
+
+    Before the warm-up the cell's variants are prepared and checked (variants.py); their expected answers
+    are kept in `variants_cache` (if given) for the next cell of the same workload and parameter.
+    Repetitions stop once at least `config.repetitions` were measured and the RPS t-interval is within
+    ±`config.target_rel_half_width` (stats.should_stop), or at `config.max_repetitions`, or when another
+    window would take the measured time past `config.cell_budget_s`.
+    """
+    run = start_cell(cell, engine=engine, config=config, db=db, base_url=base_url, run_dir=run_dir, routes=routes,
+                     log=log, variants_cache=variants_cache, known_wrong=known_wrong)
+    cpu = cpu or CpuMeters({})
+    tx_before = txcheck.snapshot(db) if run.tx_changes is not None else None
+    cell.warmup = warm_until_steady(run, engine=engine, config=config, minimum_s=cell.warmup_seconds)
+    if on_warmed is not None:
+        on_warmed()
+    measured_s = 0.0
+    while True:
+        rep = measure_repetition(run, engine=engine, config=config, db=db, server=server, base_url=base_url,
+                                 routes=routes, cpu=cpu)
+        measured_s += rep.duration_seconds
+        rps = [r.rps for r in cell.repetitions]
+        if on_repetition is not None:
+            on_repetition(rep.index, rep.rps)
+        log(repetition_line(rep, rps, config))
+        if not keep_repeating(rps, measured_s, cell.duration_seconds, config):
+            break
+    finish_cell(run, db, log, tx_before)
+
+
+SLO_START_FRACTION = 0.5
+"""The SLO search starts at half the closed-model peak RPS of the same stack, workload and parameter ..."""
+SLO_MAX_FRACTION = 4.0
+"""... and never offers more than 4 × that peak."""
+SLO_GROWTH = 1.5
+SLO_FALLBACK_START_RPS = 50.0
+"""Start rate when no closed-model cell measured a peak."""
+
+
+def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak_rps: float | None, engine: Engine,
+                       config: RunConfig, base_url: str, routes: dict[str, str], run_dir: Path,
+                       log: Callable[[str], None]) -> SloSearchResult:
+    """Max sustainable arrival rate under the config's SLO (slo.search_max_sustainable), open model.
+
+    Each step is one window of `config.duration_s` at one arrival rate with `config.open_connections`
+    requests in flight at most; a step passes when its p99 (failed requests counted at the timeout) is
+    within the SLO, its failed plus dropped share is within `config.slo_max_error_rate` and no request
+    timed out.
+    """
+    assert config.slo_p99_ms is not None
+    raw_dir = run_dir / "raw" / stack
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    name = wl.PARAMETER_NAMES[workload]
+    label = f"{_workload_stem(workload, parameter)}-slo"
+    bodies = write_tx_bodies(raw_dir, stack, label) if workload == wl.TX else None
+    base = load_spec(workload, parameter, base_url=base_url, routes=routes, connections=config.open_connections,
+                     config=config, bodies_file=bodies,
+                     urls_file=variants_file(raw_dir, label, workload, parameter, base_url, routes))
+    target = SloTarget(p99_ms=config.slo_p99_ms, max_error_rate=config.slo_max_error_rate)
+    points: list[SloPoint] = []
+
+    def measure(level: float) -> LevelResult:
+        spec = replace(base, rate=level)
+        window = run_window(engine, spec, config.duration_s, raw_dir, f"{label}-{level:.0f}", config)
+        out = window.outcome
+        offered, dropped = window.dropped(spec, config.duration_s)
+        bad = out.errors.total + dropped
+        error_rate = bad / max(offered or 0, out.requests + dropped, 1)
+        result = LevelResult(level=level, rps=out.rps, p99_ms=out.latency.p99_ms, error_rate=error_rate,
+                             timeouts=out.errors.timeout)
+        passed = target.passes(result)
+        points.append(SloPoint(level=level, rps=out.rps, latency=out.latency, error_rate=error_rate, dropped=dropped,
+                               timeouts=out.errors.timeout, passed=passed))
+        bound = "≥ " if "p99_ms" in out.latency.censored else ""
+        log(f"  SLO step {len(points)}: {level:,.0f} req/s offered → {out.rps:,.0f} 2xx/s, "
+            f"p99 {bound}{out.latency.p99_ms:.1f} ms, {error_rate:.1%} failed/dropped"
+            + (f", {out.errors.timeout} timed out" if out.errors.timeout else "") + f" {'✓' if passed else '✗'}")
+        return result
+
+    start = peak_rps * SLO_START_FRACTION if peak_rps else SLO_FALLBACK_START_RPS
+    maximum = peak_rps * SLO_MAX_FRACTION if peak_rps else SLO_FALLBACK_START_RPS * 2**10
+    record = SloSearchResult(
+        stack=stack, workload=workload, parameter_name=name, parameter=parameter, model="open",
+        slo_p99_ms=target.p99_ms, slo_max_error_rate=target.max_error_rate, window_seconds=config.duration_s,
+        curve=[], answer_level=None, answer_rps=None, bracket_low=0.0, bracket_high=None, stop_reason="error",
+        engine=engine.name)
+    try:
+        found = search_max_sustainable(measure, start=start, max_level=maximum, target=target,
+                                       budget_steps=config.slo_budget_steps, growth=SLO_GROWTH)
+    except EngineOutputError as exc:
+        record.curve, record.error = points, str(exc)
+        return record
+    low, high = found.bracket
+    record.curve = points
+    record.answer_level, record.answer_rps = found.answer_level, found.answer_rps
+    record.bracket_low, record.bracket_high = low, (high if high != float("inf") else None)
+    record.stop_reason = found.stop_reason
+    return record

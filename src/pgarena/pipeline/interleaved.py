@@ -1,0 +1,350 @@
+"""The interleaved schedule: every stack up at once, rounds of windows in a fresh random order each round.
+
+All stacks that can run beside each other are built, started, verified and warmed first; they then stay
+up together (each pinned to the server CPU set, each in its own cgroup) while rounds of windows visit every
+(stack, cell) once in the seeded order of `schedule.round_order`. One stack is under load at a time; each
+window is preceded by a short re-warm that is not counted. Because the stacks of a cell are measured
+minutes apart at most, their ratio within a round is free of the machine's slow drift, and `paired` turns
+the per-round figures into ratios with intervals and ranks (Abedi and Brecht, ICPE 2017).
+
+The run goes in phases, each measured in rounds until its cells are settled (scheduler.run_rounds):
+1. `headline` — the first table: the first workload at its first parameter and the highest closed-model
+   level up to 50 VUs, for every stack, so a ranked answer exists within minutes;
+2. `closed` — every other closed-model cell;
+3. `open` — the open-model cells (relative rates need the closed-model peaks measured in 1–2).
+SLO searches, when configured, follow per stack. Stacks that cannot coexist (a fixed port) run afterwards
+in the sequential schedule, and the report says so.
+
+Idle stacks must be idle: while one stack is under load the others' CPU (from their cgroups) is summed; a
+stack that used more than `IDLE_CPU_LIMIT` of a CPU while idle is named in the report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Hashable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pgarena.load.engines.base import EngineOutputError
+from pgarena.db.connections import add_pool_flag
+from pgarena.load.measure import (CellRun, finish_cell, measure_repetition, repetition_line, start_cell, summarize,
+                             warm_until_steady)
+from pgarena.db.startline import level_database
+from pgarena.system.process import NotReady
+from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord, save
+from pgarena.load.schedule import Slot
+from pgarena.load.scheduler import RoundsOutcome, RoundsPolicy, run_rounds
+from pgarena.config.stackdef import Stack
+
+if TYPE_CHECKING:
+    from pgarena.pipeline.runner import LiveStack, _Context
+
+IDLE_CPU_LIMIT = 0.05
+"""A stack that used more than 5 % of one CPU while other stacks were measured is flagged as a disturbance."""
+HEADLINE_MAX_VUS = 50
+"""The headline cell's closed-model level: the highest configured level up to this (seed 000's middle level)."""
+
+STOP_REASONS = {"settled": "settled", "max-rounds": "max-repetitions", "budget": "budget"}
+"""Phase stop reasons as stored in a cell's summary."""
+
+
+def coexist_problem(stack: Stack) -> str | None:
+    """Why a stack cannot run beside the others (None if it can)."""
+    port = stack.definition.run.port
+    return f"it listens on the fixed port {port}" if port else None
+
+
+def headline_key(cells: list[Cell]) -> tuple | None:
+    """The cell key (without the stack) of the run's first table: first workload and parameter, highest
+    closed level up to HEADLINE_MAX_VUS (else the lowest level)."""
+    closed = [c for c in cells if c.model == "closed"]
+    if not closed:
+        return None
+    first = closed[0]
+    same = [c for c in closed if (c.workload, c.parameter) == (first.workload, first.parameter)]
+    levels = sorted({c.vus for c in same})
+    vus = max((v for v in levels if v <= HEADLINE_MAX_VUS), default=levels[0])
+    return next(c.key[1:] for c in same if c.vus == vus)
+
+
+def max_rounds(config) -> int:
+    """The cap of rounds: the profile's maximum repetitions, or fewer if the cell budget allows fewer windows."""
+    by_budget = int(config.cell_budget_s // config.duration_s)
+    return max(config.repetitions, min(config.max_repetitions, by_budget))
+
+
+@dataclass
+class _Phase:
+    """Cells of one phase and the live stacks they belong to."""
+
+    name: str
+    cells: dict[tuple, Cell] = field(default_factory=dict)
+    """Full cell key (stack first) → cell."""
+
+    def pairs(self) -> list[tuple[str, Hashable]]:
+        return [(key[0], key[1:]) for key in self.cells]
+
+
+class InterleavedRun:
+    """Executes the phases over the live stacks; every window is saved as it is measured."""
+
+    def __init__(self, ctx: _Context, lives: list[LiveStack], record: ScheduleRecord) -> None:
+        self.ctx, self.lives, self.record = ctx, {live.id: live for live in lives}, record
+        self.runs: dict[tuple, CellRun] = {}
+        self.idle_cpu_s: dict[str, float] = {live.id: 0.0 for live in lives}
+        self.idle_wall_s: dict[str, float] = {live.id: 0.0 for live in lives}
+        self.stored = {c.key: c for c in ctx.results.cells}
+        self.plan_index: dict[tuple, int] = {}
+        """Every planned cell's position: stack by stack, each stack's cells in plan order."""
+
+    # --- planning -------------------------------------------------------------------------------------
+    def plan(self) -> list[_Phase]:
+        from pgarena.pipeline.runner import mark_invalid_answers, plan_cells
+
+        config, ctx = self.ctx.config, self.ctx
+        all_cells: list[Cell] = []
+        for live in self.lives.values():
+            for cell in plan_cells(config, live.stack, ctx.engine.name):  # type: ignore[union-attr]
+                self.plan_index[cell.key] = len(self.plan_index)
+                stored = self.stored.get(cell.key)
+                if stored is not None:
+                    all_cells.append(stored)
+                    continue
+                mark_invalid_answers(ctx, cell)
+                if cell.workload not in live.loadable:
+                    cell.status, cell.error = "failed", "verification failed; not loaded"
+                    ctx.results.cells.append(cell)
+                    self.stored[cell.key] = cell
+                    continue
+                all_cells.append(cell)
+        headline = headline_key(all_cells)
+        phases = [_Phase("headline"), _Phase("closed"), _Phase("open")]
+        for cell in all_cells:
+            if cell.status == "failed" and not cell.repetitions:
+                continue
+            index = 0 if cell.key[1:] == headline else 1 if cell.model == "closed" else 2
+            phases[index].cells[cell.key] = cell
+        return [p for p in phases if p.cells]
+
+    # --- one window -----------------------------------------------------------------------------------
+    def _warm_stacks(self, phase: _Phase) -> None:
+        """Before a stack's first window of each workload: warm it at that cell's load until its throughput
+        is steady (warmup.py; at least the profile's warm-up or the stack's declared minimum, at most the
+        cap). Later windows get the short re-warm only."""
+        config = self.ctx.config
+        for key, cell in phase.cells.items():
+            live = self.lives[key[0]]
+            if cell.workload in live.warmed or cell.repetitions or live.crashed():
+                continue
+            minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
+            poller = live.connections
+            if poller is not None:
+                poller.active = True
+                poller.take_peak()
+            try:
+                cell.warmup = warm_until_steady(self._cell_run(live, cell), engine=self.ctx.engine,  # type: ignore[arg-type]
+                                                config=config, minimum_s=minimum, db=self.ctx.db)
+            except EngineOutputError as exc:
+                self.ctx.log(f"[{live.id}] warm-up failed: {exc}")
+                continue
+            finally:
+                if poller is not None:
+                    peak = poller.take_peak()
+                    poller.active = False
+                    if cell.warmup is not None:
+                        cell.warmup.peak_connections = peak
+            self.ctx.log(f"[{live.id}] {cell.workload}: warmed {cell.warmup.seconds:.0f} s"
+                         + ("" if cell.warmup.steady else " (not steady at the cap)"))
+            live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, cell.warmup.seconds)
+            live.info.warmup_steady = cell.warmup.steady and live.info.warmup_steady is not False
+            live.warmed.add(cell.workload)
+
+    def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
+        from pgarena.pipeline.runner import known_wrong_columns
+
+        run = self.runs.get(cell.key)
+        if run is None:
+            run = start_cell(cell, engine=self.ctx.engine, config=self.ctx.config, db=self.ctx.db,  # type: ignore[arg-type]
+                             base_url=live.base_url, run_dir=self.ctx.run_dir, routes=live.routes, log=self.ctx.log,
+                             variants_cache=self.ctx.variants_cache, known_wrong=known_wrong_columns(self.ctx, cell))
+            self.runs[cell.key] = run
+        return run
+
+    def _idle_meters(self, busy: str) -> dict[str, float]:
+        return {sid: live.stack_cpu_seconds() for sid, live in self.lives.items()
+                if sid != busy and live.stack_cpu_seconds is not None and not live.crashed()}
+
+    def measure(self, phase: _Phase, slot: Slot) -> float | None:
+        """One window of (slot.stack, slot.cell) in round slot.round: its requests/s, None if it failed."""
+        import time
+
+        from pgarena.pipeline.runner import cell_title, headroom_rps
+
+        ctx, config = self.ctx, self.ctx.config
+        live = self.lives[slot.stack]
+        cell = phase.cells[(slot.stack, *slot.cell)]  # type: ignore[misc]
+        if live.crashed() or cell.status == "failed":
+            ctx.progress.cell_done()
+            return None
+        title = cell_title(cell)
+        ctx.log(f"[{live.id}] {title} round {slot.round} ({ctx.progress.position()})")
+        ctx.progress.cell_started(live.id, f"{title} · round {slot.round}")
+        before, started = self._idle_meters(live.id), time.monotonic()
+        poller = live.connections
+        if poller is not None:
+            poller.active = True
+            poller.take_peak()
+        try:
+            from pgarena.pipeline.runner import resolve_rate
+
+            resolve_rate(cell, ctx.results.cells)
+            rep = measure_repetition(self._cell_run(live, cell), engine=ctx.engine, config=config, db=ctx.db,  # type: ignore[arg-type]
+                                     server=live.server, base_url=live.base_url, routes=live.routes, cpu=live.cpu,
+                                     round_index=slot.round, rewarm_s=config.rewarm_seconds)
+        except ValueError as exc:  # a relative rate without a measured peak
+            cell.status, cell.error = "failed", str(exc)
+            rep = None
+        except (NotReady, EngineOutputError) as exc:
+            cell.status, cell.error = "failed", str(exc)
+            if live.crashed():
+                live.note_crash()
+                ctx.log(f"[{live.id}] crashed: {live.info.reason}")
+            rep = None
+        if poller is not None:
+            peak = poller.take_peak()
+            poller.active = False
+            if rep is not None:
+                rep.peak_connections = peak
+            cell.peak_connections = max((p for p in (cell.peak_connections, peak) if p is not None), default=None)
+            add_pool_flag(cell.flags, cell.peak_connections, config.pool_size)
+        wall = time.monotonic() - started
+        for sid, cpu_before in before.items():
+            self.idle_cpu_s[sid] += max(0.0, self.lives[sid].stack_cpu_seconds() - cpu_before)  # type: ignore[misc]
+            self.idle_wall_s[sid] += wall
+        if cell.key not in self.stored:
+            ctx.results.cells.append(cell)
+            self.stored[cell.key] = cell
+        if rep is not None:
+            ctx.log(repetition_line(rep, [r.rps for r in cell.repetitions], config))
+            ctx.progress.repetition_done(rep.index, rep.rps)
+            summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))
+        ctx.progress.cell_done()
+        save(ctx.results, ctx.run_dir)
+        return rep.rps if rep is not None else None
+
+    # --- phases ---------------------------------------------------------------------------------------
+    def run_phase(self, phase: _Phase) -> RoundsOutcome:
+        from pgarena.pipeline.runner import cell_title, headroom_rps
+
+        ctx, config = self.ctx, self.ctx.config
+        record = next((p for p in self.record.phases if p.name == phase.name), None)
+        if record is None:
+            record = PhaseRecord(name=phase.name, cells=len({k[1:] for k in phase.cells}))
+            self.record.phases.append(record)
+        for live in self.lives.values():  # idle stacks are not polled for connections
+            if live.connections is not None:
+                live.connections.active = False
+        levelled = level_database(ctx.db)  # the same start line for every phase: no dead tuples, no WAL due
+        ctx.log(f"{phase.name} phase: database {levelled}")
+        self._warm_stacks(phase)
+        known = {(c.stack, c.key[1:], r.round): r.rps for c in phase.cells.values() for r in c.repetitions
+                 if r.round is not None}
+        policy = RoundsPolicy(min_rounds=max(2, config.repetitions), max_rounds=max(2, max_rounds(config)),
+                              target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
+        ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),
+                           unit="window")
+        ctx.log(f"{phase.name} phase: {record.cells} cell(s) × {len({k[0] for k in phase.cells})} stack(s), "
+                f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed})")
+
+        def round_end(index: int, unsettled: list[str]) -> None:
+            record.rounds = index
+            record.windows = sum(len(c.repetitions) for c in phase.cells.values())
+            ctx.log(f"{phase.name}: round {index} done; "
+                    + (f"{len(unsettled)} pair(s) not yet ordered or equivalent" if unsettled else "every pair settled"))
+            if index >= policy.min_rounds and unsettled:
+                ctx.progress.total += len(phase.cells)
+            save(ctx.results, ctx.run_dir)
+
+        titles = {key[1:]: cell_title(cell) for key, cell in phase.cells.items()}
+        outcome = run_rounds(phase.pairs(), seed=self.record.seed or 0, policy=policy,
+                             measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end,
+                             label=lambda cell: titles.get(cell, str(cell)))
+        for key, cell in phase.cells.items():
+            run = self.runs.get(key)
+            if run is not None:
+                finish_cell(run, ctx.db, ctx.log)
+            if cell.repetitions:
+                summarize(cell, config, self.lives[key[0]].cpu.source, headroom_rps=headroom_rps(ctx))
+                if cell.summary is not None:
+                    cell.summary.stop_reason = STOP_REASONS[outcome.cell_stop.get(key[1:], outcome.stop_reason)]  # type: ignore[assignment]
+        record.stop_reason, record.unsettled = outcome.stop_reason, outcome.unsettled
+        record.finished_at = dt.datetime.now(dt.timezone.utc)
+        self._record_idle()
+        save(ctx.results, ctx.run_dir)
+        ctx.log(f"{phase.name} phase: {outcome.rounds} round(s), {outcome.stop_reason}"
+                + (f"; unsettled: {'; '.join(outcome.unsettled[:3])}" if outcome.unsettled else ""))
+        return outcome
+
+    def _record_idle(self) -> None:
+        for sid, wall in self.idle_wall_s.items():
+            if wall > 0:
+                fraction = self.idle_cpu_s[sid] / wall
+                self.lives[sid].info.idle_cpu_fraction = round(fraction, 4)
+                if fraction > IDLE_CPU_LIMIT:
+                    self.ctx.log(f"[{sid}] used {fraction:.0%} of a CPU while other stacks were measured: "
+                                 "its background work may have disturbed their windows")
+
+
+def run_interleaved(ctx: _Context, stacks: list[Stack]) -> None:
+    """Bring every stack up, run the phases in interleaved rounds, then the SLO searches; stacks stop when
+    this returns (or on an error or Ctrl-C)."""
+    from pgarena.pipeline.runner import _slo_search, bring_up
+
+    record = ctx.results.schedule
+    assert record is not None
+    with ExitStack() as scope:
+        lives = []
+        for stack in stacks:
+            info = ctx.results.stack(stack.id)
+            ctx.results.verifications = [v for v in ctx.results.verifications if v.stack != stack.id]
+            live = bring_up(ctx, stack, info, "run", scope)
+            if live is None:
+                ctx.log(f"[{stack.id}] {info.status}: {info.reason}")
+                if info.log_tail:
+                    ctx.log("    " + info.log_tail.replace("\n", "\n    "))
+            else:
+                lives.append(live)
+            save(ctx.results, ctx.run_dir)
+        if not lives:
+            return
+        run = InterleavedRun(ctx, lives, record)
+        phases = run.plan()
+
+        def plan_order(cell: Cell) -> int:
+            """Stacks in the run's order, each stack's cells in plan order (the tables read as planned)."""
+            return run.plan_index.get(cell.key, -1)
+
+        for phase in phases:
+            finished = next((p for p in record.phases if p.name == phase.name and p.stop_reason), None)
+            if finished is not None and all(c.summary is not None for c in phase.cells.values()):
+                ctx.log(f"{phase.name} phase: finished before the interruption; kept")
+                continue
+            run.run_phase(phase)
+            ctx.results.cells.sort(key=plan_order)
+            save(ctx.results, ctx.run_dir)
+            if phase.name == "headline":
+                from pgarena.report import write_reports
+
+                write_reports(ctx.results, ctx.run_dir)
+                ctx.log(f"headline table ranked: {ctx.run_dir / 'report.md'}")
+        if ctx.config.slo_p99_ms is not None:
+            for live in lives:
+                if live.crashed():
+                    continue
+                for workload in dict.fromkeys(c.workload for c in ctx.results.cells
+                                              if c.stack == live.id and c.status == "ok" and c.summary):
+                    if not any(f.stack == live.id and f.workload == workload for f in ctx.results.slo_searches):
+                        _slo_search(ctx, live.id, workload, live.base_url, live.routes)
+                        save(ctx.results, ctx.run_dir)

@@ -1,0 +1,619 @@
+"""The results document: one record type per stage, units in names, a schema version, atomic saves.
+
+`results/<run-id>/results.json` is rewritten after every cell (write to a temporary file, then rename),
+so a crash or Ctrl-C loses at most the cell in flight. Reports are rendered from this file only.
+The JSON Schema in docs/results.schema.json is generated from these models (`pgarena schema`).
+
+Schema history:
+- 1: first version (perf-test, users, static, tx, graphql; closed model; oha and k6).
+- 2: open model (Cell.model, arrival rates, dropped requests), confidence intervals and adaptive
+  repetitions (CellSummary.rps_interval, stop_reason), CPU fractions and their accounting source, SLO
+  searches, generator headroom, cold starts of stacks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pgarena.results.atomic import write_text_atomic
+from pgarena.contract.values import Verdict
+
+SCHEMA_VERSION = 3
+"""History: 1 — the foundation (refused: no migration); 2 — adaptive repetitions, open model, SLO searches;
+3 — `rps` is 2xx answers per second (was every completed request), interleaved rounds, window accounting,
+request variants, observed connections, the database ceiling. Older documents are migrated on load by the
+`update_to_N` functions below (pyperf and asv do the same), never rewritten on disk."""
+RESULTS_FILE = "results.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Environment(_Model):
+    """Where and with what the run happened."""
+
+    hostname: str
+    cpu_model: str
+    cpu_count: int
+    memory_bytes: int
+    kernel: str
+    os: str
+    python: str
+    pgarena_version: str
+    pgarena_git_revision: str = Field(description="git commit of pgarena, '+dirty' if modified; 'unknown' outside git")
+    postgres_version: str | None = None
+    engine_versions: dict[str, str] = Field(default_factory=dict, description="load generator → version")
+    toolchains: dict[str, str] = Field(default_factory=dict, description="command → first line it printed")
+    generator_cpus: list[int]
+    server_cpus: list[int]
+    cpu_sets_shared: bool = Field(description="generator and server share CPUs (a one-CPU machine)")
+    cpu_accounting: str | None = Field(None, description="how stack and PostgreSQL CPU time was measured")
+    headroom_unavailable: str | None = Field(None, description="why the generator headroom was not measured")
+    pgarena_cpus: list[int] | None = Field(
+        None, description="CPUs pgarena's own process and its sampler threads were pinned to (the generator CPUs)")
+
+
+class DatabaseInfo(_Model):
+    """The database the run used."""
+
+    mode: Literal["managed", "external"]
+    version: str
+    settings_profile: str | None = Field(description="pgarena settings profile applied (managed only)")
+    settings: dict[str, str] = Field(description="every setting not at its built-in default")
+    url: str = Field(description="application URL, password redacted")
+    cpu_affinity: list[int] | None = Field(
+        None, description="CPUs the postmaster may run on, read from the running server (managed only)")
+    cpu_affinity_note: str | None = Field(
+        None, description="why cpu_affinity is absent, e.g. 'not pinned (external)': pgarena does not pin a "
+                          "server it did not start")
+
+
+class LinesOfCode(_Model):
+    """Code lines (no blanks, no comments) of a stack's own sources."""
+
+    total: int
+    by_language: dict[str, int]
+    files: int
+    counter: str = Field(description="the counting tool")
+
+
+class ColdStart(_Model):
+    """A stack's first moments: from process start to its first correct answer, and its first requests."""
+
+    healthy_seconds: float = Field(description="process start → first answer of the health path")
+    first_correct_seconds: float | None = Field(
+        description="process start → first correct workload answer (None: none was correct)")
+    request: str = Field(description="the request timed (method and path)")
+    first_requests_ms: list[float] = Field(description="latency of each of the first sequential requests")
+    failed: int = Field(0, description="of those, answers that were not correct")
+
+
+class StackInfo(_Model):
+    """A stack's declared facts and what happened to it in this run."""
+
+    id: str
+    title: str
+    language: str
+    framework: str
+    framework_version: str
+    driver: str
+    driver_version: str
+    server: str
+    pooler: str
+    prepared_statements: bool | None
+    workloads: list[str]
+    notes: list[str]
+    status: Literal["pending", "ok", "unavailable", "config_error", "build_failed", "start_failed", "crashed"]
+    reason: str | None = Field(None, description="why the stack did not run (unavailable, failed build, ...)")
+    log_tail: str | None = Field(None, description="last lines of the failing phase's log")
+    build_seconds: float | None = None
+    startup_seconds: float | None = Field(None, description="process start → first healthy answer")
+    lines_of_code: LinesOfCode | None = None
+    warmup_seconds: float | None = Field(None, description="longest warm-up of its cells (seconds)")
+    warmup_steady: bool | None = Field(
+        None, description="every cell's warm-up reached steady throughput (False: at least one hit the cap)")
+    cold_start: ColdStart | None = None
+    idle_cpu_fraction: float | None = Field(None, description=(
+        "interleaved: the stack's CPU while other stacks were under load, as a share of one CPU (None: not "
+        "measured); above 0.05 it may have disturbed their windows"))
+    peak_connections: int | None = Field(
+        None, description="most database connections the stack held at once, from start to stop "
+                          "(pg_stat_activity polled every 0.2 s; pgbouncer stacks: pgbouncer's server connections)")
+    listen_addresses: list[str] = Field(
+        default_factory=list, description="'address:port' the stack's processes listened on (TCP LISTEN)")
+    flags: list[str] = Field(default_factory=list, description="e.g. 'pool-exceeded', 'listens-wide'")
+    database_levelled: str | None = Field(
+        None, description="what ran on the database before the stack (VACUUM (ANALYZE), CHECKPOINT) or why not")
+
+
+class Check(_Model):
+    """One yes/no verification check with what was seen."""
+
+    name: str
+    ok: bool
+    detail: str | None = None
+
+
+class ColumnVerdict(_Model):
+    """The worst verdict over every compared value of one column, with the first reason."""
+
+    column: str
+    pg_type: str
+    verdict: Verdict
+    reason: str | None = None
+
+
+class BadInputCase(_Model):
+    """One malformed request and how the stack answered it."""
+
+    description: str
+    path: str
+    status: int | None
+    ok: bool = Field(description="400 with a JSON body")
+    detail: str | None = None
+
+
+class TxInvariants(_Model):
+    """TPC-B consistency over one tx cell (or the verification requests): see txcheck.py."""
+
+    holds: bool
+    answered_200: int = Field(description="200 answers the generator counted (warm-up included)")
+    history_rows_added: int
+    accounts_delta: int
+    tellers_delta: int
+    branches_delta: int
+    history_delta: int
+    unknown_outcome: int = Field(0, description="requests without an answer (timeouts, resets): may have committed")
+    unknown_committed: int = Field(0, description="how many of those did commit (history rows beyond the 200s)")
+    problem: str | None = None
+
+
+class DbAccounting(_Model):
+    """pg_stat_statements over a burst of identical requests (accounting.py)."""
+
+    requests: int
+    workload_statements_per_request: float = Field(description="statements naming the workload's objects")
+    rows_per_request: float = Field(description="rows those statements returned or changed, per request")
+    other_statements_per_request: float = Field(description="BEGIN/COMMIT, SET, resets, pings, ...")
+    expected_statements_per_request: int
+    allowed_other_statements_per_request: int
+    top_other_statements: dict[str, int] = Field(default_factory=dict, description="query text → calls")
+    verdict: Verdict
+    reason: str | None = None
+
+
+class WorkloadVerification(_Model):
+    """Verification of one stack × workload, before any load."""
+
+    stack: str
+    workload: str
+    ok: bool = Field(description="status, content type and shape right; the workload is loaded")
+    checks: list[Check]
+    columns: list[ColumnVerdict] = Field(default_factory=list)
+    bad_input: list[BadInputCase] = Field(default_factory=list)
+    accounting: DbAccounting | None = None
+    accounting_unavailable: str | None = Field(None, description="why there is no accounting")
+    tx_invariants: TxInvariants | None = Field(None, description="over the verification's tx requests")
+
+    @property
+    def wrong_columns(self) -> list[str]:
+        return [c.column for c in self.columns if c.verdict is Verdict.WRONG]
+
+
+class Latency(_Model):
+    """Request latency of one repetition, in milliseconds, over every request of the window: a request
+    that got no answer (timeout, connection error) counts at the HTTP timeout (engines/latency.py)."""
+
+    avg_ms: float
+    p50_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+    censored: list[str] = Field(default_factory=list, description=(
+        "fields that are lower bounds ('p99_ms', 'max_ms', ...): they reach requests without an answer, "
+        "counted at the timeout; reports print them with '≥'"))
+
+
+class Errors(_Model):
+    """Failed requests of one repetition, by kind."""
+
+    non_2xx: int = 0
+    connect: int = 0
+    timeout: int = 0
+    other: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.non_2xx + self.connect + self.timeout + self.other
+
+    @property
+    def unanswered(self) -> int:
+        """Requests that got no HTTP answer at all (they count at the timeout in the latency)."""
+        return self.connect + self.timeout + self.other
+
+
+class WindowAccounting(_Model):
+    """pg_stat_statements around one measured window, against that window's answers (windowcheck.py).
+
+    Workload statement calls must lie within [expected_calls_low, expected_calls_high]: at least the
+    statements of every 2xx answer (generator and sampler), at most those plus the requests whose outcome
+    is unknown (errors of the window) and the requests that may still run in the server across the edges.
+    """
+
+    answered_2xx: int = Field(description="2xx answers in the window: the generator's plus pgarena's sampler's")
+    unknown_outcome: int = Field(description="requests that failed at the client (timeouts, resets, non-2xx)")
+    in_flight_allowance: int = Field(description="requests that may run in the server across the window's edges")
+    statements_per_request: int = Field(description="workload statements one request needs")
+    workload_statement_calls: int = Field(description="calls of statements naming the workload's objects")
+    expected_calls_low: int
+    expected_calls_high: int
+    workload_rows: int = Field(0, description="rows those statements returned or changed")
+    expected_rows_low: int | None = Field(None, description="rows at least (None: not checked)")
+    verdict: Verdict = Field(description="exact: within the bounds; wrong: a cache (too few) or an N+1 (too many)")
+    reason: str | None = None
+
+
+class Repetition(_Model):
+    """One measured window of one cell."""
+
+    index: int
+    round: int | None = Field(None, description="interleaved schedule: the round this window belongs to")
+    requests: int = Field(description="requests completed in the window (any status, failed ones included)")
+    duration_seconds: float
+    rps: float = Field(description="answered work: 2xx answers per second (failures are not throughput)")
+    requests_per_second_all: float | None = Field(
+        None, description="every completed request per second, failed ones included (what the generator did)")
+    latency: Latency
+    errors: Errors
+    status_codes: dict[str, int]
+    stack_cpu_seconds: float | None
+    db_cpu_seconds: float | None
+    stack_rss_peak_bytes: int | None = Field(description="peak of the tree's summed RSS (shared pages counted "
+                                                      "once per process; kept for older results)")
+    stack_pss_peak_bytes: int | None = Field(
+        None, description="peak of the tree's summed PSS (Linux: shared pages split among their sharers)")
+    peak_connections: int | None = Field(
+        None, description="most database connections the stack held during this repetition")
+    generator_cpu_seconds: float
+    raw_output: str = Field(description="generator output, relative to the run directory")
+    offered_requests: int | None = Field(None, description="open model: arrival rate × window")
+    dropped: int = Field(0, description="open model: offered requests that were never completed in the window")
+    checks_total: int = Field(0, description="answers sampled during the window and compared whole with the "
+                                             "expected answer (checks.py)")
+    checks_failed: int = 0
+    check_failure: str | None = Field(None, description="the first failed sampled answer: request and why")
+    accounting: WindowAccounting | None = Field(None, description="database accounting over this window")
+
+
+class Spread(_Model):
+    """Median and range of one figure over the repetitions."""
+
+    median: float
+    min: float
+    max: float
+    rel_spread: float = Field(description="(max - min) / median; 0 when the median is 0")
+
+
+class Interval(_Model):
+    """A confidence interval for the mean of one figure over the repetitions."""
+
+    mean: float
+    low: float
+    high: float
+    rel_half_width: float = Field(description="(high - low) / 2 / mean")
+    level: float = Field(description="confidence level, e.g. 0.95")
+    method: str = Field(description="how it was computed")
+
+
+class CellSummary(_Model):
+    """The cell's figures over its repetitions."""
+
+    rps: Spread = Field(description="2xx answers per second over the repetitions (answered work)")
+    rps_interval: Interval | None = Field(None, description="None with fewer than 2 repetitions")
+    requests_per_second_all: Spread | None = Field(
+        None, description="every completed request per second, failed ones included (beside `rps`)")
+    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled"] = Field(
+        "fixed", description="why repetitions stopped: interval within target, time budget, cap, fixed count, or "
+                             "(interleaved) every paired comparison of the cell ordered or equivalent")
+    noisy: bool = Field(False, description="the RPS interval ended wider than the target: do not rank")
+    latency_avg_ms: Spread
+    latency_p99_ms: Spread
+    latency_censored: list[str] = Field(default_factory=list, description=(
+        "summary figures that are lower bounds ('latency_p99_ms', 'latency_avg_ms'): a repetition's value "
+        "that reached requests without an answer (counted at the timeout) decides the median"))
+    requests_total: int
+    failures_total: int
+    failure_rate: float
+    stack_cpu_us_per_request: float | None = None
+    db_cpu_us_per_request: float | None = None
+    stack_rss_peak_bytes: int | None = None
+    stack_pss_peak_bytes: int | None = Field(None, description="highest peak PSS of the stack over the repetitions")
+    generator_cpu_fraction: float | None = Field(None, description="generator CPU time / (window × its CPUs)")
+    generator_cpu_us_per_request: float | None = Field(None, description="the load generator's own CPU cost")
+    stack_cpu_fraction: float | None = Field(None, description="stack CPU time / (window × server CPUs)")
+    db_cpu_fraction: float | None = Field(None, description="PostgreSQL CPU time / (window × server CPUs)")
+    cpu_accounting: str = Field("psutil", description="where CPU times came from: a cgroup backend or psutil")
+    cpu_us_per_request_interval: Interval | None = Field(
+        None, description="interval on each repetition's (stack + PostgreSQL) CPU µs per request")
+    timeouts_total: int = 0
+    offered_total: int | None = Field(None, description="open model: requests the arrival rate asked for")
+    dropped_total: int = Field(0, description="open model: offered requests not completed")
+
+
+class Warmup(_Model):
+    """The warm-up before a cell: one-second generator windows until throughput was steady (warmup.py)."""
+
+    seconds: float = Field(description="warm-up time, the sum of the windows' durations")
+    steady: bool = Field(description="the last windows' throughput agreed within the tolerance (False: hit the cap)")
+    minimum_seconds: float = Field(description="the least warm-up asked (profile warm-up, stack's min_warmup_s)")
+    cap_seconds: float
+    windows_rps: list[float] = Field(description="completed requests/s of each window, in order")
+    peak_connections: int | None = Field(None, description="most database connections the stack held during it")
+
+
+class Cell(_Model):
+    """stack × workload × parameter × load level, measured `repetitions` times."""
+
+    stack: str
+    workload: str
+    parameter_name: str | None
+    parameter: int | None
+    vus: int = Field(description="closed model: concurrent connections/VUs; open model: most requests in flight")
+    model: Literal["closed", "open"] = "closed"
+    arrival_rate: float | None = Field(None, description="open model: requests per second offered")
+    arrival_rate_spec: str | None = Field(None, description="open model: the level as configured ('90%', '2000')")
+    engine: str
+    warmup_seconds: float = Field(description="the least warm-up asked for (see `warmup` for what ran)")
+    duration_seconds: float
+    warmup: Warmup | None = None
+    peak_connections: int | None = Field(
+        None, description="most database connections the stack held during the cell, warm-up included")
+    repetitions: list[Repetition] = Field(default_factory=list)
+    summary: CellSummary | None = None
+    flags: list[str] = Field(default_factory=list, description="e.g. 'failures>1%', 'columns-wrong'")
+    tx_invariants: TxInvariants | None = Field(None, description="tx cells: TPC-B consistency over the cell")
+    variants: int | None = Field(None, description="distinct requests the generator drew from (tx: bodies); "
+                                                   "None: not recorded")
+    variants_failed: int = Field(0, description="variants whose answer was wrong when checked before the load")
+    variants_failure: str | None = Field(None, description="the first wrong variant: why, and its request")
+    window_accounting: Verdict | None = Field(
+        None, description="worst per-window database accounting verdict (None: not measured)")
+    window_accounting_reason: str | None = Field(None, description="the first wrong window's reason")
+    window_accounting_unavailable: str | None = Field(None, description="why windows were not accounted")
+    status: Literal["ok", "failed"] = "ok"
+    error: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int | None, str, float]:
+        """Identifies the cell within a run (and across runs, for compare and resume)."""
+        level = self.vus if self.model == "closed" else (self.arrival_rate_spec or self.arrival_rate)
+        return (self.stack, self.workload, self.parameter, self.model, str(level))
+
+    @property
+    def level_label(self) -> str:
+        """'1 VU', '50 VUs' or '1,800 req/s (90%)'."""
+        if self.model == "closed":
+            return f"{self.vus} VU{'s' if self.vus != 1 else ''}"
+        spec = self.arrival_rate_spec or ""
+        return f"{self.arrival_rate or 0:,.0f} req/s" + (f" ({spec})" if spec.endswith("%") else "")
+
+
+class SloPoint(_Model):
+    """One measured level of an SLO search."""
+
+    level: float = Field(description="arrival rate (requests/s) or VUs")
+    rps: float
+    latency: Latency
+    error_rate: float
+    dropped: int = 0
+    timeouts: int = Field(0, description="requests that hit the HTTP timeout: any fails the step")
+    passed: bool
+
+
+class SloSearchResult(_Model):
+    """Max sustainable throughput of one stack × workload × parameter under an SLO (slo.py)."""
+
+    stack: str
+    workload: str
+    parameter_name: str | None
+    parameter: int | None
+    model: Literal["closed", "open"]
+    slo_p99_ms: float
+    slo_max_error_rate: float
+    window_seconds: float
+    curve: list[SloPoint] = Field(description="every measured level in the order measured")
+    answer_level: float | None = Field(description="highest level that met the SLO (None: none did)")
+    answer_rps: float | None
+    bracket_low: float = Field(description="the limit lies between the last passing level ...")
+    bracket_high: float | None = Field(description="... and the first failing one (None: none failed)")
+    stop_reason: str
+    error: str | None = None
+    engine: str | None = Field(None, description="load generator that measured the curve (None: older results)")
+
+
+class Headroom(_Model):
+    """The load generator's own ceiling: its RPS against a trivial endpoint on its CPU set."""
+
+    rps: float
+    latency_p99_ms: float
+    connections: int
+    duration_seconds: float
+    generator_cpu_fraction: float | None
+    endpoint: str = Field(description="what answered (a minimal HTTP server pinned to the server CPUs)")
+    engine: str | None = Field(None, description="load generator whose ceiling this is (None: older results)")
+
+
+class DbCeiling(_Model):
+    """The database alone running one workload's statements (ceiling.py): the most any stack could get."""
+
+    workload: str
+    parameter_name: str | None
+    parameter: int | None
+    connections: int = Field(description="pgbench clients: the stacks' pool size")
+    transactions: int = Field(description="transactions in the whole seconds measured")
+    seconds: int
+    tps: float = Field(description="transactions per second (one transaction = one request's statements)")
+    protocol: str = Field(description="pgbench -M mode: prepared = parsed once, generic plan")
+    statements: str = Field(description="what pgbench ran")
+    cpus: list[int] = Field(default_factory=list, description="CPUs pgbench was pinned to (the server CPU set)")
+
+
+class PhaseRecord(_Model):
+    """One phase of an interleaved schedule: its cells measured in rounds until settled (scheduler.py)."""
+
+    name: str = Field(description="'headline' (the first table, ranked first), 'closed' or 'open'")
+    cells: int = Field(description="cells (workload × parameter × level) in the phase")
+    windows: int = Field(0, description="measured windows so far")
+    rounds: int = 0
+    stop_reason: str | None = Field(None, description="settled, max-rounds or budget; None while running")
+    unsettled: list[str] = Field(default_factory=list, description="pairs still unordered when it stopped")
+    finished_at: dt.datetime | None = None
+
+
+class ScheduleRecord(_Model):
+    """How the run's windows were scheduled."""
+
+    kind: Literal["interleaved", "sequential"]
+    seed: int | None = Field(None, description="the seed of the rounds' random orders (interleaved)")
+    rewarm_seconds: float | None = Field(None, description="uncounted load before each interleaved window")
+    sequential_fallback: dict[str, str] = Field(
+        default_factory=dict, description="stacks that could not run beside the others, and why")
+    phases: list[PhaseRecord] = Field(default_factory=list)
+
+
+class RunResults(_Model):
+    """The whole run: configuration, environment, stacks, verification and cells."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    command: str = Field(description="the command line that started the run")
+    kind: Literal["run", "verify"]
+    status: Literal["running", "complete", "interrupted", "failed"]
+    started_at: dt.datetime
+    finished_at: dt.datetime | None = None
+    resumed: list[dt.datetime] = Field(default_factory=list, description="when `run --resume` continued the run")
+    error: str | None = None
+    config: dict = Field(description="the full RunConfig, database password redacted")
+    environment: Environment
+    database: DatabaseInfo | None = None
+    stacks: list[StackInfo] = Field(default_factory=list)
+    stack_order: list[str] = Field(default_factory=list, description="the order the stacks ran in (config.seed)")
+    verifications: list[WorkloadVerification] = Field(default_factory=list)
+    cells: list[Cell] = Field(default_factory=list)
+    slo_searches: list[SloSearchResult] = Field(default_factory=list)
+    generator_headroom: Headroom | None = None
+    schedule: ScheduleRecord | None = None
+    ceilings: list[DbCeiling] = Field(default_factory=list, description="the database's own ceiling per workload")
+    ceiling_unavailable: str | None = Field(None, description="why the ceiling was not measured")
+
+    def ceiling(self, workload: str, parameter: int | None) -> DbCeiling | None:
+        """The ceiling measured for a workload × parameter, if any."""
+        return next((c for c in self.ceilings if c.workload == workload and c.parameter == parameter), None)
+
+    def stack(self, stack_id: str) -> StackInfo:
+        return next(s for s in self.stacks if s.id == stack_id)
+
+    def verification(self, stack_id: str, workload: str) -> WorkloadVerification | None:
+        return next((v for v in self.verifications if v.stack == stack_id and v.workload == workload), None)
+
+
+def save(results: RunResults, run_dir: Path) -> Path:
+    """Write results.json atomically (temporary file in the same folder, then rename)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
+
+
+class ResultsError(Exception):
+    """A results file that cannot be read; the message says which and why."""
+
+
+def load(path: Path) -> RunResults:
+    """Read a results.json (or the one inside a run directory).
+
+    ResultsError, in one line, for a folder without results.json, an unreadable or truncated file, JSON
+    that is not a results document, and a document of another schema version or shape.
+    """
+    if path.is_dir():
+        if not (path / RESULTS_FILE).exists():
+            raise ResultsError(f"{path}: no {RESULTS_FILE} in this folder (not a pgarena run folder)")
+        path = path / RESULTS_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a results file (not UTF-8 text)") from None
+    try:
+        import json
+
+        document = json.loads(text)
+    except ValueError as exc:
+        hint = " (truncated?)" if text.strip() and not text.rstrip().endswith("}") else ""
+        raise ResultsError(f"{path}: not valid JSON{hint}: {exc}") from None
+    if not isinstance(document, dict) or "schema_version" not in document:
+        raise ResultsError(f"{path}: not a pgarena results document (no schema_version)")
+    version = document["schema_version"]
+    if version not in MIGRATIONS and version != SCHEMA_VERSION:
+        raise ResultsError(f"{path}: schema_version {version} is not supported (this pgarena reads "
+                           f"{', '.join(map(str, sorted(MIGRATIONS)))} and {SCHEMA_VERSION})")
+    while version != SCHEMA_VERSION:
+        document, version = MIGRATIONS[version](document), version + 1
+    try:
+        return RunResults.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "document"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ResultsError(f"{path}: not a valid pgarena results document: {where}: {first['msg']}{more}") from None
+
+
+def _answered_per_second(repetition: dict) -> float:
+    """2xx answers per second of a stored repetition (its status codes over its duration)."""
+    answered = sum(n for code, n in (repetition.get("status_codes") or {}).items() if str(code).startswith("2"))
+    duration = repetition.get("duration_seconds") or 0
+    return answered / duration if duration else 0.0
+
+
+def update_to_3(document: dict) -> dict:
+    """Schema 2 → 3: `rps` meant every completed request per second; it now means 2xx answers per second.
+    The old figure moves to `requests_per_second_all` (per repetition and per cell summary), `rps` is
+    recomputed from the stored status codes; the cell's interval and spread follow from the new values.
+    Everything added in 3 has a default (no rounds: the run was sequential)."""
+    from pgarena.analysis.stats import spread
+
+    for cell in document.get("cells", []):
+        reps = cell.get("repetitions", [])
+        for rep in reps:
+            rep["requests_per_second_all"] = rep.get("rps")
+            rep["rps"] = _answered_per_second(rep)
+        summary = cell.get("summary")
+        if summary and reps:
+            summary["requests_per_second_all"] = summary.get("rps")
+            summary["rps"] = spread([r["rps"] for r in reps]).model_dump()
+            if summary.get("rps_interval") and len(reps) >= 2:
+                from pgarena.analysis.stats import confidence_interval, relative_half_width
+
+                values = [r["rps"] for r in reps]
+                low, high = confidence_interval(values, summary["rps_interval"]["level"])
+                summary["rps_interval"].update(mean=(low + high) / 2, low=low, high=high,
+                                               rel_half_width=relative_half_width(values, summary["rps_interval"]["level"]))
+    document["schema_version"] = 3
+    return document
+
+
+MIGRATIONS = {2: update_to_3}
+"""schema_version → the function that lifts a document of that version by one."""
+
+
+def json_schema() -> dict:
+    """The published JSON Schema of results.json."""
+    schema = RunResults.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pgarena results"
+    return schema

@@ -1,0 +1,388 @@
+"""Nothing of a killed run is left behind: a pid registry in the run folder, a watchdog, and the reaper.
+
+Three layers, because no single one reaches every process (docs/methodology.md, "A killed run"):
+
+1. **Parent-death signal** (process.py): every child pgarena starts gets SIGTERM/SIGKILL from the kernel
+   when pgarena dies, even by SIGKILL. It does not reach grandchildren (a shell's children, a pooler
+   started by a stack's script) nor PostgreSQL, which `pg_ctl` daemonizes.
+2. **The registry** (`PidRegistry`, `run_dir/pids.json`): pgarena's own pid and start time, a random
+   token that every process it starts inherits in its environment (`PGARENA_RUN_TOKEN`), the process
+   groups of stacks and builds (pid + start time of each leader), and the managed cluster's data
+   directory (its `postmaster.pid` names the server).
+3. **The reaper** (`reap`): stops everything the registry names that is still alive: the postmaster
+   named by `postmaster.pid` (checked against its start time), every process whose environment holds
+   the token, and the members of the recorded process groups. A process is recognised by its start time
+   or by the token, never by its pid alone, so a reused pid is never killed. It runs
+   - in the **watchdog**, a small process in its own session that pgarena starts with a pipe: when the
+     pipe closes (pgarena ended, however it ended), the watchdog reaps;
+   - at the start of the **next run** (`reap_abandoned`) for every run folder whose pgarena is dead,
+     and for the folder given to `--resume` (`reap_run`), which also refuses a folder whose pgarena is
+     still running.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+PIDS_FILE = "pids.json"
+TOKEN_VARIABLE = "PGARENA_RUN_TOKEN"
+"""Environment variable carrying the run's token to every process pgarena starts (and their children)."""
+DEFAULT_GRACE_S = 5.0
+"""Seconds between SIGTERM (SIGQUIT for PostgreSQL) and SIGKILL when reaping."""
+START_TIME_TOLERANCE_S = 0.05
+"""Two start times (psutil's create_time, seconds since the epoch) closer than this are the same process."""
+POSTMASTER_START_TOLERANCE_S = 2.0
+"""postmaster.pid stores the server's start in whole seconds, written just after the process started."""
+
+Log = Callable[[str], None]
+
+
+class RunInUse(Exception):
+    """The run folder belongs to a pgarena that is still running."""
+
+
+def _start_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _record(pid: int, role: str) -> dict:
+    return {"pid": pid, "start_time": _start_time(pid), "role": role}
+
+
+def is_alive(record: dict) -> bool:
+    """True if the process of a `{"pid", "start_time"}` record still runs (same pid and same start time)."""
+    started = _start_time(record["pid"])
+    if started is None or record.get("start_time") is None:
+        return False
+    if abs(started - record["start_time"]) > START_TIME_TOLERANCE_S:
+        return False
+    try:
+        return psutil.Process(record["pid"]).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _write_json(path: Path, data: dict) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".pids-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_state(run_dir: Path) -> dict | None:
+    """The registry of a run folder (None: none, or unreadable)."""
+    try:
+        data = json.loads((run_dir / PIDS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class PidRegistry:
+    """The processes of one pgarena invocation in `run_dir/pids.json`, and its watchdog.
+
+    A context manager: entering records pgarena itself, puts the run's token into the environment that
+    children inherit and starts the watchdog; leaving restores the environment, marks the registry
+    finished and closes the watchdog's pipe (the watchdog then reaps whatever is still alive).
+    `track`/`untrack` are what process.py calls for the process groups it starts.
+    """
+
+    def __init__(self, run_dir: Path, *, watchdog: bool = True) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / PIDS_FILE
+        self.token = secrets.token_hex(16)
+        self._watchdog_enabled = watchdog
+        self._watchdog: subprocess.Popen | None = None
+        self._saved_token: str | None = None
+        self._state: dict = {}
+
+    def __enter__(self) -> PidRegistry:
+        self._state = {
+            "owner": _record(os.getpid(), "pgarena"),
+            "token": self.token,
+            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "finished": False,
+            "watchdog": None,
+            "processes": [],
+            "postgres": [],
+        }
+        self._save()
+        if self._watchdog_enabled:
+            self._start_watchdog()
+        # NOTE: the token goes into pgarena's own environment for as long as the run lasts, so that every
+        # child (stacks, builds, generators, pg_ctl) and their children inherit it without each call site
+        # passing it on; it is removed again on exit.
+        self._saved_token = os.environ.get(TOKEN_VARIABLE)
+        os.environ[TOKEN_VARIABLE] = self.token
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start_watchdog(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k != TOKEN_VARIABLE}
+        logs = self.run_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        with open(logs / "watchdog.log", "ab") as log:
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-m", "pgarena.system.reaper", str(self.run_dir)], stdin=subprocess.PIPE,
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self._state["watchdog"] = _record(self._watchdog.pid, "watchdog")
+        self._save()
+
+    def _save(self) -> None:
+        _write_json(self.path, self._state)
+
+    def _save_forgetting(self) -> None:
+        """Save after forgetting a stopped process: a stale entry is harmless (its start time no longer
+        matches anything), so a full disk here is not an error."""
+        try:
+            self._save()
+        except OSError:
+            pass
+
+    def track(self, pid: int, role: str) -> None:
+        """Record a process-group leader pgarena started (a stack, a build)."""
+        self._state["processes"].append(_record(pid, role))
+        self._save()
+
+    def untrack(self, pid: int) -> None:
+        """Forget a process group once pgarena has stopped it."""
+        self._state["processes"] = [p for p in self._state["processes"] if p["pid"] != pid]
+        self._save_forgetting()
+
+    def track_postgres(self, data_dir: Path, socket_dir: str | None) -> None:
+        """Record a managed cluster's data directory before its server starts."""
+        self._state["postgres"].append({"data_dir": str(data_dir), "socket_dir": socket_dir})
+        self._save()
+
+    def untrack_postgres(self, data_dir: Path) -> None:
+        """Forget a managed cluster once its server has stopped."""
+        self._state["postgres"] = [p for p in self._state["postgres"] if p["data_dir"] != str(data_dir)]
+        self._save_forgetting()
+
+    def close(self) -> None:
+        """Restore the environment, mark the registry finished and let the watchdog reap and exit."""
+        if self._saved_token is None:
+            os.environ.pop(TOKEN_VARIABLE, None)
+        else:
+            os.environ[TOKEN_VARIABLE] = self._saved_token
+        self._state["finished"] = True
+        self._save_forgetting()  # a full disk: the watchdog still reaps from the last registry it read
+        if self._watchdog is not None:
+            self._watchdog.stdin.close()  # type: ignore[union-attr]
+            try:
+                self._watchdog.wait(timeout=DEFAULT_GRACE_S * 3)
+            except subprocess.TimeoutExpired:
+                pass
+            self._watchdog = None
+
+
+def postmaster_of(data_dir: Path) -> psutil.Process | None:
+    """The live PostgreSQL server that uses `data_dir` (from its postmaster.pid), or None.
+
+    The pid in the file counts only if that process started when the file says (a reused pid does not).
+    """
+    try:
+        lines = (data_dir / "postmaster.pid").read_text(encoding="utf-8", errors="replace").splitlines()
+        pid, started = int(lines[0]), float(lines[2])
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        if abs(proc.create_time() - started) > POSTMASTER_START_TOLERANCE_S:
+            return None
+    except psutil.Error:
+        return None
+    return proc
+
+
+def _is_private_cluster(data_dir: Path) -> bool:
+    """A managed cluster in a private temporary folder (`pgarena-pg-*/data`, used when the postgres user
+    cannot enter the run folder), nothing else.
+
+    NOTE: `<run>/postgres` is left to the resumed run (postgres.ManagedCluster replaces it once no server
+    uses it): the watchdog removing it could race with a resume that is already creating its new cluster.
+    """
+    home = data_dir.parent
+    return data_dir.name == "data" and home.name.startswith("pgarena-pg-") and (data_dir / "PG_VERSION").is_file()
+
+
+def _stop(procs: list[psutil.Process], first: signal.Signals, grace_s: float) -> None:
+    for proc in procs:
+        try:
+            proc.send_signal(first)
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=2.0)
+
+
+def _spared() -> set[int]:
+    """This process and its ancestors: never reaped (a resumed run started from inside an old one)."""
+    spared = {os.getpid()}
+    try:
+        spared.update(p.pid for p in psutil.Process().parents())
+    except psutil.Error:
+        pass
+    return spared
+
+
+def _members(state: dict) -> dict[int, psutil.Process]:
+    """Live processes of a registry: carrying its token, or in one of its recorded process groups."""
+    needle = f"{TOKEN_VARIABLE}={state.get('token')}" if state.get("token") else None
+    groups = {}
+    for record in state.get("processes", []):
+        leader_start = _start_time(record["pid"])
+        if leader_start is not None and not is_alive(record):
+            continue  # the leader's pid belongs to another process now: so may its group id
+        groups[record["pid"]] = record.get("start_time") or 0.0
+    spared = _spared()
+    watchdog = state.get("watchdog") or {}
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter():
+        if proc.pid in spared or proc.pid == watchdog.get("pid"):
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            pgid = os.getpgid(proc.pid)
+            if pgid in groups and proc.create_time() >= groups[pgid] - START_TIME_TOLERANCE_S:
+                found[proc.pid] = proc
+                continue
+            if needle and _has_in_environment(proc.pid, needle):
+                found[proc.pid] = proc
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def _has_in_environment(pid: int, entry: str) -> bool:
+    """True if `NAME=value` is one of the process's environment entries (as it was at exec)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return entry.encode() in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def reap(state: dict, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
+    """Stop every live process a registry names; return one line per thing stopped."""
+    lines = []
+    for cluster in state.get("postgres", []):
+        data_dir = Path(cluster["data_dir"])
+        postmaster = postmaster_of(data_dir)
+        if postmaster is not None:
+            try:
+                children = postmaster.children(recursive=True)
+            except psutil.Error:
+                children = []
+            _stop([postmaster], signal.SIGQUIT, grace_s)  # SIGQUIT: PostgreSQL's immediate shutdown
+            _stop([c for c in children if c.is_running()], signal.SIGKILL, 0.0)
+            lines.append(f"stopped PostgreSQL (pid {postmaster.pid}) left running on {data_dir}")
+        if cluster.get("socket_dir"):
+            shutil.rmtree(cluster["socket_dir"], ignore_errors=True)
+        if postmaster_of(data_dir) is None and _is_private_cluster(data_dir):
+            shutil.rmtree(data_dir.parent, ignore_errors=True)  # as the run's own stop would have done
+    members = _members(state)
+    if members:
+        described = []
+        for proc in members.values():
+            try:
+                described.append(f"{proc.pid} {proc.name()}")
+            except psutil.Error:
+                described.append(str(proc.pid))
+        _stop(list(members.values()), signal.SIGTERM, grace_s)
+        lines.append(f"stopped {len(members)} process(es): {', '.join(sorted(described))}")
+    return lines
+
+
+def _owner_running(state: dict) -> bool:
+    owner = state.get("owner")
+    return bool(owner) and owner["pid"] != os.getpid() and is_alive(owner)
+
+
+def reap_run(run_dir: Path, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
+    """Stop what a run folder's dead pgarena left behind (RunInUse if that pgarena still runs)."""
+    state = read_state(run_dir)
+    if state is None:
+        return []
+    if _owner_running(state):
+        pid = state["owner"]["pid"]
+        raise RunInUse(f"{run_dir} is still being run by pgarena (pid {pid}); wait for it or stop it "
+                       f"(kill {pid}) first")
+    lines = reap(state, grace_s=grace_s)
+    _mark_reaped(run_dir, state)
+    return [f"{run_dir.name}: {line}" for line in lines]
+
+
+def reap_abandoned(results_dir: Path, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
+    """Stop what every run folder in `results_dir` whose pgarena died without finishing left behind."""
+    lines = []
+    try:
+        registries = sorted(results_dir.glob(f"*/{PIDS_FILE}"))
+    except OSError:
+        return []
+    for path in registries:
+        state = read_state(path.parent)
+        if state is None or state.get("finished") or _owner_running(state):
+            continue
+        lines += reap_run(path.parent, grace_s=grace_s)
+    return lines
+
+
+def _mark_reaped(run_dir: Path, state: dict) -> None:
+    state.update(finished=True, processes=[], postgres=[],
+                 reaped_at=dt.datetime.now(dt.timezone.utc).isoformat())
+    try:
+        _write_json(run_dir / PIDS_FILE, state)
+    except OSError:
+        pass
+
+
+def watch(run_dir: Path) -> int:
+    """The watchdog's body: wait until pgarena closes the pipe on stdin (or dies), then reap its run."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    while sys.stdin.buffer.read(4096):
+        pass
+    state = read_state(run_dir)
+    if state is None:
+        return 0
+    finished = state.get("finished")
+    for line in reap(state):
+        print(f"{time.strftime('%H:%M:%S')} watchdog: {line}", flush=True)
+    if not finished:
+        _mark_reaped(run_dir, state)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(watch(Path(sys.argv[1])))

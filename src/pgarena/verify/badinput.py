@@ -1,0 +1,185 @@
+"""The bad-input battery: hostile requests per workload and what a robust stack answers.
+
+Most cases must get **400 with a JSON body**. Two kinds are different on purpose:
+- an SQL-injection-shaped string in a *text* parameter is valid text: the stack must answer 200 and
+  return it verbatim (proof that it binds parameters instead of pasting them), quickly (no pg_sleep);
+- GraphQL reports bad input as an `errors` array (status 200 or 400), per the GraphQL convention; a
+  request that is not even JSON may also get a plain 400 with a JSON body (GraphQL over HTTP).
+The battery is listed in docs/verification.md; each stack's score is shown in the reports.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlencode
+
+import httpx
+
+from pgarena.contract import workloads as wl
+from pgarena.results.models import BadInputCase
+from pgarena.contract.values import parse_json
+
+INJECTION_SLEEP = "'||pg_sleep(5)--"
+INJECTION_DROP = "1;drop table users"
+SLOW_ANSWER_S = 4.0
+"""An answer slower than this to the pg_sleep(5) string means the string reached SQL as code."""
+
+Expect = Literal["400", "echo", "graphql-error"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile request and the answer it must get."""
+
+    description: str
+    method: str
+    path: str
+    body: bytes | None = None
+    content_type: str | None = None
+    expect: Expect = "400"
+
+
+def _perf(**changes: str | None) -> str:
+    query = {"_records": "1", **wl.SEED_PERF_TEST_VALUES, **changes}
+    return f"{wl.PERF_TEST_PATH}?{urlencode({k: v for k, v in query.items() if v is not None})}"
+
+
+def _users(limit: str | None) -> str:
+    return wl.USERS_PATH if limit is None else f"{wl.USERS_PATH}?{urlencode({'limit': limit})}"
+
+
+def _tx(body: bytes | str, content_type: str | None = wl.JSON_CONTENT_TYPE, what: str = "") -> Case:
+    data = body.encode() if isinstance(body, str) else body
+    return Case(f"tx: {what}", "POST", wl.TX_PATH, data, content_type)
+
+
+def _tx_fields(**changes: object) -> bytes:
+    fields: dict[str, object] = {"aid": 1, "tid": 1, "bid": 1, "delta": 1}
+    for key, value in changes.items():
+        if value is _MISSING:
+            fields.pop(key)
+        else:
+            fields[key] = value
+    return json.dumps(fields).encode()
+
+
+_MISSING = object()
+
+
+def _graphql(body: bytes | str, what: str, content_type: str = wl.JSON_CONTENT_TYPE) -> Case:
+    data = body.encode() if isinstance(body, str) else body
+    return Case(f"graphql: {what}", "POST", wl.GRAPHQL_PATH, data, content_type, "graphql-error")
+
+
+CASES: dict[str, list[Case]] = {
+    wl.PERF_TEST: [
+        Case("_records missing", "GET", _perf(_records=None)),
+        Case("_records empty", "GET", _perf(_records="")),
+        Case("_records not a number", "GET", _perf(_records="abc")),
+        Case("_records negative", "GET", _perf(_records="-1")),
+        Case("_records zero", "GET", _perf(_records="0")),
+        Case("_records above 1000", "GET", _perf(_records="1001")),
+        Case("_records huge", "GET", _perf(_records="99999999999999999999")),
+        Case("_records fractional", "GET", _perf(_records="1.5")),
+        Case("_records SQL-shaped", "GET", _perf(_records=INJECTION_DROP)),
+        Case("_int out of range", "GET", _perf(_int="2147483648")),
+        Case("_bigint not a number", "GET", _perf(_bigint="12x")),
+        Case("_date malformed", "GET", _perf(_date="2024-13-45")),
+        Case("_timestamptz malformed", "GET", _perf(_timestamptz="yesterday at noon")),
+        Case("_uuid malformed", "GET", _perf(_uuid="not-a-uuid")),
+        Case("_json malformed", "GET", _perf(_json="{bad json")),
+        Case("_int_array malformed", "GET", _perf(_int_array="{1,2")),
+        Case("_text_array malformed", "GET", _perf(_text_array="{a,b")),
+        Case("_text of 10,000 characters", "GET", _perf(_text="x" * 10_000)),
+        Case("_uuid missing", "GET", _perf(_uuid=None)),
+        Case("_text SQL-shaped (must be echoed)", "GET", _perf(_text=INJECTION_SLEEP), expect="echo"),
+    ],
+    wl.USERS: [
+        Case("limit missing", "GET", _users(None)),
+        Case("limit empty", "GET", _users("")),
+        Case("limit not a number", "GET", _users("abc")),
+        Case("limit negative", "GET", _users("-5")),
+        Case("limit zero", "GET", _users("0")),
+        Case("limit above 10000", "GET", _users("10001")),
+        Case("limit huge", "GET", _users("99999999999999999999")),
+        Case("limit fractional", "GET", _users("2.5")),
+        Case("limit SQL-shaped", "GET", _users(INJECTION_DROP)),
+        Case("limit pg_sleep-shaped", "GET", _users(INJECTION_SLEEP)),
+    ],
+    wl.STATIC: [],
+    wl.TX: [
+        _tx(_tx_fields(aid=_MISSING), what="aid missing"),
+        _tx(_tx_fields(delta=_MISSING), what="delta missing"),
+        _tx(_tx_fields(aid="5"), what="aid as a string"),
+        _tx(_tx_fields(tid=1.5), what="tid fractional"),
+        _tx(_tx_fields(bid=None), what="bid null"),
+        _tx(_tx_fields(delta=True), what="delta boolean"),
+        _tx(_tx_fields(aid=0), what="aid zero"),
+        _tx(_tx_fields(aid=1_000_001), what="aid above range"),
+        _tx(_tx_fields(tid=101), what="tid above range"),
+        _tx(_tx_fields(bid=11), what="bid above range"),
+        _tx(_tx_fields(delta=5001), what="delta above range"),
+        _tx(_tx_fields(aid=99999999999999999999), what="aid huge"),
+        _tx(_tx_fields(aid=INJECTION_DROP), what="aid SQL-shaped"),
+        _tx("{", what="malformed JSON"),
+        _tx("", what="empty body"),
+        _tx("[1, 1, 1, 1]", what="a JSON array"),
+        _tx(_tx_fields(), content_type="text/plain", what="wrong content type"),
+    ],
+    wl.GRAPHQL: [
+        _graphql(wl.graphql_body(0), "limit zero"),
+        _graphql(wl.graphql_body(10001), "limit above 10000"),
+        _graphql(json.dumps({"query": '{ users(limit: "abc") { id } }'}), "limit a string"),
+        _graphql(json.dumps({"query": "{ users { id } }"}), "limit missing"),
+        _graphql(json.dumps({"query": "{ users(limit: 5) { nope } }"}), "unknown field"),
+        _graphql("{", "malformed JSON"),
+    ],
+}
+"""Every workload's hostile requests (docs/verification.md lists them)."""
+
+
+def _judge(case: Case, response: httpx.Response, elapsed_s: float) -> str | None:
+    """None if the answer is the robust one, else what was wrong."""
+    try:
+        body = parse_json(response.content)
+    except ValueError:
+        body = None
+    json_ok = body is not None and wl.is_json_content_type(response.headers.get("content-type"), graphql=True)
+    if case.expect == "400":
+        if response.status_code == 400 and json_ok:
+            return None
+        return f"HTTP {response.status_code}{'' if json_ok else ' without a JSON body'}: {response.text[:100]}"
+    if case.expect == "graphql-error":
+        no_users = not (isinstance(body, dict) and isinstance(body.get("data"), dict) and body["data"].get("users"))
+        if response.status_code in (200, 400) and isinstance(body, dict) and body.get("errors") and no_users:
+            return None
+        if response.status_code == 400 and json_ok and no_users:  # GraphQL over HTTP: unparseable request
+            return None
+        return f"HTTP {response.status_code}, expected a GraphQL error: {response.text[:100]}"
+    if elapsed_s > SLOW_ANSWER_S:
+        return f"answered after {elapsed_s:.1f} s: the string ran as SQL"
+    rows_ok = isinstance(body, list) and body and isinstance(body[0], dict)
+    if response.status_code == 200 and rows_ok and str(body[0].get("text_val", "")).startswith(INJECTION_SLEEP):
+        return None
+    return f"HTTP {response.status_code}, expected 200 echoing the text: {response.text[:100]}"
+
+
+def run_battery(client: httpx.Client, workload: str) -> tuple[list[BadInputCase], int]:
+    """Send every case of `workload`; return the verdicts and how many answers were 200 (tx writes)."""
+    results, answered_200 = [], 0
+    for case in CASES[workload]:
+        started = time.monotonic()
+        try:
+            response = wl.send(client, wl.Request(case.method, case.path, case.body, case.content_type))
+        except httpx.HTTPError as exc:
+            results.append(BadInputCase(description=case.description, path=case.path, status=None, ok=False,
+                                        detail=f"{type(exc).__name__}: {exc}"))
+            continue
+        answered_200 += response.status_code == 200
+        problem = _judge(case, response, time.monotonic() - started)
+        results.append(BadInputCase(description=case.description, path=case.path[:200],
+                                    status=response.status_code, ok=problem is None, detail=problem))
+    return results, answered_200

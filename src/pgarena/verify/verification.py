@@ -1,0 +1,387 @@
+"""Verification before load: every answer compared with the database's own, value by value.
+
+For each workload a stack declares: status and content type, the shape (a list of the right length with
+the right keys), a verdict per column (values.py), and the bad-input contract (400 + JSON). A workload
+whose status or shape is wrong is not loaded; one with wrong columns is loaded and flagged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+
+from pgarena.db import accounting
+
+from pgarena.verify import badinput
+
+from pgarena.verify import txcheck
+from pgarena.contract import workloads as wl
+from pgarena.db.postgres import Database
+from pgarena.results.models import Check, ColumnVerdict, RunResults, WorkloadVerification
+from pgarena.contract.values import Verdict, judge, parse_json, worst
+
+STATIC_CLOCK_TOLERANCE_MS = 5 * 60 * 1000
+"""How far the static timestamp may be from pgarena's clock (same machine: generous)."""
+
+VARIED_CASE_ROWS = 3
+TX_VERIFY_CASES = 10
+TX_VERIFY_SEED = 20240115
+NUMERIC_CASE_VALUES = ("12.4999", "99999999.9989")
+"""`_numeric` values of extra perf-test cases (the seed's other values, 3 rows each): row 1 is 12.5000
+and 99999999.9990, whose trailing zeros a binary float drops (12.5, 99999999.999); the seed's own first
+row, 12345.6790, is another. No zero: exact decimal types may write 0.0000 as 0 too (pgx does), so a
+zero cannot tell a float from a decimal (values.py judges it ⚠️)."""
+
+
+class _ColumnTally:
+    """Worst verdict per column over every compared row, keeping the first reason of that verdict."""
+
+    def __init__(self, columns: dict[str, str]) -> None:
+        self.columns = columns
+        self.state: dict[str, tuple[Verdict, str | None]] = {c: (Verdict.EXACT, None) for c in columns}
+
+    def add(self, expected: list[dict], actual: list[Any], case: str) -> None:
+        for index, (want, got) in enumerate(zip(expected, actual)):
+            for column, pg_type in self.columns.items():
+                if not isinstance(got, dict) or column not in got:
+                    verdict, reason = Verdict.WRONG, "column missing from the answer"
+                else:
+                    verdict, reason = judge(pg_type, want[column], got[column])
+                current, current_reason = self.state[column]
+                if worst(current, verdict) is not current or (verdict is current and current_reason is None
+                                                              and reason is not None):
+                    self.state[column] = (verdict, f"{case}, row {index + 1}: {reason}")
+
+    def verdicts(self) -> list[ColumnVerdict]:
+        return [
+            ColumnVerdict(column=c, pg_type=self.columns[c], verdict=v, reason=r) for c, (v, r) in self.state.items()
+        ]
+
+
+def content_checks(response: httpx.Response, case: str, *, graphql: bool = False) -> list[Check]:
+    """The answer's content is JSON, in no Content-Encoding the request did not accept."""
+    content_type = response.headers.get("content-type")
+    encoding = wl.unrequested_encoding(response)
+    return [
+        Check(name=f"{case}: content type JSON", ok=wl.is_json_content_type(content_type, graphql=graphql),
+              detail=content_type),
+        Check(name=f"{case}: no content encoding the request did not accept", ok=encoding is None,
+              detail=None if encoding is None else
+              f"Content-Encoding: {encoding}, Accept-Encoding: {response.request.headers.get('accept-encoding')}"),
+    ]
+
+
+def _get(client: httpx.Client, path: str) -> tuple[httpx.Response | None, str | None]:
+    response = _send(client, wl.Request("GET", path))
+    return (None, response) if isinstance(response, str) else (response, None)
+
+
+def _rows_case(
+    client: httpx.Client, path: str, expected: list[dict], case: str, tally: _ColumnTally, checks: list[Check]
+) -> None:
+    response, error = _get(client, path)
+    if response is None:
+        checks.append(Check(name=f"{case}: answer", ok=False, detail=error))
+        return
+    checks.append(Check(name=f"{case}: status 200", ok=response.status_code == 200, detail=str(response.status_code)))
+    checks.extend(content_checks(response, case))
+    try:
+        body = parse_json(response.content)
+    except ValueError as exc:
+        checks.append(Check(name=f"{case}: JSON body", ok=False, detail=str(exc)[:200]))
+        return
+    if not isinstance(body, list):
+        checks.append(Check(name=f"{case}: a JSON array", ok=False, detail=f"got {type(body).__name__}"))
+        return
+    checks.append(
+        Check(name=f"{case}: {len(expected)} rows", ok=len(body) == len(expected), detail=f"got {len(body)} rows")
+    )
+    tally.add(expected, body, case)
+
+
+def verify_perf_test(client: httpx.Client, db: Database, rows: Sequence[int]) -> WorkloadVerification:
+    checks: list[Check] = []
+    tally = _ColumnTally(wl.PERF_TEST_COLUMNS)
+    for records in sorted(set(rows)):
+        request = wl.perf_test_request(records)
+        _rows_case(client, request.path, wl.expected_perf_test(db, records), f"seed values, {records} rows", tally, checks)
+    varied = wl.perf_test_request(VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
+    expected = wl.expected_perf_test(db, VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
+    _rows_case(client, varied.path, expected, f"varied values, {VARIED_CASE_ROWS} rows", tally, checks)
+    for numeric in NUMERIC_CASE_VALUES:
+        values = {**wl.SEED_PERF_TEST_VALUES, "_numeric": numeric}
+        request = wl.perf_test_request(VARIED_CASE_ROWS, values)
+        _rows_case(client, request.path, wl.expected_perf_test(db, VARIED_CASE_ROWS, values),
+                   f"_numeric {numeric}, {VARIED_CASE_ROWS} rows", tally, checks)
+    return WorkloadVerification(stack="", workload=wl.PERF_TEST, ok=all(c.ok for c in checks), checks=checks,
+                                columns=tally.verdicts())
+
+
+def verify_users(client: httpx.Client, db: Database, limits: Sequence[int]) -> WorkloadVerification:
+    checks: list[Check] = []
+    tally = _ColumnTally(wl.USERS_COLUMNS)
+    for limit in sorted(set(limits)):
+        _rows_case(client, wl.users_request(limit).path, wl.expected_users(db, limit), f"limit {limit}", tally, checks)
+    return WorkloadVerification(stack="", workload=wl.USERS, ok=all(c.ok for c in checks), checks=checks,
+                                columns=tally.verdicts())
+
+
+def verify_static(client: httpx.Client) -> WorkloadVerification:
+    checks: list[Check] = []
+    stamps: list[int] = []
+    for attempt in (1, 2):
+        response, error = _get(client, wl.STATIC_PATH)
+        if response is None:
+            checks.append(Check(name=f"request {attempt}: answer", ok=False, detail=error))
+            break
+        checks.append(Check(name=f"request {attempt}: status 200", ok=response.status_code == 200,
+                            detail=str(response.status_code)))
+        checks.extend(content_checks(response, f"request {attempt}"))
+        try:
+            body = parse_json(response.content)
+        except ValueError as exc:
+            checks.append(Check(name=f"request {attempt}: JSON body", ok=False, detail=str(exc)[:200]))
+            break
+        stamp = body.get("timestamp") if isinstance(body, dict) else None
+        shape_ok = (
+            isinstance(body, dict)
+            and body.get("status") == "ok"
+            and isinstance(stamp, int)
+            and not isinstance(stamp, bool)
+        )
+        checks.append(Check(name=f"request {attempt}: shape {{status: ok, timestamp: int ms}}", ok=shape_ok,
+                            detail=str(body)[:200]))
+        if not shape_ok:
+            break
+        now_ms = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+        checks.append(Check(name=f"request {attempt}: timestamp is now (ms)",
+                            ok=abs(stamp - now_ms) <= STATIC_CLOCK_TOLERANCE_MS, detail=f"{stamp} vs {now_ms}"))
+        stamps.append(stamp)
+        time.sleep(0.02)
+    if len(stamps) == 2:
+        checks.append(Check(name="timestamp moves between requests", ok=stamps[1] > stamps[0],
+                            detail=f"{stamps[0]} → {stamps[1]}"))
+    return WorkloadVerification(stack="", workload=wl.STATIC, ok=bool(checks) and all(c.ok for c in checks),
+                                checks=checks)
+
+
+def verify_tx(client: httpx.Client, db: Database, cases: int = TX_VERIFY_CASES) -> tuple[WorkloadVerification, int]:
+    """Each answer must be the balance the database holds after the transaction; returns (result, 200s)."""
+    checks: list[Check] = []
+    answered_200 = 0
+    for index, body in enumerate(wl.random_tx_bodies(cases, seed=TX_VERIFY_SEED)):
+        fields = json.loads(body)
+        before = _account_balance(db, fields["aid"])
+        response = _send(client, wl.tx_request(body))
+        if isinstance(response, str):
+            checks.append(Check(name=f"tx {index + 1}: answer", ok=False, detail=response))
+            continue
+        answered_200 += response.status_code == 200
+        checks.append(Check(name=f"tx {index + 1}: status 200", ok=response.status_code == 200,
+                            detail=str(response.status_code)))
+        checks.extend(content_checks(response, f"tx {index + 1}"))
+        try:
+            answer = parse_json(response.content)
+        except ValueError:
+            answer = None
+        expected = before + fields["delta"]
+        shaped = isinstance(answer, dict) and "abalance" in answer
+        checks.append(Check(name=f"tx {index + 1}: the answer is {{\"abalance\": n}}", ok=shaped,
+                            detail=None if shaped else f"got {response.text[:200]!r}"))
+        if not shaped:  # a bare number (or anything else) is not the contract's answer
+            continue
+        got = answer["abalance"]
+        checks.append(Check(name=f"tx {index + 1}: abalance is the balance after the update",
+                            ok=isinstance(got, int) and not isinstance(got, bool) and got == expected,
+                            detail=f"got {got!r}, expected {expected} (database now {_account_balance(db, fields['aid'])})"))
+    return WorkloadVerification(stack="", workload=wl.TX, ok=all(c.ok for c in checks), checks=checks), answered_200
+
+
+def _account_balance(db: Database, aid: int) -> int:
+    with db.connect() as conn:
+        return conn.execute("SELECT abalance FROM pgbench_accounts WHERE aid = %s", [aid]).fetchone()[0]
+
+
+def _send(client: httpx.Client, request: wl.Request) -> httpx.Response | str:
+    """The answer, or what went wrong at the HTTP level."""
+    try:
+        return wl.send(client, request)
+    except httpx.HTTPError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def verify_graphql(client: httpx.Client, db: Database) -> WorkloadVerification:
+    """The GraphQL answer must hold the same users as the REST one, field by field."""
+    checks: list[Check] = []
+    columns = {field: pg_type for field, (_, pg_type) in wl.GRAPHQL_FIELDS.items()}
+    tally = _ColumnTally(columns)
+    response = _send(client, wl.graphql_request())
+    if isinstance(response, str):
+        checks.append(Check(name="graphql: answer", ok=False, detail=response))
+        return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=False, checks=checks)
+    checks.append(Check(name="graphql: status 200", ok=response.status_code == 200, detail=str(response.status_code)))
+    checks.extend(content_checks(response, "graphql", graphql=True))
+    try:
+        body = parse_json(response.content)
+        users = body["data"]["users"]
+    except (ValueError, KeyError, TypeError) as exc:
+        checks.append(Check(name="graphql: data.users", ok=False, detail=f"{type(exc).__name__}: {response.text[:200]}"))
+        return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=False, checks=checks)
+    expected = [{field: row[column] for field, (column, _) in wl.GRAPHQL_FIELDS.items()}
+                for row in wl.expected_users(db, wl.GRAPHQL_LIMIT)]
+    ok_list = isinstance(users, list)
+    checks.append(Check(name=f"graphql: {wl.GRAPHQL_LIMIT} users", ok=ok_list and len(users) == len(expected),
+                        detail=f"got {len(users) if ok_list else type(users).__name__}"))
+    if ok_list:
+        tally.add(expected, users, f"users(limit: {wl.GRAPHQL_LIMIT})")
+    return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=all(c.ok for c in checks), checks=checks,
+                                columns=tally.verdicts())
+
+
+def _accounting_sender(client: httpx.Client, workload: str, parameter: int | None) -> tuple[Callable[[int], None], list[int]]:
+    """A function sending the i-th request of an accounting burst, and the list counting its 200s."""
+    answered = [0]
+    bodies = wl.random_tx_bodies(accounting.ACCOUNTING_REQUESTS, seed=TX_VERIFY_SEED + 1)
+
+    def send(index: int) -> None:
+        request = wl.tx_request(bodies[index]) if workload == wl.TX else wl.load_request(workload, parameter)
+        response = _send(client, request)
+        answered[0] += not isinstance(response, str) and response.status_code == 200
+
+    return send, answered
+
+
+ACCOUNTING_ROWS = {wl.TX: 5, wl.STATIC: None}
+"""Rows per request the accounting expects (tx: 3 updates, 1 select, 1 insert), else the load parameter."""
+
+
+def verify_stack(
+    base_url: str,
+    stack_id: str,
+    workloads: Sequence[str],
+    db: Database,
+    *,
+    perf_test_rows: Sequence[int],
+    users_limits: Sequence[int],
+    timeout_s: float,
+    health_path: str = wl.STATIC_PATH,
+    routes: dict[str, str] | None = None,
+    exit_code: Callable[[], int | None] | None = None,
+) -> list[WorkloadVerification]:
+    """Verify every workload of one running stack: answers, bad input, database accounting.
+
+    The stack must still be healthy after each workload's battery; tx verification also checks the
+    TPC-B invariants over all its requests and that the battery wrote nothing. `exit_code()` is the
+    stack process's exit code once it has died (None while it runs): a stack that died during a
+    workload gets a failed "still running" check instead of verdicts about answers it never gave (a
+    burst of refused requests is not "a cache"), and the workloads after it are not verified.
+    """
+    results = []
+    accounting_off = accounting.available(db)
+    with wl.http_client(base_url, timeout_s, routes or {}) as client:
+        for workload in workloads:
+            tx_before = txcheck.snapshot(db) if workload == wl.TX else None
+            tx_200 = 0
+            if workload == wl.PERF_TEST:
+                verification = verify_perf_test(client, db, perf_test_rows)
+            elif workload == wl.USERS:
+                verification = verify_users(client, db, users_limits)
+            elif workload == wl.TX:
+                verification, tx_200 = verify_tx(client, db)
+            elif workload == wl.GRAPHQL:
+                verification = verify_graphql(client, db)
+            else:
+                verification = verify_static(client)
+            users_before = _users_count(db) if workload in (wl.USERS, wl.PERF_TEST) else None
+            battery_before = txcheck.snapshot(db) if workload == wl.TX else None
+            verification.bad_input, battery_200 = badinput.run_battery(client, workload)
+            if battery_before is not None:
+                untouched = txcheck.snapshot(db) == battery_before
+                verification.checks.append(Check(name="bad tx bodies wrote nothing", ok=untouched,
+                                                 detail=None if untouched else f"{battery_200} answered 200"))
+                tx_200 += battery_200
+            if users_before is not None:
+                after = _users_count(db)
+                verification.checks.append(Check(name="bad input left the users table intact",
+                                                 ok=after == users_before, detail=f"{users_before} → {after} rows"))
+            alive = _get(client, health_path)[0]
+            verification.checks.append(Check(name="still healthy after bad input",
+                                             ok=alive is not None and alive.status_code == 200,
+                                             detail=None if alive is None else str(alive.status_code)))
+            parameter = {wl.PERF_TEST: min(perf_test_rows, default=1), wl.USERS: min(users_limits, default=20),
+                         wl.GRAPHQL: wl.GRAPHQL_LIMIT}.get(workload)
+            if accounting_off:
+                verification.accounting_unavailable = accounting_off
+            elif all(c.ok for c in verification.checks):
+                send, answered = _accounting_sender(client, workload, parameter)
+                verification.accounting = accounting.measure(
+                    db, workload, send, rows_per_request=ACCOUNTING_ROWS.get(workload, parameter))
+                tx_200 += answered[0]
+            if tx_before is not None:
+                verification.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(db), tx_200)
+                verification.checks.append(Check(name="TPC-B invariants over the verification requests",
+                                                 ok=verification.tx_invariants.holds,
+                                                 detail=verification.tx_invariants.problem))
+            died = exit_code() if exit_code else None
+            if died is not None:
+                verification.checks.append(Check(name="the stack process is still running", ok=False,
+                                                 detail=f"exited with code {died}"))
+                if verification.accounting is not None:
+                    verification.accounting = None
+                    verification.accounting_unavailable = f"the stack exited with code {died} during the burst"
+            verification.ok = all(c.ok for c in verification.checks)
+            verification.stack = stack_id
+            results.append(verification)
+            if died is not None:
+                break
+    return results
+
+
+def failure_reasons(verification: WorkloadVerification) -> list[str]:
+    """Why one workload's verification counts as failed (empty: it passed): a failed check, a ❌ column,
+    a ❌ database accounting, bad-input cases answered wrongly. ⚠️ verdicts are not failures."""
+    reasons = []
+    failed = [c for c in verification.checks if not c.ok]
+    if failed:
+        first = failed[0]
+        more = f" (+{len(failed) - 1} more checks)" if len(failed) > 1 else ""
+        reasons.append(f"{first.name}: {first.detail}{more}" if first.detail else f"{first.name}{more}")
+    if verification.wrong_columns:
+        reasons.append("❌ columns " + ", ".join(verification.wrong_columns))
+    if verification.accounting is not None and verification.accounting.verdict is Verdict.WRONG:
+        reasons.append(f"❌ database accounting: {verification.accounting.reason}")
+    bad = [case for case in verification.bad_input if not case.ok]
+    if bad:
+        reasons.append(f"bad input {len(verification.bad_input) - len(bad)}/{len(verification.bad_input)} "
+                       f"(first wrong: {bad[0].description})")
+    return reasons
+
+
+def failed_stacks(results: RunResults) -> dict[str, str]:
+    """stack id → one line saying why it failed verification, for every stack that did.
+
+    A stack fails when it did not run (config error, build or start failed, crashed — with its exit
+    code) or when any of its workloads has a reason in `failure_reasons`. Unavailable stacks (a tool
+    missing on this machine) are skipped, not failed.
+    """
+    lines: dict[str, str] = {}
+    for stack in results.stacks:
+        if stack.status not in ("ok", "unavailable"):
+            lines[stack.id] = f"{stack.status}: {stack.reason}" if stack.reason else stack.status
+            continue
+        parts = [f"{v.workload}: {'; '.join(reasons)}" for v in results.verifications
+                 if v.stack == stack.id and (reasons := failure_reasons(v))]
+        if parts:
+            lines[stack.id] = " | ".join(parts)
+    return lines
+
+
+def _users_count(db: Database) -> int | None:
+    with db.connect() as conn:
+        exists = conn.execute("SELECT to_regclass('pgarena.users') IS NOT NULL").fetchone()[0]
+        return conn.execute("SELECT count(*) FROM users").fetchone()[0] if exists else None

@@ -11,7 +11,7 @@ kernel offers it). Then, in interleaved rounds whose order is drawn from a seede
   window, started with `taskset -c <generator CPUs>` and nothing else of pgarena running beside it.
 
 Per round it reports pgarena RPS / bare RPS; over the rounds the median ratio and a 95 % t-interval on the
-mean ratio (pgarena.analysis.stats). A ratio of 1 means the measuring costs the measured nothing.
+mean ratio (pgarena.stats.intervals). A ratio of 1 means the measuring costs the measured nothing.
 
 `--mode engines` answers a different question with the same set-up: bare oha against bare k6, rounds
 interleaved, and per window what the server paid per request (stack and PostgreSQL CPU, the stack's
@@ -45,19 +45,19 @@ from pathlib import Path
 
 import psutil
 
-from pgarena.system import cgroups
-from pgarena.contract import workloads as wl
 from pgarena.config.run import RunConfig, build_config
-from pgarena.load.engines import Engine, EngineUnavailable, get_engine
-from pgarena.load.measure import load_spec, measure_cell
-from pgarena.load.engines.base import EngineOutputError
+from pgarena.config.stackdef import render_template
+from pgarena.contract import workloads as wl
 from pgarena.db.postgres import Database, PostgresError, free_port, load_workload_data, provide_database
+from pgarena.load.engines import Engine, EngineUnavailable, get_engine
+from pgarena.load.engines.base import EngineOutputError
+from pgarena.load.measure import load_spec, measure_cell
+from pgarena.pipeline.runner import RunError, select_stacks, stack_environment, stack_values
+from pgarena.results.models import Cell, Spread
+from pgarena.stats.intervals import confidence_interval
+from pgarena.system import cgroups
 from pgarena.system.process import NotReady, ServerProcess, run_logged, wait_until_healthy
 from pgarena.system.resources import CpuMeters
-from pgarena.results.models import Cell
-from pgarena.pipeline.runner import RunError, select_stacks, stack_environment, stack_values
-from pgarena.config.stackdef import render_template
-from pgarena.analysis.stats import confidence_interval, spread
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_STACK = "go-nethttp-pgx"
@@ -258,11 +258,11 @@ def pgarena_window(h: Harness, engine: Engine, cell: Cell, round_no: int) -> Win
 
 
 def ratio_summary(numerators: list[float], denominators: list[float]) -> dict:
-    """Per-round ratios, their median and range, and the 95 % t-interval on their mean (pgarena.analysis.stats)."""
+    """Per-round ratios, their median and range, and the 95 % t-interval on their mean (pgarena.stats.intervals)."""
     ratios = [a / b for a, b in zip(numerators, denominators) if b]
     summary = {"per_round": [round(r, 4) for r in ratios]}
     if ratios:
-        s = spread(ratios)
+        s = Spread.of(ratios)
         summary.update(median=round(s.median, 4), min=round(s.min, 4), max=round(s.max, 4))
     if len(ratios) >= 2:
         low, high = confidence_interval(ratios, 0.95)

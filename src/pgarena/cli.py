@@ -19,15 +19,16 @@ from rich.console import Console
 from rich.table import Table
 
 from pgarena.analysis import compare as comparing
+from pgarena.analysis.sharedrates import slowest_peaks
 from pgarena.config import run as cfg
-from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.config.stackdef import load_stacks
 from pgarena.db.postgres import PostgresError
-from pgarena.report import with_baseline, write_reports
-from pgarena.results.models import ResultsError, json_schema, load
+from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline.progress import RunProgress
 from pgarena.pipeline.runner import RunError, describe_os_error, execute, load_for_resume, new_run_id
-from pgarena.analysis.sharedrates import slowest_peaks
-from pgarena.config.stackdef import load_stacks
+from pgarena.report import compare as compare_view
+from pgarena.report import with_baseline, write_reports
+from pgarena.results.store import ResultsError, json_schema, load
 from pgarena.verify.verification import failed_stacks
 
 app = typer.Typer(
@@ -139,7 +140,7 @@ def list_stacks(
     """List stacks (language, framework, driver, availability) and workloads."""
     stacks, errors = load_stacks(stacks_dir)
     if as_markdown:
-        from pgarena.report.markdown import stacks_catalogue
+        from pgarena.pipeline.catalogue import stacks_catalogue
 
         print(stacks_catalogue(stacks))
         return
@@ -360,24 +361,24 @@ def compare(
     comparison = comparing.compare_runs(results_a, results_b, min_change=min_change / 100)
     if comparison.differences:
         err.print("[bold red]WARNING: the environments differ in what matters:[/]", highlight=False)
-        for line in comparing.warning_lines(comparison):
+        for line in compare_view.warning_lines(comparison):
             err.print(f"  {line}", style="red", highlight=False, markup=False, soft_wrap=True)
         if strict:
             raise _fail("refusing to compare (--strict): the environments differ")
-    if comparing.noise_warning(comparison):
-        err.print(f"note: {comparing.noise_warning(comparison)}", style="yellow", highlight=False, markup=False,
+    if compare_view.noise_warning(comparison):
+        err.print(f"note: {compare_view.noise_warning(comparison)}", style="yellow", highlight=False, markup=False,
                   soft_wrap=True)
-    if sys.stdout.isatty() and out.width >= comparing.TERMINAL_TABLE_MIN_WIDTH:
-        out.print(comparing.terminal_table(comparison))
+    if sys.stdout.isatty() and out.width >= compare_view.TERMINAL_TABLE_MIN_WIDTH:
+        out.print(compare_view.terminal_table(comparison))
     else:
-        for line in comparing.terminal_lines(comparison):
+        for line in compare_view.terminal_lines(comparison):
             print(line)
     for label, note in comparison.only_a + comparison.only_b + comparison.not_comparable:
         out.print(f"not compared: {label} ({note})", highlight=False, markup=False)
-    out.print(comparing.summary_text(comparison), highlight=False, markup=False)
+    out.print(compare_view.summary_text(comparison), highlight=False, markup=False)
     folder = out_dir or (run_b if run_b.is_dir() else run_b.parent)
     try:
-        written = comparing.write_outputs(comparison, folder)
+        written = compare_view.write_outputs(comparison, folder)
     except OSError as exc:
         raise _fail(f"cannot write the comparison: {describe_os_error(exc)}") from None
     for path in written:
@@ -401,8 +402,8 @@ def param_modes(
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
 ) -> None:
     """Measure perf_test's database cost with literals vs bound parameters (pgbench), for docs/workloads.md."""
-    from pgarena.pipeline.parammodes import markdown, measure
     from pgarena.db.postgres import load_workload_data, provide_database
+    from pgarena.pipeline.parammodes import markdown, measure
 
     generator_cpus, server_cpus = cfg.default_cpu_sets()
     workdir = results_dir / f"param-modes-{new_run_id()}"

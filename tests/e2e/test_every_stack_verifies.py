@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from pgarena.results.models import load
 from pgarena.config.stackdef import load_stacks
 from pgarena.contract.values import Verdict
+from pgarena.results.store import load
 from tests.conftest import PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.system import cgroups
-
-from pgarena.pipeline import runner
 from pgarena.config.run import build_config
-from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.contract.flags import DROPPED
-from pgarena.results.models import load
+from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.pipeline import runner
+from pgarena.results.store import load
+from pgarena.system import cgroups
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]

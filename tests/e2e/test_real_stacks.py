@@ -12,11 +12,11 @@ import sys
 
 import pytest
 
-from pgarena.load.engines import EngineUnavailable, get_engine
-from pgarena.results.models import load
 from pgarena.config.stackdef import load_stacks
 from pgarena.contract.values import Verdict
 from pgarena.contract.workloads import PERF_TEST_COLUMNS
+from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.results.store import load
 from tests.conftest import PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]

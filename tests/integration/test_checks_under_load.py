@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.pipeline import runner
-from pgarena.config.run import build_config
-from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.analysis.ranking import UNRANKED, throughput_ranks
-from pgarena.results.models import load
+from pgarena.config.run import build_config
 from pgarena.contract.values import Verdict
+from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.pipeline import runner
+from pgarena.results.store import load
 from pgarena.verify.variants import PERF_TEST_VARIANTS
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 

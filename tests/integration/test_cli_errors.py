@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.results.models import load, save
+from pgarena.results.store import load, save
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 from tests.fixtures.report_run import sample_results
 

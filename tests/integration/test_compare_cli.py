@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pgarena.cli import app
-from pgarena.results.models import RESULTS_FILE, RunResults, save
+from pgarena.results.models import RESULTS_FILE, RunResults
+from pgarena.results.store import save
 from tests.unit.test_compare import make_cell, make_run, spread_around
 
 runner = CliRunner()

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.pipeline import runner
-from pgarena.config.run import build_config
-from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.analysis.ranking import throughput_ranks
-from pgarena.results.models import load
+from pgarena.config.run import build_config
 from pgarena.db.startline import shuffled
+from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.pipeline import runner
+from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 from tests.integration.test_pipeline import FakeOha
 

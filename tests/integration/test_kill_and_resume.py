@@ -15,9 +15,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena.system import reaper
 from pgarena.db.postgres import ManagedCluster, PostgresError, find_bin_dir
-from pgarena.results.models import load
+from pgarena.results.store import load
+from pgarena.system import reaper
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]

@@ -12,11 +12,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena.pipeline import runner
 from pgarena.config.run import build_config
 from pgarena.load.engines.oha import OhaEngine
+from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown
-from pgarena.results.models import SCHEMA_VERSION, load
+from pgarena.results.models import SCHEMA_VERSION
+from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]

@@ -7,10 +7,11 @@ import time
 
 import psutil
 import psycopg
-from psycopg import sql
 import pytest
+from psycopg import sql
 
 from pgarena.contract import workloads as wl
+from pgarena.db.expected import column_types, expected_perf_test, expected_users
 from pgarena.db.postgres import PostgresError, find_bin_dir, load_workload_data, provide_database, server_facts
 from tests.conftest import needs_postgres
 
@@ -66,8 +67,8 @@ def test_cluster_is_stopped_when_the_body_raises(tmp_path):
 
 
 def test_declared_column_types_match_the_database(managed_db):
-    assert wl.column_types(managed_db, wl.PERF_TEST) == wl.PERF_TEST_COLUMNS
-    assert wl.column_types(managed_db, wl.USERS) == wl.USERS_COLUMNS
+    assert column_types(managed_db, wl.PERF_TEST) == wl.PERF_TEST_COLUMNS
+    assert column_types(managed_db, wl.USERS) == wl.USERS_COLUMNS
 
 
 def test_perf_test_is_call_compatible_with_the_seed(managed_db):
@@ -91,20 +92,20 @@ def test_perf_test_body_is_planned_generically_and_never_inlined(managed_db):
 
 
 def test_expected_answer_is_derived_from_parameters(managed_db):
-    rows = wl.expected_perf_test(managed_db, 2)
+    rows = expected_perf_test(managed_db, 2)
     assert [r["row_num"] for r in rows] == [1, 2]
     assert rows[0]["bigint_val"] == 9223372036854770000 - 1
     assert rows[0]["json_val"] == {"i": 1, "key": "value"}
     assert rows[1]["int_array_val"] == [1, 2, 3, 2]
     assert rows[1]["nullable_text"] is None and rows[0]["nullable_text"] == "text1"
-    varied = wl.expected_perf_test(managed_db, 1, wl.VARIED_PERF_TEST_VALUES)
+    varied = expected_perf_test(managed_db, 1, wl.VARIED_PERF_TEST_VALUES)
     assert varied[0]["bigint_val"] == -9007199254740993 - 1
     assert varied[0]["text_val"].startswith("Zürich")
 
 
 def test_perf_test_rejects_out_of_range_rows_as_a_data_exception(managed_db):
     with pytest.raises(psycopg.errors.InvalidParameterValue):
-        wl.expected_perf_test(managed_db, 1001)
+        expected_perf_test(managed_db, 1001)
 
 
 def test_users_table_is_deterministic(managed_db):
@@ -114,7 +115,7 @@ def test_users_table_is_deterministic(managed_db):
     load_workload_data(managed_db, ["users"])  # drop and regenerate
     with managed_db.connect() as conn:
         assert conn.execute(query).fetchone()[0] == before
-    first = wl.expected_users(managed_db, 1)[0]
+    first = expected_users(managed_db, 1)[0]
     assert first == {"id": 1, "username": "user00001", "full_name": "Grace Lovelace",
                      "email": "user00001@example.com", "age": 25, "created_at": "2024-01-01T00:37:11.5+00:00"}
 

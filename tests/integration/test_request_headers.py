@@ -16,6 +16,7 @@ import pytest
 from pgarena.contract import workloads as wl
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.engines.base import LoadSpec
+from pgarena.verify import http
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -66,7 +67,7 @@ def test_load_generators_ask_for_no_content_coding(recorder, engine_name, tmp_pa
 
 def test_verification_client_asks_for_no_content_coding(recorder):
     base_url, seen = recorder
-    with wl.http_client(base_url, 5, {}) as client:
-        response = wl.send(client, wl.static_request())
+    with http.http_client(base_url, 5, {}) as client:
+        response = http.send(client, wl.static_request())
     assert response.status_code == 200
     assert "accept-encoding" not in seen[0] and "accept-encoding" not in response.request.headers

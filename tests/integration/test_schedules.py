@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.pipeline import runner
+from pgarena.analysis.paired import paired_ranks, paired_ratio
 from pgarena.config.run import build_config
 from pgarena.load.engines import get_engine
 from pgarena.load.engines.base import EngineUnavailable
-from pgarena.analysis.paired import paired_ranks, paired_ratio
-from pgarena.results.models import load
+from pgarena.pipeline import runner
+from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [needs_postgres, pytest.mark.postgres]

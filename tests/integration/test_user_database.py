@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from pgarena.db import namespace
-from pgarena.db.postgres import (ClusterSettings, PostgresError, free_port, load_workload_data, provide_database)
-from pgarena.results.models import load
+from pgarena.db.postgres import ClusterSettings, PostgresError, free_port, load_workload_data, provide_database
+from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
@@ -174,8 +174,8 @@ def test_managed_cluster_can_give_the_stacks_a_role_named_postgres(tmp_path):
 def test_an_app_with_hard_coded_credentials_and_no_health_endpoint_verifies(tmp_path, fixture_env):
     """An app written elsewhere: it builds its own URL from fixed credentials (in [database]) and has no
     health path of its own, so pgarena polls its users request instead."""
-    from pgarena.pipeline import runner
     from pgarena.config.run import build_config
+    from pgarena.pipeline import runner
 
     stack = tmp_path / "stacks" / "elsewhere"
     stack.mkdir(parents=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.db.postgres import free_port
-from pgarena.system.process import ServerProcess, wait_until_healthy
-from pgarena.pipeline.runner import stack_environment, stack_values
 from pgarena.config.stackdef import load_stacks
 from pgarena.contract.values import Verdict
+from pgarena.db.postgres import free_port
+from pgarena.pipeline.runner import stack_environment, stack_values
+from pgarena.system.process import ServerProcess, wait_until_healthy
 from pgarena.verify.verification import verify_stack
 from tests.conftest import FIXTURE_STACKS, needs_postgres
 
@@ -104,7 +104,7 @@ def test_verify_exits_1_and_names_each_failing_stack(tmp_path, fixture_env):
     import subprocess
     import sys
 
-    from pgarena.results.models import load
+    from pgarena.results.store import load
     from tests.conftest import PROJECT_DIR
 
     done = subprocess.run(

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
+from pgarena.contract.values import Verdict
 from pgarena.db import accounting
 from pgarena.verify.windowcheck import judge_window
-from pgarena.contract.values import Verdict
 from tests.conftest import needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pgarena.db.accounting import StatementCounts, judge
 from pgarena.contract.values import Verdict
+from pgarena.db.accounting import StatementCounts, judge
 
 USERS_Q = "SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT $1"
 PERF_Q = "SELECT * FROM perf_test($1, $2, $3)"

@@ -8,11 +8,20 @@ import math
 
 import pytest
 
-from pgarena.analysis.compare import (compare_figure, compare_runs, render_html, render_markdown, summary_text, terminal_lines,
-                             welch_test)
-from pgarena.results.models import (Cell, CellSummary, DatabaseInfo, Environment, Errors, Latency, Repetition,
-                             RunResults, StackInfo)
-from pgarena.analysis.stats import spread
+from pgarena.analysis.compare import compare_figure, compare_runs, welch_test
+from pgarena.report.compare import render_html, render_markdown, summary_text, terminal_lines
+from pgarena.results.models import (
+    Cell,
+    CellSummary,
+    DatabaseInfo,
+    Environment,
+    Errors,
+    Latency,
+    Repetition,
+    RunResults,
+    Spread,
+    StackInfo,
+)
 
 
 def make_cell(stack: str, rps: list[float], p99_ms: list[float] | None = None, *, workload: str = "perf-test",
@@ -26,8 +35,8 @@ def make_cell(stack: str, rps: list[float], p99_ms: list[float] | None = None, *
             for i, (r, p) in enumerate(zip(rps, p99_ms, strict=True))]
     summary = None
     if status == "ok":
-        summary = CellSummary(rps=spread(rps), latency_avg_ms=spread([p / 4 for p in p99_ms]),
-                              latency_p99_ms=spread(p99_ms), requests_total=sum(r.requests for r in reps),
+        summary = CellSummary(rps=Spread.of(rps), latency_avg_ms=Spread.of([p / 4 for p in p99_ms]),
+                              latency_p99_ms=Spread.of(p99_ms), requests_total=sum(r.requests for r in reps),
                               failures_total=0, failure_rate=0.0, stack_cpu_us_per_request=cpu_us * 0.6,
                               db_cpu_us_per_request=cpu_us * 0.4)
     return Cell(stack=stack, workload=workload, parameter_name="rows", parameter=rows, vus=vus, engine=engine,
@@ -233,7 +242,7 @@ def test_html_escapes_run_content() -> None:
 def test_terminal_table_shows_every_column_at_its_minimum_width() -> None:
     from rich.console import Console
 
-    from pgarena.analysis.compare import TERMINAL_TABLE_MIN_WIDTH, terminal_table
+    from pgarena.report.compare import TERMINAL_TABLE_MIN_WIDTH, terminal_table
 
     a = make_run("a", [make_cell("pg-fastapi-asyncpg", spread_around(110_000, 0.01), [1234.5, 1200, 1210])])
     b = make_run("b", [make_cell("pg-fastapi-asyncpg", spread_around(80_000, 0.01), [1334.5, 1300, 1310])])
@@ -247,7 +256,7 @@ def test_terminal_table_shows_every_column_at_its_minimum_width() -> None:
 
 
 def test_drift_is_the_median_change_and_quick_runs_get_a_noise_note() -> None:
-    from pgarena.analysis.compare import noise_warning
+    from pgarena.report.compare import noise_warning
 
     a = make_run("a", [make_cell("s1", [100, 101, 99]), make_cell("s2", [200, 202, 198]),
                        make_cell("s3", [300, 303, 297])])

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -18,11 +18,11 @@ from pgarena.config.run import (
     DEFAULT_PROFILE,
     PERF_TEST_MAX_ROWS,
     PROFILES,
-    parse_rate,
     USERS_MAX_LIMIT,
     RunConfig,
     build_config,
     default_cpu_sets,
+    parse_rate,
     redact_command,
     redact_secrets,
     redact_url,

@@ -13,7 +13,7 @@ import random
 
 from pgarena.analysis.paired import paired_ranks, paired_ratio
 from pgarena.load.schedule import Slot, plan
-from pgarena.analysis.stats import confidence_interval, rank_with_ties
+from pgarena.stats.intervals import confidence_interval, rank_with_ties
 
 TRUE_RPS = {"a": 1000.0, "b": 1100.0}
 CELL = ("perf-test", 1, "closed", 50)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import tomllib
-from importlib import resources
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 
 import pytest

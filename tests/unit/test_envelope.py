@@ -13,18 +13,18 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena.contract import flags as F
-from pgarena.pipeline import runner
 from pgarena.config.run import build_config
-from pgarena.db.connections import pool_exceeded, pool_refusal, split_pool
-from pgarena.system.envelope import listen_addresses, pinned_to, process_affinity, wide_addresses
-from pgarena.db.postgres import Database
-from pgarena.system.process import _preexec
-from pgarena.report.html import FLAG_MEANINGS
-from pgarena.system.resources import TreeSampler
 from pgarena.config.stackdef import parse_stack_toml
+from pgarena.contract import flags as F
+from pgarena.db.connections import pool_exceeded, pool_refusal, split_pool
+from pgarena.db.postgres import Database
 from pgarena.db.startline import shuffled
 from pgarena.load.warmup import WindowResult, is_steady, warm_up
+from pgarena.pipeline import runner
+from pgarena.report.html import FLAG_MEANINGS
+from pgarena.system.envelope import listen_addresses, pinned_to, process_affinity, wide_addresses
+from pgarena.system.process import _preexec
+from pgarena.system.resources import TreeSampler
 from tests.conftest import PROJECT_DIR
 
 METHODOLOGY = (PROJECT_DIR / "docs" / "methodology.md").read_text(encoding="utf-8")

@@ -6,8 +6,15 @@ import math
 
 import pytest
 
-from pgarena.contract.flags import (DATABASE_BOUND, DATABASE_BOUND_DB_CPU_FRACTION, DATABASE_BOUND_STACK_CPU_FRACTION,
-                           GENERATOR_BOUND, GENERATOR_BOUND_CPU_FRACTION, TIMEOUTS, saturation_flags)
+from pgarena.contract.flags import (
+    DATABASE_BOUND,
+    DATABASE_BOUND_DB_CPU_FRACTION,
+    DATABASE_BOUND_STACK_CPU_FRACTION,
+    GENERATOR_BOUND,
+    GENERATOR_BOUND_CPU_FRACTION,
+    TIMEOUTS,
+    saturation_flags,
+)
 
 
 def test_thresholds_are_the_documented_ones() -> None:

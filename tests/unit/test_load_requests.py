@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from pgarena.contract import workloads as wl
-from pgarena.verify.checks import AnswerSampler, bare_client, check_variants, fill_headers
 from pgarena.load.engines import EngineUnavailable
 from pgarena.load.engines.base import LoadSpec
 from pgarena.load.engines.k6 import K6Engine
 from pgarena.load.engines.oha import OhaEngine
+from pgarena.verify.checks import AnswerSampler, bare_client, check_variants, fill_headers
 from pgarena.verify.variants import Variant
-
 
 
 class _Recorder(BaseHTTPRequestHandler):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pgarena.analysis.rankcheck import ranking_agreement
 from pgarena.config.run import build_config
 from pgarena.load.measure import summarize
-from pgarena.analysis.rankcheck import ranking_agreement
 from pgarena.results.models import Cell, Errors, Latency, Repetition
 from tests.unit.test_compare import make_run
 

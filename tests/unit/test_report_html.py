@@ -109,7 +109,7 @@ def test_report_baseline_override(tmp_path):
 
     from pgarena.cli import app
     from pgarena.report import with_baseline
-    from pgarena.results.models import save
+    from pgarena.results.store import save
 
     results = with_baseline(sample_results(), "go-fast")
     rows = {(c["stack"], c["level"]): c for c in html_payload(results)["cells"][0]["rows"]}

@@ -5,8 +5,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pgarena.contract.workloads import routed
 from pgarena.stack.loc import count
-from pgarena.contract.workloads import http_client, routed
+from pgarena.verify.http import http_client
 
 POSTGREST = {"perf-test": "/rpc/perf_test", "users": "/users?order=id&select=id,username"}
 
@@ -76,7 +77,7 @@ def _answer(content_encoding: str | None, accept_encoding: str | None) -> httpx.
     ("deflate, gzip", "gzip", "deflate, gzip"),
 ])
 def test_unrequested_content_encoding(content_encoding, accept_encoding, unrequested):
-    from pgarena.contract.workloads import unrequested_encoding
+    from pgarena.verify.http import unrequested_encoding
 
     assert unrequested_encoding(_answer(content_encoding, accept_encoding)) == unrequested
 

@@ -3,7 +3,8 @@
 import json
 from pathlib import Path
 
-from pgarena.results.models import SCHEMA_VERSION, json_schema
+from pgarena.results.models import SCHEMA_VERSION
+from pgarena.results.store import json_schema
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "results.schema.json"
 
@@ -24,7 +25,7 @@ def test_a_schema_2_document_is_migrated_rps_becoming_answered_work(tmp_path):
     """Schema 2 stored every completed request per second as `rps`; 3 stores 2xx answers per second."""
     import json
 
-    from pgarena.results.models import load, save
+    from pgarena.results.store import load, save
     from tests.fixtures.report_run import sample_results
 
     results = sample_results()

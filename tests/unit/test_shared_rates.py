@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pgarena.analysis.ranking import BY_P99, rank_basis
+from pgarena.analysis.sharedrates import rate_key, slowest_peaks
 from pgarena.cli import app
 from pgarena.config.run import build_config
-from pgarena.report.markdown import render_markdown
-from pgarena.analysis.ranking import BY_P99, rank_basis
-from pgarena.results.models import save
-from pgarena.pipeline.runner import plan_cells
-from pgarena.analysis.sharedrates import rate_key, slowest_peaks
 from pgarena.config.stackdef import load_stacks
+from pgarena.pipeline.runner import plan_cells
+from pgarena.report.markdown import render_markdown
+from pgarena.results.store import save
 from tests.conftest import FIXTURE_STACKS
 from tests.fixtures.report_run import sample_results
 

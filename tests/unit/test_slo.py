@@ -7,8 +7,16 @@ import random
 
 import pytest
 
-from pgarena.load.slo import (BUDGET, CONVERGED, MAX_LEVEL, START_FAILS, LevelResult, SloSearch, SloTarget,
-                         search_max_sustainable)
+from pgarena.load.slo import (
+    BUDGET,
+    CONVERGED,
+    MAX_LEVEL,
+    START_FAILS,
+    LevelResult,
+    SloSearch,
+    SloTarget,
+    search_max_sustainable,
+)
 
 CAPACITY = 1234.0  # requests/s the simulated stack can serve
 BASE_P99_MS = 5.0  # p99 below capacity, ±10 % noise
@@ -205,8 +213,8 @@ def test_a_step_with_any_timeout_fails() -> None:
 
 def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypatch) -> None:
     """Every figure records its engine: an SLO search's record and the generator headroom line."""
-    from pgarena.load import measure
     from pgarena.config.run import build_config
+    from pgarena.load import measure
     from pgarena.load.engines import LoadOutcome
     from pgarena.report.markdown import _headroom
     from pgarena.results.models import Errors, Headroom, Latency

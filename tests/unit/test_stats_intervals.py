@@ -1,4 +1,4 @@
-"""Confidence intervals over repetitions, the stopping rule and rank ties (pgarena.analysis.stats, issue 5)."""
+"""Confidence intervals over repetitions, the stopping rule and rank ties (pgarena.stats.intervals, issue 5)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ import statistics
 
 import pytest
 
-from pgarena.analysis.stats import (confidence_interval, interval_too_wide, rank_with_ties, relative_half_width,
-                           should_stop, t_critical)
+from pgarena.stats.intervals import (
+    confidence_interval,
+    interval_too_wide,
+    rank_with_ties,
+    relative_half_width,
+    should_stop,
+    t_critical,
+)
 
 # Two-sided critical values from the printed t table (NIST/SEMATECH e-Handbook §1.3.6.7.2), 3 decimals.
 T_TABLE = [

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from pgarena.analysis.ranking import UNRANKED, comparable_groups, efficiency_ranks, throughput_ranks
 from pgarena.config.run import build_config
 from pgarena.contract.flags import DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS
 from pgarena.load.measure import keep_repeating, summarize
-from pgarena.analysis.ranking import UNRANKED, comparable_groups, efficiency_ranks, throughput_ranks
 from pgarena.results.models import Cell, Errors, Latency, Repetition
 
 
@@ -291,8 +291,8 @@ def test_indistinguishable_pairs_say_so(config):
 
 def test_wrong_columns_rank_among_all_only_and_invalid_cells_in_neither(config):
     """Issue 11 item 5: ❌ columns: ranked among all stacks, named; a cache or failed requests: no rank."""
-    from pgarena.contract.flags import COLUMNS_WRONG, INEXACT, INVALID, QUERIES_WRONG
     from pgarena.analysis.verdicts import table_verdict
+    from pgarena.contract.flags import COLUMNS_WRONG, INEXACT, INVALID, QUERIES_WRONG
 
     assert COLUMNS_WRONG in INEXACT and COLUMNS_WRONG not in INVALID and QUERIES_WRONG in INVALID
     fast = rounds("fast", FAST, config)

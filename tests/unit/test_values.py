@@ -13,8 +13,8 @@ import pytest
 from pgarena.contract.values import (
     RULES,
     Verdict,
-    judge,
     json_equal,
+    judge,
     parse_interval,
     parse_json,
     worst,

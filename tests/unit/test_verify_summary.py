@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pgarena.results.models import DbAccounting
 from pgarena.contract.values import Verdict
+from pgarena.results.models import DbAccounting
 from pgarena.verify.verification import failed_stacks, failure_reasons
 from tests.fixtures.report_run import sample_results
 

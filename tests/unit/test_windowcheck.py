@@ -2,9 +2,9 @@
 
 import pytest
 
+from pgarena.contract.values import Verdict
 from pgarena.db.accounting import StatementCounts
 from pgarena.results.models import WindowAccounting
-from pgarena.contract.values import Verdict
 from pgarena.verify.windowcheck import (
     WINDOW_RELATIVE_TOLERANCE,
     cell_verdict,

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pgarena.analysis.stats import DEFAULT_CONFIDENCE_LEVEL, t_critical
+from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, t_critical
 
 RATIO_METHOD = "paired Student t-interval on the per-round log ratios (geometric mean of the ratios)"
 

@@ -17,14 +17,13 @@ and once among all. Every measured cell is listed, in median order; cells outsid
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
-import math
-
 from pgarena.contract.flags import INEXACT, INVALID
 from pgarena.results.models import Cell
-from pgarena.analysis.stats import confidence_interval, rank_with_ties
+from pgarena.stats.intervals import confidence_interval, rank_with_ties
 
 UNRANKED = "–"
 BY_RPS, BY_P99, NOT_RANKED = "rps", "p99", "none"

@@ -25,10 +25,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pgarena.analysis.paired import (PairVerdict, RatioInterval, adjacent_pairs, median_order, paired_ranks, paired_ratio,
-                            ratios_to)
-from pgarena.analysis.ranking import (BY_P99, BY_RPS, NOT_RANKED, UNRANKED, comparable_groups, exact,
-                                    in_exact_field, in_field, rank_basis, table_ranks)
+from pgarena.analysis.paired import (
+    PairVerdict,
+    RatioInterval,
+    adjacent_pairs,
+    median_order,
+    paired_ranks,
+    paired_ratio,
+    ratios_to,
+)
+from pgarena.analysis.ranking import (
+    BY_P99,
+    BY_RPS,
+    NOT_RANKED,
+    UNRANKED,
+    comparable_groups,
+    exact,
+    in_exact_field,
+    in_field,
+    rank_basis,
+    table_ranks,
+)
 from pgarena.results.models import Cell, RunResults
 
 PerRound = dict[str, list[float | None]]

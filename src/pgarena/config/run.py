@@ -13,9 +13,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pgarena.load.slo import DEFAULT_MAX_ERROR_RATE
 from pgarena.config.stackdef import WORKLOAD_NAMES, check_role_name
-from pgarena.analysis.stats import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
+from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
+
+DEFAULT_MAX_ERROR_RATE = 0.01
+"""A level whose failed-request share exceeds 1 % breaks the SLO (the same line as the `failures>1%` flag)."""
 
 DEFAULT_ENGINE = "oha"
 DEFAULT_SCHEDULE = "interleaved"

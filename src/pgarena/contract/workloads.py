@@ -1,7 +1,7 @@
-"""The HTTP workloads: request shapes, load parameters and the expected answers, from the database.
+"""The HTTP workloads: names, routes, request shapes, load parameters and the answers' columns.
 
-docs/contract.md is the prose version of this module. The expected answer of every request is computed
-by PostgreSQL itself (`json_agg` over the same function or query), never written by hand.
+docs/contract.md is the prose version of this module. It needs nothing but the standard library: the
+expected answers come from the database (`db.expected`), requests are sent by `verify.http`.
 """
 
 from __future__ import annotations
@@ -10,13 +10,7 @@ import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
 from urllib.parse import urlencode
-
-from pgarena.db.postgres import Database
-from pgarena.contract.values import parse_json
 
 PERF_TEST = "perf-test"
 USERS = "users"
@@ -156,12 +150,6 @@ class Request:
     content_type: str | None = None
 
 
-def send(client: httpx.Client, request: Request) -> httpx.Response:
-    """Send one request (with its content type, if any) through a stack's client."""
-    headers = {"content-type": request.content_type} if request.content_type else {}
-    return client.request(request.method, request.path, content=request.body, headers=headers)
-
-
 def is_json_content_type(value: str | None, *, graphql: bool = False) -> bool:
     """application/json (GraphQL answers may also use GraphQL over HTTP's own JSON media type)."""
     allowed = ("application/json", "application/graphql-response+json") if graphql else ("application/json",)
@@ -244,75 +232,5 @@ def routed(path: str, routes: Mapping[str, str]) -> str:
     return path
 
 
-def http_client(base_url: str, timeout_s: float, routes: Mapping[str, str]) -> httpx.Client:
-    """An httpx client for one stack whose requests follow the stack's routes.
-
-    NOTE: it sends no Accept-Encoding, like the load generators (k6 sends none; oha runs with
-    --disable-compression): an answer with a Content-Encoding is one the request did not ask for.
-    """
-
-    def reroute(request: httpx.Request) -> None:
-        target = routed(request.url.raw_path.decode(), routes)
-        if target != request.url.raw_path.decode():
-            request.url = request.url.copy_with(raw_path=target.encode())
-
-    client = httpx.Client(base_url=base_url, timeout=timeout_s, event_hooks={"request": [reroute]} if routes else {})
-    del client.headers["accept-encoding"]  # httpx's default asks for gzip, deflate (and br, zstd if installed)
-    return client
-
-
-def unrequested_encoding(response: httpx.Response) -> str | None:
-    """The answer's Content-Encoding if its request did not accept it (None: none, identity, or accepted).
-
-    A request without Accept-Encoding accepts no coding here: RFC 9110 would allow any, but the load
-    generators send none and count the bytes as they come, so a compressed answer is not the work measured.
-    """
-    encoding = (response.headers.get("content-encoding") or "").strip().lower()
-    codings = [c.strip() for c in encoding.split(",") if c.strip() and c.strip() != "identity"]
-    if not codings:
-        return None
-    accepted = set()
-    for item in (response.request.headers.get("accept-encoding") or "").lower().split(","):
-        name, _, params = item.partition(";")
-        if name.strip() and params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000"):
-            accepted.add(name.strip())
-    return None if "*" in accepted or all(c in accepted for c in codings) else encoding
-
-
 PARAMETER_NAMES = {PERF_TEST: "rows", USERS: "limit", STATIC: None, TX: None, GRAPHQL: None}
 """Name of each workload's load parameter (None: the workload has none)."""
-
-
-def expected_perf_test(db: Database, records: int, values: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """perf_test's rows as PostgreSQL's own JSON, parsed with exact numbers."""
-    values = values or SEED_PERF_TEST_VALUES
-    args = [str(records)] + [values[name] for name, _ in PERF_TEST_PARAMETERS[1:]]
-    casts = ", ".join(f"%s::{sql_type}" for _, sql_type in PERF_TEST_PARAMETERS)
-    with db.connect() as conn:
-        row = conn.execute(f"SELECT coalesce(json_agg(t), '[]')::text FROM perf_test({casts}) t", args).fetchone()
-    return parse_json(row[0])
-
-
-def expected_users(db: Database, limit: int) -> list[dict[str, Any]]:
-    """The first `limit` users by id as PostgreSQL's own JSON."""
-    with db.connect() as conn:
-        row = conn.execute(
-            "SELECT coalesce(json_agg(u), '[]')::text FROM "
-            "(SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT %s) u",
-            [limit],
-        ).fetchone()
-    return parse_json(row[0])
-
-
-def column_types(db: Database, workload: str) -> dict[str, str]:
-    """The result columns of a workload's query and their type names, as the database reports them."""
-    sql = {
-        PERF_TEST: "SELECT * FROM perf_test(1, 'a', 1, 1, 1, 1, 1, true, '2024-01-01', '2024-01-01', "
-        "'2024-01-01', gen_random_uuid(), '{}', '{}', '{1}', '{a}') LIMIT 0",
-        USERS: "SELECT id, username, full_name, email, age, created_at FROM users LIMIT 0",
-    }[workload]
-    with db.connect() as conn:
-        cur = conn.execute(sql)
-        oids = [col.type_code for col in cur.description]
-        names = dict(conn.execute("SELECT oid::int, typname FROM pg_type WHERE oid = ANY(%s)", [oids]).fetchall())
-        return {col.name: names[col.type_code] for col in cur.description}

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.values import Verdict
 from pgarena.db.postgres import Database
 from pgarena.results.models import DbAccounting
-from pgarena.contract.values import Verdict
 
 ACCOUNTING_REQUESTS = 20
 """Requests in one accounting burst."""

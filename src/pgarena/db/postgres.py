@@ -31,7 +31,6 @@ from psycopg import sql as pgsql
 
 from pgarena.db import namespace
 from pgarena.db.namespace import NamespaceConflict
-
 from pgarena.system.reaper import PidRegistry, postmaster_of
 
 APP_USER = "pgarena"

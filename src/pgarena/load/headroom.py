@@ -16,12 +16,12 @@ from importlib import resources
 from pathlib import Path
 
 from pgarena.config.run import RunConfig
+from pgarena.db.postgres import free_port
 from pgarena.load.engines import Engine
 from pgarena.load.engines.base import EngineOutputError, LoadSpec, tool_cache_dir
 from pgarena.load.measure import run_window
-from pgarena.db.postgres import free_port
-from pgarena.system.process import NotReady, ServerProcess, wait_until_healthy
 from pgarena.results.models import Headroom
+from pgarena.system.process import NotReady, ServerProcess, wait_until_healthy
 
 HEADROOM_CONNECTIONS = 50
 """Closed-model connections of the headroom window (seed 000's middle load level)."""

@@ -10,29 +10,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgarena.db import accounting
-
-from pgarena.verify import txcheck
-
-from pgarena.verify import variants
-
-from pgarena.verify import windowcheck
-from pgarena.contract import workloads as wl
-from pgarena.verify.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_variants
 from pgarena.config.run import RunConfig
+from pgarena.contract import workloads as wl
+from pgarena.contract.flags import (
+    CHECKS_FAILED,
+    DATABASE_BOUND,
+    DROPPED,
+    FAILURES,
+    GENERATOR_BOUND,
+    NOISY,
+    QUERIES_WRONG,
+    TIMEOUTS,
+    VARIANTS_WRONG,
+    saturation_flags,
+)
+from pgarena.contract.values import Verdict
+from pgarena.db import accounting
+from pgarena.db.postgres import Database
+from pgarena.load import warmup
 from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
-from pgarena.contract.flags import (CHECKS_FAILED, DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, QUERIES_WRONG,
-                           TIMEOUTS, VARIANTS_WRONG, saturation_flags)
-from pgarena.db.postgres import Database
+from pgarena.load.slo import LevelResult, SloTarget, search_max_sustainable
+from pgarena.load.warmup import WindowResult
+from pgarena.results.models import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult, Spread, Warmup
+from pgarena.stats.intervals import confidence_interval, interval_too_wide, relative_half_width, should_stop
 from pgarena.system.process import NotReady, ServerProcess, cpu_between, run_measured
 from pgarena.system.resources import CpuMeters, TreeSampler
-from pgarena.results.models import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult, Warmup
-from pgarena.load.slo import LevelResult, SloTarget, search_max_sustainable
-from pgarena.load import warmup
-from pgarena.load.warmup import WindowResult
-from pgarena.analysis.stats import confidence_interval, interval_too_wide, relative_half_width, should_stop, spread
-from pgarena.contract.values import Verdict
+from pgarena.verify import txcheck, variants, windowcheck
+from pgarena.verify.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_variants
 
 SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS)
 """The flags `summarize` derives from the repetitions."""
@@ -121,13 +126,13 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
     per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / answered_2xx(r) * 1e6 for r in reps
                     if answered_2xx(r) and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
     cell.summary = CellSummary(
-        rps=spread(rps),
+        rps=Spread.of(rps),
         rps_interval=rps_interval(rps, config.confidence_level),
-        requests_per_second_all=spread(every) if every else None,
+        requests_per_second_all=Spread.of(every) if every else None,
         stop_reason=stop_reason(len(rps), noisy, config),  # type: ignore[arg-type]
         noisy=noisy,
-        latency_avg_ms=spread([r.latency.avg_ms for r in reps]),
-        latency_p99_ms=spread([r.latency.p99_ms for r in reps]),
+        latency_avg_ms=Spread.of([r.latency.avg_ms for r in reps]),
+        latency_p99_ms=Spread.of([r.latency.p99_ms for r in reps]),
         latency_censored=latency_censored(reps),
         requests_total=requests,
         failures_total=failures,

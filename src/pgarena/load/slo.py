@@ -25,8 +25,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-DEFAULT_MAX_ERROR_RATE = 0.01
-"""A level whose failed-request share exceeds 1 % breaks the SLO (the same line as the `failures>1%` flag)."""
+from pgarena.config.run import DEFAULT_MAX_ERROR_RATE
+
 DEFAULT_REL_PRECISION = 0.05
 """Bisection stops once first-fail − last-pass ≤ 5 % of last-pass."""
 

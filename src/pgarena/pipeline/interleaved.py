@@ -27,16 +27,24 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pgarena.load.engines.base import EngineOutputError
+from pgarena.config.stackdef import Stack
 from pgarena.db.connections import add_pool_flag
-from pgarena.load.measure import (CellRun, finish_cell, measure_repetition, repetition_line, start_cell, summarize,
-                             warm_until_steady)
 from pgarena.db.startline import level_database
-from pgarena.system.process import NotReady
-from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord, save
+from pgarena.load.engines.base import EngineOutputError
+from pgarena.load.measure import (
+    CellRun,
+    finish_cell,
+    measure_repetition,
+    repetition_line,
+    start_cell,
+    summarize,
+    warm_until_steady,
+)
 from pgarena.load.schedule import Slot
 from pgarena.load.scheduler import RoundsOutcome, RoundsPolicy, run_rounds
-from pgarena.config.stackdef import Stack
+from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
+from pgarena.results.store import save
+from pgarena.system.process import NotReady
 
 if TYPE_CHECKING:
     from pgarena.pipeline.runner import LiveStack, _Context

@@ -19,44 +19,49 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from pgarena.system import cgroups
-
-from pgarena.stack import loc
-
-from pgarena.system import reaper
-from pgarena.contract import workloads as wl
-from pgarena.db.ceiling import CEILING_PROTOCOL, measure_ceiling
-from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
-from pgarena.db.connections import ConnectionPoller, add_pool_flag, pool_refusal, split_pool, tree_db_ports
-from pgarena.system.envelope import NOT_PINNED_EXTERNAL, pinned_to, process_affinity, record_listening
-from pgarena.db.startline import level_database, new_seed, shuffled
-from pgarena.stack.coldstart import cold_start_workload, measure_cold_start
-from pgarena.load.headroom import HeadroomUnavailable, measure_headroom
-from pgarena.pipeline.progress import RunProgress
-from pgarena.system.resources import SAMPLE_INTERVAL_S, CpuMeters
+from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
 from pgarena.config.run import RunConfig, parse_rate, redact_secrets, redact_url
+from pgarena.config.stackdef import Stack, StackLoadError, load_stacks, render_template
+from pgarena.contract import workloads as wl
+from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
+from pgarena.contract.values import Verdict
+from pgarena.db.ceiling import CEILING_PROTOCOL, measure_ceiling
+from pgarena.db.connections import ConnectionPoller, add_pool_flag, pool_refusal, split_pool, tree_db_ports
+from pgarena.db.postgres import (
+    SETTINGS_PROFILE_NAME,
+    ClusterSettings,
+    Database,
+    PostgresError,
+    free_port,
+    load_workload_data,
+    merge_cluster_settings,
+    provide_database,
+    server_facts,
+)
+from pgarena.db.startline import level_database, new_seed, shuffled
 from pgarena.load.engines import Engine, EngineUnavailable, get_engine
 from pgarena.load.engines.base import EngineOutputError
-from pgarena.system.environment import collect
-from pgarena.db.postgres import (SETTINGS_PROFILE_NAME, ClusterSettings, Database, PostgresError, free_port,
-                              load_workload_data, merge_cluster_settings, provide_database, server_facts)
-from pgarena.system.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
+from pgarena.load.headroom import HeadroomUnavailable, measure_headroom
 from pgarena.load.measure import measure_cell, search_sustainable, summarize
+from pgarena.pipeline.progress import RunProgress
 from pgarena.results.models import (
     Cell,
-    ResultsError,
     DatabaseInfo,
     DbCeiling,
     RunResults,
     ScheduleRecord,
     StackInfo,
     WorkloadVerification,
-    save,
 )
-from pgarena.results.models import load as load_results
-from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
-from pgarena.config.stackdef import Stack, StackLoadError, load_stacks, render_template
-from pgarena.contract.values import Verdict
+from pgarena.results.store import ResultsError, save
+from pgarena.results.store import load as load_results
+from pgarena.stack import loc
+from pgarena.stack.coldstart import cold_start_workload, measure_cold_start
+from pgarena.system import cgroups, reaper
+from pgarena.system.envelope import NOT_PINNED_EXTERNAL, pinned_to, process_affinity, record_listening
+from pgarena.system.environment import collect
+from pgarena.system.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
+from pgarena.system.resources import SAMPLE_INTERVAL_S, CpuMeters
 from pgarena.verify.verification import verify_stack
 
 LOG_TAIL_LINES = 15

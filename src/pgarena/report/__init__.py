@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pgarena.results.atomic import write_text_atomic
 from pgarena.report.html import render_html
 from pgarena.report.markdown import render_markdown
+from pgarena.results.atomic import write_text_atomic
 from pgarena.results.models import RunResults
 
 EXPORTERS = {"report.md": render_markdown, "report.html": render_html}

@@ -19,9 +19,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from pgarena.analysis.ranking import level_group_label
 from pgarena.contract.flags import INEXACT, INVALID, NOISY
 from pgarena.report.markdown import WORKLOAD_ORDER
-from pgarena.analysis.ranking import level_group_label
 from pgarena.results.models import Cell, RunResults, SloSearchResult
 
 CHART_WIDTH_PX = 960

@@ -16,16 +16,16 @@ from functools import cache
 
 import jinja2
 
+from pgarena.analysis.ranking import UNRANKED, cost
+from pgarena.analysis.verdicts import baseline_of
 from pgarena.contract import flags as F
+from pgarena.contract.values import Verdict
 from pgarena.report import figures
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
-from pgarena.analysis.ranking import UNRANKED, cost
 from pgarena.report.html_verdicts import Verdicts, headline, ratio_payload
-from pgarena.analysis.verdicts import baseline_of
 from pgarena.report.markdown import variants_label, window_accounting_label
 from pgarena.results.models import Cell, RunResults, StackInfo
-from pgarena.contract.values import Verdict
 
 TEMPLATE = "report.html.j2"
 

@@ -3,11 +3,11 @@ the stack ranked first (or an explicit tie) in every table, the paired sentences
 
 from __future__ import annotations
 
+from pgarena.analysis.ranking import UNRANKED, comparable_groups, efficiency_ranks, level_group_label, relative_rate
+from pgarena.analysis.verdicts import TableVerdict, run_verdicts
 from pgarena.contract import flags as F
 from pgarena.report import figures
 from pgarena.report.figures import cell_marks, rounded, rps_bounds
-from pgarena.analysis.ranking import UNRANKED, comparable_groups, efficiency_ranks, level_group_label, relative_rate
-from pgarena.analysis.verdicts import TableVerdict, run_verdicts
 from pgarena.results.models import Cell, RunResults
 
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
-from pgarena.report import markdown_verdicts as mv
-from pgarena.report.markup import table
 from pgarena.analysis.ranking import BY_P99, NOT_RANKED, comparable_groups, efficiency_ranks, rank_basis
-from pgarena.analysis.verdicts import run_verdicts
-from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX
+from pgarena.analysis.verdicts import run_verdicts
+from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
 from pgarena.contract.values import Verdict
 from pgarena.contract.workloads import (
     GRAPHQL,
@@ -24,6 +21,9 @@ from pgarena.contract.workloads import (
     USERS,
     USERS_COLUMNS,
 )
+from pgarena.report import markdown_verdicts as mv
+from pgarena.report.markup import table
+from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 
 WORKLOAD_ORDER = (PERF_TEST, USERS, GRAPHQL, STATIC, TX)
 
@@ -395,14 +395,14 @@ def _listening(s: StackInfo) -> str:
     return ", ".join(s.listen_addresses) + (" ⚠️" if "listens-wide" in s.flags else "")
 
 
-def _yes_no(value: bool | None) -> str:
+def yes_no(value: bool | None) -> str:
     return "n/a" if value is None else ("yes" if value else "no")
 
 
 def stacks_section(stacks: list[StackInfo]) -> str:
     rows = [(
         s.id, s.language, f"{s.framework} {s.framework_version}", f"{s.driver} {s.driver_version}", s.server,
-        s.pooler, _yes_no(s.prepared_statements),
+        s.pooler, yes_no(s.prepared_statements),
         "?" if s.lines_of_code is None else f"{s.lines_of_code.total:,}",
         _warmup(s), _listening(s), _connections(s.peak_connections), ", ".join(s.flags),
         s.status if s.status == "ok" else f"{s.status}: {s.reason}",
@@ -421,22 +421,6 @@ def stacks_section(stacks: list[StackInfo]) -> str:
     return "\n\n".join([text, *(["Notes:\n\n" + "\n".join(notes)] if notes else []), *failures])
 
 
-def stacks_catalogue(stacks: list) -> str:
-    """The declared facts of every stack (from stack.toml files, not from a run): docs/stacks.md."""
-    from pgarena.stack.loc import count
-
-    rows = []
-    for stack in stacks:
-        d = stack.definition
-        lines = count(stack.directory, d.source_globs) if d.source_globs else None
-        rows.append((f"`{d.id}`", d.language, f"{d.framework} {d.framework_version}", f"{d.driver} {d.driver_version}",
-                     d.server, d.pooler, _yes_no(d.prepared_statements), ", ".join(d.workloads),
-                     "?" if lines is None else f"{lines.total:,}",
-                     "yes" if stack.available else stack.unavailable_reason))
-    text = table(["Stack", "Language", "Framework", "Driver", "Server", "Pooler", "Prepared statements", "Workloads",
-                  "Lines of code", "Available here"], rows, "llllllllrl")
-    notes = [f"- **{s.id}**: {note}" for s in stacks for note in s.definition.notes]
-    return text + "\n\nNotes from each stack.toml:\n\n" + "\n".join(notes)
 
 
 def environment_section(results: RunResults) -> str:

@@ -3,10 +3,10 @@ sentences (report/verdicts.py), the schedule and the database ceiling (report/co
 
 from __future__ import annotations
 
-from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_text, schedule_summary
-from pgarena.report.markup import table
 from pgarena.analysis.ranking import BY_RPS, UNRANKED
 from pgarena.analysis.verdicts import TableVerdict
+from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_text, schedule_summary
+from pgarena.report.markup import table
 from pgarena.results.models import Cell, RunResults
 
 

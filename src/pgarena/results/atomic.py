@@ -11,7 +11,6 @@ import stat
 import tempfile
 from pathlib import Path
 
-
 NEW_FILE_MODE = 0o644
 """Permissions of a file that did not exist before (mkstemp's 0600 would hide a report from a web server)."""
 

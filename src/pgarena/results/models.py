@@ -14,12 +14,12 @@ Schema history:
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
+import statistics
+from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from pgarena.results.atomic import write_text_atomic
 from pgarena.contract.values import Verdict
 
 SCHEMA_VERSION = 3
@@ -299,6 +299,22 @@ class Spread(_Model):
     max: float
     rel_spread: float = Field(description="(max - min) / median; 0 when the median is 0")
 
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        """Median, min, max and relative spread of one figure over the repetitions.
+
+        The median is the robust centre of a few repetitions (hyperfine and pyperf report it for the
+        same reason: one noisy repetition does not move it); the range is reported beside it."""
+        if not values:
+            raise ValueError("spread of no values")
+        median = statistics.median(values)
+        low, high = min(values), max(values)
+        return cls(median=median, min=low, max=high, rel_spread=(high - low) / median if median else 0.0)
+
+    def overlaps(self, other: Spread) -> bool:
+        """True when two ranges overlap: their order is not established by these repetitions."""
+        return self.min <= other.max and other.min <= self.max
+
 
 class Interval(_Model):
     """A confidence interval for the mean of one figure over the repetitions."""
@@ -521,99 +537,3 @@ class RunResults(_Model):
 
     def verification(self, stack_id: str, workload: str) -> WorkloadVerification | None:
         return next((v for v in self.verifications if v.stack == stack_id and v.workload == workload), None)
-
-
-def save(results: RunResults, run_dir: Path) -> Path:
-    """Write results.json atomically (temporary file in the same folder, then rename)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return write_text_atomic(run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
-
-
-class ResultsError(Exception):
-    """A results file that cannot be read; the message says which and why."""
-
-
-def load(path: Path) -> RunResults:
-    """Read a results.json (or the one inside a run directory).
-
-    ResultsError, in one line, for a folder without results.json, an unreadable or truncated file, JSON
-    that is not a results document, and a document of another schema version or shape.
-    """
-    if path.is_dir():
-        if not (path / RESULTS_FILE).exists():
-            raise ResultsError(f"{path}: no {RESULTS_FILE} in this folder (not a pgarena run folder)")
-        path = path / RESULTS_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ResultsError(f"{path}: not a results file (not UTF-8 text)") from None
-    try:
-        import json
-
-        document = json.loads(text)
-    except ValueError as exc:
-        hint = " (truncated?)" if text.strip() and not text.rstrip().endswith("}") else ""
-        raise ResultsError(f"{path}: not valid JSON{hint}: {exc}") from None
-    if not isinstance(document, dict) or "schema_version" not in document:
-        raise ResultsError(f"{path}: not a pgarena results document (no schema_version)")
-    version = document["schema_version"]
-    if version not in MIGRATIONS and version != SCHEMA_VERSION:
-        raise ResultsError(f"{path}: schema_version {version} is not supported (this pgarena reads "
-                           f"{', '.join(map(str, sorted(MIGRATIONS)))} and {SCHEMA_VERSION})")
-    while version != SCHEMA_VERSION:
-        document, version = MIGRATIONS[version](document), version + 1
-    try:
-        return RunResults.model_validate(document)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "document"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ResultsError(f"{path}: not a valid pgarena results document: {where}: {first['msg']}{more}") from None
-
-
-def _answered_per_second(repetition: dict) -> float:
-    """2xx answers per second of a stored repetition (its status codes over its duration)."""
-    answered = sum(n for code, n in (repetition.get("status_codes") or {}).items() if str(code).startswith("2"))
-    duration = repetition.get("duration_seconds") or 0
-    return answered / duration if duration else 0.0
-
-
-def update_to_3(document: dict) -> dict:
-    """Schema 2 → 3: `rps` meant every completed request per second; it now means 2xx answers per second.
-    The old figure moves to `requests_per_second_all` (per repetition and per cell summary), `rps` is
-    recomputed from the stored status codes; the cell's interval and spread follow from the new values.
-    Everything added in 3 has a default (no rounds: the run was sequential)."""
-    from pgarena.analysis.stats import spread
-
-    for cell in document.get("cells", []):
-        reps = cell.get("repetitions", [])
-        for rep in reps:
-            rep["requests_per_second_all"] = rep.get("rps")
-            rep["rps"] = _answered_per_second(rep)
-        summary = cell.get("summary")
-        if summary and reps:
-            summary["requests_per_second_all"] = summary.get("rps")
-            summary["rps"] = spread([r["rps"] for r in reps]).model_dump()
-            if summary.get("rps_interval") and len(reps) >= 2:
-                from pgarena.analysis.stats import confidence_interval, relative_half_width
-
-                values = [r["rps"] for r in reps]
-                low, high = confidence_interval(values, summary["rps_interval"]["level"])
-                summary["rps_interval"].update(mean=(low + high) / 2, low=low, high=high,
-                                               rel_half_width=relative_half_width(values, summary["rps_interval"]["level"]))
-    document["schema_version"] = 3
-    return document
-
-
-MIGRATIONS = {2: update_to_3}
-"""schema_version → the function that lifts a document of that version by one."""
-
-
-def json_schema() -> dict:
-    """The published JSON Schema of results.json."""
-    schema = RunResults.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "pgarena results"
-    return schema

@@ -13,8 +13,9 @@ import time
 import httpx
 
 from pgarena.contract import workloads as wl
-from pgarena.verify.checks import answer_ok
 from pgarena.results.models import ColdStart
+from pgarena.verify import http
+from pgarena.verify.checks import answer_ok
 
 READ_WORKLOADS = (wl.PERF_TEST, wl.USERS, wl.STATIC, wl.GRAPHQL)
 
@@ -36,11 +37,11 @@ def measure_cold_start(base_url: str, *, workload: str, parameter: int | None, h
     latencies: list[float] = []
     failed = 0
     first_correct: float | None = None
-    with wl.http_client(base_url, timeout_s, routes) as client:
+    with http.http_client(base_url, timeout_s, routes) as client:
         for _ in range(count):
             started = time.monotonic()
             try:
-                ok = answer_ok(wl.send(client, request), workload, expected)
+                ok = answer_ok(http.send(client, request), workload, expected)
             except httpx.HTTPError:
                 ok = False
             ended = time.monotonic()

@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 
 from pgarena import __version__
-from pgarena.load.engines.base import first_line
 from pgarena.results.models import Environment
+from pgarena.system.process import first_line
 
 
 def cpu_model() -> str:

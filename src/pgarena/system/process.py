@@ -382,3 +382,13 @@ def cpu_between(samples: Sequence[tuple[float, float]], start: float, end: float
         return samples[-1][1]
 
     return max(0.0, at(end) - at(start))
+
+
+def first_line(argv: list[str]) -> str:
+    """The first output line of a version command ('' if it fails)."""
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else ""

@@ -19,8 +19,9 @@ from urllib.parse import urlencode
 import httpx
 
 from pgarena.contract import workloads as wl
-from pgarena.results.models import BadInputCase
 from pgarena.contract.values import parse_json
+from pgarena.results.models import BadInputCase
+from pgarena.verify import http
 
 INJECTION_SLEEP = "'||pg_sleep(5)--"
 INJECTION_DROP = "1;drop table users"
@@ -173,7 +174,7 @@ def run_battery(client: httpx.Client, workload: str) -> tuple[list[BadInputCase]
     for case in CASES[workload]:
         started = time.monotonic()
         try:
-            response = wl.send(client, wl.Request(case.method, case.path, case.body, case.content_type))
+            response = http.send(client, wl.Request(case.method, case.path, case.body, case.content_type))
         except httpx.HTTPError as exc:
             results.append(BadInputCase(description=case.description, path=case.path, status=None, ok=False,
                                         detail=f"{type(exc).__name__}: {exc}"))

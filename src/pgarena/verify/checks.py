@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import httpx
 
 from pgarena.contract import workloads as wl
-from pgarena.verify.answers import judge_answer
 from pgarena.contract.values import parse_json
+from pgarena.verify import http
+from pgarena.verify.answers import judge_answer
 from pgarena.verify.variants import Variant
 
 SAMPLE_INTERVAL_S = 0.25
@@ -51,7 +52,7 @@ def answer_ok(response: httpx.Response, workload: str, expected_rows: int | None
 
 def bare_client(base_url: str, timeout_s: float, routes: dict[str, str]) -> httpx.Client:
     """A client without httpx's default headers (Accept, Accept-Encoding, Connection, User-Agent)."""
-    client = wl.http_client(base_url, timeout_s, routes)
+    client = http.http_client(base_url, timeout_s, routes)
     for name in list(client.headers.keys()):
         del client.headers[name]
     return client

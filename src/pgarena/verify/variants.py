@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pgarena.contract import workloads as wl
+from pgarena.db.expected import expected_perf_test, expected_users
 from pgarena.db.postgres import Database
 
 PERF_TEST_VARIANTS = 64
@@ -82,12 +83,12 @@ def read_variants(db: Database, workload: str, parameter: int | None) -> list[Va
     if workload == wl.PERF_TEST:
         assert parameter is not None
         return [Variant(wl.perf_test_request(parameter, perf_test_values(i)),
-                        wl.expected_perf_test(db, parameter, perf_test_values(i))) for i in range(PERF_TEST_VARIANTS)]
+                        expected_perf_test(db, parameter, perf_test_values(i))) for i in range(PERF_TEST_VARIANTS)]
     if workload == wl.USERS:
         assert parameter is not None
-        return [Variant(wl.users_request(parameter), wl.expected_users(db, parameter))]
+        return [Variant(wl.users_request(parameter), expected_users(db, parameter))]
     if workload == wl.GRAPHQL:
-        rows = wl.expected_users(db, wl.GRAPHQL_LIMIT)
+        rows = expected_users(db, wl.GRAPHQL_LIMIT)
         expected = [{field: row[column] for field, (column, _) in wl.GRAPHQL_FIELDS.items()} for row in rows]
         return [Variant(wl.graphql_request(), expected)]
     return [Variant(wl.static_request())]

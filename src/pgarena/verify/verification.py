@@ -15,15 +15,13 @@ from typing import Any
 
 import httpx
 
-from pgarena.db import accounting
-
-from pgarena.verify import badinput
-
-from pgarena.verify import txcheck
 from pgarena.contract import workloads as wl
+from pgarena.contract.values import Verdict, judge, parse_json, worst
+from pgarena.db import accounting
+from pgarena.db.expected import expected_perf_test, expected_users
 from pgarena.db.postgres import Database
 from pgarena.results.models import Check, ColumnVerdict, RunResults, WorkloadVerification
-from pgarena.contract.values import Verdict, judge, parse_json, worst
+from pgarena.verify import badinput, http, txcheck
 
 STATIC_CLOCK_TOLERANCE_MS = 5 * 60 * 1000
 """How far the static timestamp may be from pgarena's clock (same machine: generous)."""
@@ -66,7 +64,7 @@ class _ColumnTally:
 def content_checks(response: httpx.Response, case: str, *, graphql: bool = False) -> list[Check]:
     """The answer's content is JSON, in no Content-Encoding the request did not accept."""
     content_type = response.headers.get("content-type")
-    encoding = wl.unrequested_encoding(response)
+    encoding = http.unrequested_encoding(response)
     return [
         Check(name=f"{case}: content type JSON", ok=wl.is_json_content_type(content_type, graphql=graphql),
               detail=content_type),
@@ -109,14 +107,14 @@ def verify_perf_test(client: httpx.Client, db: Database, rows: Sequence[int]) ->
     tally = _ColumnTally(wl.PERF_TEST_COLUMNS)
     for records in sorted(set(rows)):
         request = wl.perf_test_request(records)
-        _rows_case(client, request.path, wl.expected_perf_test(db, records), f"seed values, {records} rows", tally, checks)
+        _rows_case(client, request.path, expected_perf_test(db, records), f"seed values, {records} rows", tally, checks)
     varied = wl.perf_test_request(VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
-    expected = wl.expected_perf_test(db, VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
+    expected = expected_perf_test(db, VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
     _rows_case(client, varied.path, expected, f"varied values, {VARIED_CASE_ROWS} rows", tally, checks)
     for numeric in NUMERIC_CASE_VALUES:
         values = {**wl.SEED_PERF_TEST_VALUES, "_numeric": numeric}
         request = wl.perf_test_request(VARIED_CASE_ROWS, values)
-        _rows_case(client, request.path, wl.expected_perf_test(db, VARIED_CASE_ROWS, values),
+        _rows_case(client, request.path, expected_perf_test(db, VARIED_CASE_ROWS, values),
                    f"_numeric {numeric}, {VARIED_CASE_ROWS} rows", tally, checks)
     return WorkloadVerification(stack="", workload=wl.PERF_TEST, ok=all(c.ok for c in checks), checks=checks,
                                 columns=tally.verdicts())
@@ -126,7 +124,7 @@ def verify_users(client: httpx.Client, db: Database, limits: Sequence[int]) -> W
     checks: list[Check] = []
     tally = _ColumnTally(wl.USERS_COLUMNS)
     for limit in sorted(set(limits)):
-        _rows_case(client, wl.users_request(limit).path, wl.expected_users(db, limit), f"limit {limit}", tally, checks)
+        _rows_case(client, wl.users_request(limit).path, expected_users(db, limit), f"limit {limit}", tally, checks)
     return WorkloadVerification(stack="", workload=wl.USERS, ok=all(c.ok for c in checks), checks=checks,
                                 columns=tally.verdicts())
 
@@ -210,7 +208,7 @@ def _account_balance(db: Database, aid: int) -> int:
 def _send(client: httpx.Client, request: wl.Request) -> httpx.Response | str:
     """The answer, or what went wrong at the HTTP level."""
     try:
-        return wl.send(client, request)
+        return http.send(client, request)
     except httpx.HTTPError as exc:
         return f"{type(exc).__name__}: {exc}"
 
@@ -233,7 +231,7 @@ def verify_graphql(client: httpx.Client, db: Database) -> WorkloadVerification:
         checks.append(Check(name="graphql: data.users", ok=False, detail=f"{type(exc).__name__}: {response.text[:200]}"))
         return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=False, checks=checks)
     expected = [{field: row[column] for field, (column, _) in wl.GRAPHQL_FIELDS.items()}
-                for row in wl.expected_users(db, wl.GRAPHQL_LIMIT)]
+                for row in expected_users(db, wl.GRAPHQL_LIMIT)]
     ok_list = isinstance(users, list)
     checks.append(Check(name=f"graphql: {wl.GRAPHQL_LIMIT} users", ok=ok_list and len(users) == len(expected),
                         detail=f"got {len(users) if ok_list else type(users).__name__}"))
@@ -283,7 +281,7 @@ def verify_stack(
     """
     results = []
     accounting_off = accounting.available(db)
-    with wl.http_client(base_url, timeout_s, routes or {}) as client:
+    with http.http_client(base_url, timeout_s, routes or {}) as client:
         for workload in workloads:
             tx_before = txcheck.snapshot(db) if workload == wl.TX else None
             tx_200 = 0

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 
-from pgarena.db import accounting
 from pgarena.contract import workloads as wl
+from pgarena.contract.values import Verdict, worst
+from pgarena.db import accounting
 from pgarena.db.accounting import StatementCounts
 from pgarena.results.models import WindowAccounting
-from pgarena.contract.values import Verdict, worst
 
 WINDOW_RELATIVE_TOLERANCE = 0.01
 """Allowed relative shortfall (or excess) of workload statement calls over one window."""

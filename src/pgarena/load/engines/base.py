@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -92,16 +91,6 @@ def find_binary(name: str, extra: list[Path]) -> Path | None:
             return candidate
     found = shutil.which(name)
     return Path(found) if found else None
-
-
-def first_line(argv: list[str]) -> str:
-    """The first output line of a version command ('' if it fails)."""
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if text else ""
 
 
 class Engine(ABC):

@@ -20,9 +20,10 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from pgarena.load.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary, first_line
+from pgarena.load.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary
 from pgarena.load.engines.latency import censored_fields, raise_to_timeout
 from pgarena.results.models import Errors, Latency
+from pgarena.system.process import first_line
 
 K6_VERSION = "1.1.0"
 

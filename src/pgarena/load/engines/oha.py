@@ -30,17 +30,10 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from pgarena.load.engines.base import (
-    Engine,
-    EngineOutputError,
-    LoadOutcome,
-    LoadSpec,
-    find_binary,
-    first_line,
-    tool_cache_dir,
-)
+from pgarena.load.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary, tool_cache_dir
 from pgarena.load.engines.latency import from_durations, from_summary
 from pgarena.results.models import Errors, Latency
+from pgarena.system.process import first_line
 
 OHA_VERSION = "1.16.0"
 """Pinned: newer releases need a newer rustc than this machine's (cargo install --locked)."""

@@ -1,0 +1,68 @@
+"""results.json on disk: written atomically, read back with every older schema version migrated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pgarena.results.atomic import write_text_atomic
+from pgarena.results.migrations import MIGRATIONS
+from pgarena.results.models import RESULTS_FILE, SCHEMA_VERSION, RunResults
+
+
+def save(results: RunResults, run_dir: Path) -> Path:
+    """Write results.json atomically (temporary file in the same folder, then rename)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
+
+
+class ResultsError(Exception):
+    """A results file that cannot be read; the message says which and why."""
+
+
+def load(path: Path) -> RunResults:
+    """Read a results.json (or the one inside a run directory).
+
+    ResultsError, in one line, for a folder without results.json, an unreadable or truncated file, JSON
+    that is not a results document, and a document of another schema version or shape.
+    """
+    if path.is_dir():
+        if not (path / RESULTS_FILE).exists():
+            raise ResultsError(f"{path}: no {RESULTS_FILE} in this folder (not a pgarena run folder)")
+        path = path / RESULTS_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a results file (not UTF-8 text)") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        hint = " (truncated?)" if text.strip() and not text.rstrip().endswith("}") else ""
+        raise ResultsError(f"{path}: not valid JSON{hint}: {exc}") from None
+    if not isinstance(document, dict) or "schema_version" not in document:
+        raise ResultsError(f"{path}: not a pgarena results document (no schema_version)")
+    version = document["schema_version"]
+    if version not in MIGRATIONS and version != SCHEMA_VERSION:
+        raise ResultsError(f"{path}: schema_version {version} is not supported (this pgarena reads "
+                           f"{', '.join(map(str, sorted(MIGRATIONS)))} and {SCHEMA_VERSION})")
+    while version != SCHEMA_VERSION:
+        document, version = MIGRATIONS[version](document), version + 1
+    try:
+        return RunResults.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "document"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ResultsError(f"{path}: not a valid pgarena results document: {where}: {first['msg']}{more}") from None
+
+
+def json_schema() -> dict:
+    """The published JSON Schema of results.json."""
+    schema = RunResults.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pgarena results"
+    return schema

@@ -52,8 +52,10 @@ from pgarena.db.postgres import Database, PostgresError, free_port, load_workloa
 from pgarena.load.engines import Engine, EngineUnavailable, get_engine
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.measure import load_spec, measure_cell
-from pgarena.pipeline.runner import RunError, select_stacks, stack_environment, stack_values
+from pgarena.pipeline.context import RunError
+from pgarena.pipeline.plan import select_stacks
 from pgarena.results.models import Cell, Spread
+from pgarena.stack.launch import stack_environment, stack_values
 from pgarena.stats.intervals import confidence_interval
 from pgarena.system import cgroups
 from pgarena.system.process import NotReady, ServerProcess, run_logged, wait_until_healthy
@@ -300,7 +302,7 @@ def print_table(windows: list[WindowFigures], arms: list[str]) -> None:
 
 
 def start_stack(scope: ExitStack, args: argparse.Namespace, engines: list[str]) -> Harness:
-    """Database, data, build and start of the stack (as runner._run_stack does), pinned and accounted."""
+    """Database, data, build and start of the stack (as runner.run_stack does), pinned and accounted."""
     overrides = {"engine": engines[0], "stacks": [args.stack], "workloads": [args.workload],
                  "warmup_s": args.warmup_s, "duration_s": args.window_s, "repetitions": 1, "vus": [args.vus],
                  "headroom": False, "perf_test_rows": [args.parameter] if args.workload == wl.PERF_TEST else None,

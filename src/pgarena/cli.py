@@ -24,8 +24,9 @@ from pgarena.config import run as cfg
 from pgarena.config.stackdef import load_stacks
 from pgarena.db.postgres import PostgresError
 from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.pipeline.context import RunError
 from pgarena.pipeline.progress import RunProgress
-from pgarena.pipeline.runner import RunError, describe_os_error, execute, load_for_resume, new_run_id
+from pgarena.pipeline.runner import describe_os_error, execute, load_for_resume, new_run_id
 from pgarena.report import compare as compare_view
 from pgarena.report import with_baseline, write_reports
 from pgarena.results.store import ResultsError, json_schema, load

@@ -7,7 +7,7 @@ import pytest
 from pgarena.config.stackdef import load_stacks
 from pgarena.contract.values import Verdict
 from pgarena.db.postgres import free_port
-from pgarena.pipeline.runner import stack_environment, stack_values
+from pgarena.stack.launch import stack_environment, stack_values
 from pgarena.system.process import ServerProcess, wait_until_healthy
 from pgarena.verify.verification import verify_stack
 from tests.conftest import FIXTURE_STACKS, needs_postgres

@@ -9,7 +9,9 @@ import pytest
 from pgarena.config.run import build_config
 from pgarena.config.stackdef import DatabaseSpec, RunSpec, Stack, StackDef
 from pgarena.db.postgres import ClusterSettings, PostgresError, merge_cluster_settings
-from pgarena.pipeline.runner import RunError, cluster_settings, resolve_health_path
+from pgarena.pipeline.context import RunError
+from pgarena.pipeline.plan import cluster_settings
+from pgarena.stack.launch import resolve_health_path
 
 
 def _stack(stack_id: str, database: DatabaseSpec | None = None, health_path: str = "/api/static") -> Stack:

@@ -14,14 +14,14 @@ import psutil
 import pytest
 
 from pgarena.config.run import build_config
-from pgarena.config.stackdef import parse_stack_toml
+from pgarena.config.stackdef import Stack, parse_stack_toml
 from pgarena.contract import flags as F
 from pgarena.db.connections import pool_exceeded, pool_refusal, split_pool
 from pgarena.db.postgres import Database
 from pgarena.db.startline import shuffled
 from pgarena.load.warmup import WindowResult, is_steady, warm_up
-from pgarena.pipeline import runner
 from pgarena.report.html import FLAG_MEANINGS
+from pgarena.stack import launch
 from pgarena.system.envelope import listen_addresses, pinned_to, process_affinity, wide_addresses
 from pgarena.system.process import _preexec
 from pgarena.system.resources import TreeSampler
@@ -50,11 +50,11 @@ def test_a_pool_per_worker_needs_a_connection_per_worker() -> None:
 def test_stacks_receive_every_workers_share(tmp_path: Path) -> None:
     config = build_config(project_dir=tmp_path, overrides={"pool_size": 10, "workers": 3})
     db = Database(host="127.0.0.1", port=5432, user="u", password="p", name="d", admin_url="x", managed=True)
-    stack = runner.Stack(parse_stack_toml(PROJECT_DIR / "stacks" / "node-express-pg" / "stack.toml"),
+    stack = Stack(parse_stack_toml(PROJECT_DIR / "stacks" / "node-express-pg" / "stack.toml"),
                          PROJECT_DIR / "stacks" / "node-express-pg")
-    values = runner.stack_values(config, db, stack, 8080)
+    values = launch.stack_values(config, db, stack, 8080)
     assert values["pool_sizes"] == "4,3,3" and values["pool_size_per_worker"] == "3"
-    env = runner.stack_environment(values, {})
+    env = launch.stack_environment(values, {})
     assert env["PGARENA_POOL_SIZES"] == "4,3,3"
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
@@ -13,7 +11,7 @@ from pgarena.analysis.sharedrates import rate_key, slowest_peaks
 from pgarena.cli import app
 from pgarena.config.run import build_config
 from pgarena.config.stackdef import load_stacks
-from pgarena.pipeline.runner import plan_cells
+from pgarena.pipeline.plan import plan_cells
 from pgarena.report.markdown import render_markdown
 from pgarena.results.store import save
 from tests.conftest import FIXTURE_STACKS

@@ -134,7 +134,7 @@ def test_efficiency_ranks_lower_cpu_per_request_first(config):
 
 
 def test_relative_arrival_rates_scale_the_closed_peak_of_the_same_parameter(config):
-    from pgarena.pipeline.runner import resolve_rate
+    from pgarena.pipeline.plan import resolve_rate
 
     low = cell("a", [rep(i, 1000) for i in (1, 2, 3)], config)
     high = cell("a", [rep(i, 2000) for i in (1, 2, 3)], config, vus=100)

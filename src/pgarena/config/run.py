@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.config.stackdef import WORKLOAD_NAMES, check_role_name
+from pgarena.contract import workloads as wl
 from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_MAX_ERROR_RATE = 0.01
@@ -405,3 +406,9 @@ def build_config(
     values.update(given)
     values.setdefault("workers", len(values["server_cpus"]))
     return RunConfig.model_validate(values)
+
+
+def workload_parameters(config: RunConfig, workload: str) -> list[int | None]:
+    """The parameters a workload is measured at (perf-test rows, users limits; [None] for the others).
+    The first is the workload's headline parameter: cold start and the SLO search use it."""
+    return {wl.PERF_TEST: list(config.perf_test_rows), wl.USERS: list(config.users_limits)}.get(workload, [None])

@@ -47,7 +47,7 @@ from pgarena.results.store import save
 from pgarena.system.process import NotReady
 
 if TYPE_CHECKING:
-    from pgarena.pipeline.runner import LiveStack, _Context
+    from pgarena.pipeline.context import LiveStack, RunContext
 
 IDLE_CPU_LIMIT = 0.05
 """A stack that used more than 5 % of one CPU while other stacks were measured is flagged as a disturbance."""
@@ -98,7 +98,7 @@ class _Phase:
 class InterleavedRun:
     """Executes the phases over the live stacks; every window is saved as it is measured."""
 
-    def __init__(self, ctx: _Context, lives: list[LiveStack], record: ScheduleRecord) -> None:
+    def __init__(self, ctx: RunContext, lives: list[LiveStack], record: ScheduleRecord) -> None:
         self.ctx, self.lives, self.record = ctx, {live.id: live for live in lives}, record
         self.runs: dict[tuple, CellRun] = {}
         self.idle_cpu_s: dict[str, float] = {live.id: 0.0 for live in lives}
@@ -109,7 +109,8 @@ class InterleavedRun:
 
     # --- planning -------------------------------------------------------------------------------------
     def plan(self) -> list[_Phase]:
-        from pgarena.pipeline.runner import mark_invalid_answers, plan_cells
+        from pgarena.pipeline.cells import mark_invalid_answers
+        from pgarena.pipeline.plan import plan_cells
 
         config, ctx = self.ctx.config, self.ctx
         all_cells: list[Cell] = []
@@ -170,7 +171,7 @@ class InterleavedRun:
             live.warmed.add(cell.workload)
 
     def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
-        from pgarena.pipeline.runner import known_wrong_columns
+        from pgarena.pipeline.cells import known_wrong_columns
 
         run = self.runs.get(cell.key)
         if run is None:
@@ -188,7 +189,7 @@ class InterleavedRun:
         """One window of (slot.stack, slot.cell) in round slot.round: its requests/s, None if it failed."""
         import time
 
-        from pgarena.pipeline.runner import cell_title, headroom_rps
+        from pgarena.pipeline.cells import cell_title, headroom_rps
 
         ctx, config = self.ctx, self.ctx.config
         live = self.lives[slot.stack]
@@ -205,7 +206,7 @@ class InterleavedRun:
             poller.active = True
             poller.take_peak()
         try:
-            from pgarena.pipeline.runner import resolve_rate
+            from pgarena.pipeline.plan import resolve_rate
 
             resolve_rate(cell, ctx.results.cells)
             rep = measure_repetition(self._cell_run(live, cell), engine=ctx.engine, config=config, db=ctx.db,  # type: ignore[arg-type]
@@ -244,7 +245,7 @@ class InterleavedRun:
 
     # --- phases ---------------------------------------------------------------------------------------
     def run_phase(self, phase: _Phase) -> RoundsOutcome:
-        from pgarena.pipeline.runner import cell_title, headroom_rps
+        from pgarena.pipeline.cells import cell_title, headroom_rps
 
         ctx, config = self.ctx, self.ctx.config
         record = next((p for p in self.record.phases if p.name == phase.name), None)
@@ -305,10 +306,11 @@ class InterleavedRun:
                                  "its background work may have disturbed their windows")
 
 
-def run_interleaved(ctx: _Context, stacks: list[Stack]) -> None:
+def run_interleaved(ctx: RunContext, stacks: list[Stack]) -> None:
     """Bring every stack up, run the phases in interleaved rounds, then the SLO searches; stacks stop when
     this returns (or on an error or Ctrl-C)."""
-    from pgarena.pipeline.runner import _slo_search, bring_up
+    from pgarena.pipeline.cells import slo_search
+    from pgarena.pipeline.lifecycle import bring_up
 
     record = ctx.results.schedule
     assert record is not None
@@ -354,5 +356,5 @@ def run_interleaved(ctx: _Context, stacks: list[Stack]) -> None:
                 for workload in dict.fromkeys(c.workload for c in ctx.results.cells
                                               if c.stack == live.id and c.status == "ok" and c.summary):
                     if not any(f.stack == live.id and f.workload == workload for f in ctx.results.slo_searches):
-                        _slo_search(ctx, live.id, workload, live.base_url, live.routes)
+                        slo_search(ctx, live.id, workload, live.base_url, live.routes)
                         save(ctx.results, ctx.run_dir)

@@ -1,0 +1,83 @@
+"""What every stage of a run shares: the run's context and the stacks that are up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgarena.config.run import RunConfig
+from pgarena.config.stackdef import Stack
+from pgarena.db.connections import ConnectionPoller
+from pgarena.db.postgres import (
+    Database,
+)
+from pgarena.load.engines import Engine
+from pgarena.pipeline.progress import RunProgress
+from pgarena.results.models import (
+    RunResults,
+    StackInfo,
+)
+from pgarena.system import cgroups, reaper
+from pgarena.system.process import ServerProcess, tail
+from pgarena.system.resources import CpuMeters
+
+LOG_TAIL_LINES = 15
+
+Log = Callable[[str], None]
+
+
+class RunError(Exception):
+    """The run cannot start (no stacks selected, engine missing, database unavailable)."""
+
+
+@dataclass
+class RunContext:
+    config: RunConfig
+    engine: Engine | None
+    results: RunResults
+    run_dir: Path
+    db: Database
+    log: Log
+    cgroup_backend: cgroups.CgroupBackend | None = None
+    db_group: cgroups.CpuGroup | None = None
+    progress: RunProgress = field(default_factory=RunProgress)
+    done_keys: set[tuple] = field(default_factory=set)
+    """Cells already in results.json (a resumed run): not measured again."""
+    registry: reaper.PidRegistry | None = None
+    """Where the processes of this run are recorded (run_dir/pids.json), so a killed run's are found."""
+    variants_cache: dict = field(default_factory=dict)
+    """Read workloads' request variants with their expected answers, per (workload, parameter)."""
+
+
+@dataclass
+class LiveStack:
+    """A built, started, healthy and verified stack: what the schedules put load on."""
+
+    stack: Stack
+    info: StackInfo
+    server: ServerProcess
+    cpu: CpuMeters
+    base_url: str
+    routes: dict[str, str]
+    loadable: set[str]
+    """Workloads whose verification passed: only these are loaded."""
+    stack_cpu_seconds: Callable[[], float] | None = None
+    """Exact cumulative CPU seconds of the stack's cgroup (None without cgroups)."""
+    warmed: set[str] = field(default_factory=set)
+    """Workloads that had the stack's first warm-up until steady (interleaved schedule)."""
+    connections: ConnectionPoller | None = None
+    """The stack's pg_stat_activity poller (its own connections only, by client port)."""
+
+    @property
+    def id(self) -> str:
+        return self.stack.id
+
+    def crashed(self) -> bool:
+        """The stack's process has exited (its info says so once `note_crash` ran)."""
+        return self.server.exit_code() is not None
+
+    def note_crash(self) -> None:
+        """Record an exit under load in the stack's info."""
+        self.info.status, self.info.reason = "crashed", f"exited with code {self.server.exit_code()} under load"
+        self.info.log_tail = tail(self.server.log_path, LOG_TAIL_LINES)

@@ -1,0 +1,111 @@
+"""Planning a run: which stacks, which cells, which cluster settings, which open-model rates."""
+
+from __future__ import annotations
+
+from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
+from pgarena.config.run import RunConfig, parse_rate, workload_parameters
+from pgarena.config.stackdef import Stack, StackLoadError, load_stacks
+from pgarena.contract import workloads as wl
+from pgarena.db.postgres import (
+    ClusterSettings,
+    PostgresError,
+    merge_cluster_settings,
+)
+from pgarena.pipeline.context import RunError
+from pgarena.results.models import (
+    Cell,
+    StackInfo,
+)
+from pgarena.stack import loc
+
+
+def stack_info(stack: Stack) -> StackInfo:
+    d = stack.definition
+    return StackInfo(
+        lines_of_code=loc.count(stack.directory, d.source_globs) if d.source_globs else None,
+        id=d.id, title=d.title, language=d.language, framework=d.framework, framework_version=d.framework_version,
+        driver=d.driver, driver_version=d.driver_version, server=d.server, pooler=d.pooler,
+        prepared_statements=d.prepared_statements, workloads=list(d.workloads), notes=list(d.notes),
+        status="pending" if stack.available else "unavailable", reason=stack.unavailable_reason,
+    )
+
+
+def config_error_info(error: StackLoadError) -> StackInfo:
+    return StackInfo(
+        id=error.stack_id, title=error.stack_id, language="?", framework="?", framework_version="?", driver="?",
+        driver_version="?", server="", pooler="", prepared_statements=None, workloads=[], notes=[],
+        status="config_error", reason=error.message,
+    )
+
+
+def select_stacks(config: RunConfig) -> tuple[list[Stack], list[StackLoadError]]:
+    """The stacks the config asks for; an unknown id is a RunError naming the known ones."""
+    stacks, errors = load_stacks(config.stacks_dir)
+    if config.stacks is None:
+        return stacks, errors
+    by_id = {s.id: s for s in stacks}
+    broken = {e.stack_id: e for e in errors}
+    unknown = [sid for sid in config.stacks if sid not in by_id and sid not in broken]
+    if unknown:
+        known = ", ".join(sorted([*by_id, *broken])) or "none"
+        raise RunError(f"--stacks: unknown stack '{unknown[0]}'; stacks in {config.stacks_dir}: {known}")
+    return [by_id[s] for s in config.stacks if s in by_id], [broken[s] for s in config.stacks if s in broken]
+
+
+def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
+    """The managed database's settings: --db-* plus the selected stacks' `[database]` (RunError if they
+    disagree, or if a stack fixes them while the run uses --database-url)."""
+    wanted = {s.id: ClusterSettings(**s.definition.database.model_dump()) for s in stacks
+              if s.available and s.definition.database is not None}
+    if config.database_url and wanted:
+        raise RunError(f"stack {next(iter(wanted))} needs the managed database's settings "
+                       f"({next(iter(wanted.values())).described()}); run it without --database-url")
+    given = ClusterSettings(port=config.db_port, user=config.db_user, password=config.db_password,
+                            name=config.db_name)
+    try:
+        return merge_cluster_settings(given, wanted)
+    except PostgresError as exc:
+        raise RunError(str(exc)) from None
+
+
+def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
+    """Every cell of one stack, in the order they run."""
+    cells = []
+    for workload in config.workloads:
+        if workload not in stack.definition.workloads:
+            continue
+        for parameter in workload_parameters(config, workload):
+            common = dict(stack=stack.id, workload=workload, parameter_name=wl.PARAMETER_NAMES[workload],
+                          parameter=parameter, engine=engine, warmup_seconds=config.warmup_s,
+                          duration_seconds=config.duration_s)
+            for vus in config.vus:
+                cells.append(Cell(vus=vus, **common))
+            for spec in config.arrival_rates:  # after the closed cells whose peak a relative rate scales
+                value, relative = parse_rate(spec)
+                cells.append(Cell(vus=config.open_connections, model="open", arrival_rate_spec=spec,
+                                  arrival_rate=None if relative else value, **common))
+            base = config.shared_rate_peaks.get(rate_key(workload, parameter))
+            for spec in config.shared_rates if base is not None else []:  # the same req/s for every stack
+                cells.append(Cell(vus=config.open_connections, model="open",
+                                  arrival_rate_spec=spec + SHARED_SPEC_SUFFIX,
+                                  arrival_rate=round(parse_rate(spec)[0] * base, 1), **common))
+    return cells
+
+
+def closed_peak(cells: list[Cell], stack: str, workload: str, parameter: int | None) -> float | None:
+    """The highest median RPS of the measured closed-model cells of one stack × workload × parameter."""
+    peaks = [c.summary.rps.median for c in cells
+             if c.stack == stack and c.workload == workload and c.parameter == parameter and c.model == "closed"
+             and c.status == "ok" and c.summary is not None]
+    return max(peaks) if peaks else None
+
+
+def resolve_rate(cell: Cell, cells: list[Cell]) -> None:
+    """Turn a relative arrival rate ('90%') into requests/s from the closed-model peak (ValueError if none)."""
+    if cell.model != "open" or cell.arrival_rate is not None:
+        return
+    value, _ = parse_rate(cell.arrival_rate_spec or "")
+    peak = closed_peak(cells, cell.stack, cell.workload, cell.parameter)
+    if peak is None:
+        raise ValueError(f"no measured closed-model cell to take {cell.arrival_rate_spec} of")
+    cell.arrival_rate = round(value * peak, 1)

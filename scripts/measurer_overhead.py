@@ -48,10 +48,12 @@ import psutil
 from pgarena.config.run import RunConfig, build_config
 from pgarena.config.stackdef import render_template
 from pgarena.contract import workloads as wl
-from pgarena.db.postgres import Database, PostgresError, free_port, load_workload_data, provide_database
+from pgarena.db.data import load_workload_data
+from pgarena.db.postgres import Database, PostgresError, free_port, provide_database
 from pgarena.load.engines import Engine, EngineUnavailable, get_engine
 from pgarena.load.engines.base import EngineOutputError
-from pgarena.load.measure import load_spec, measure_cell
+from pgarena.load.measure import measure_cell
+from pgarena.load.window import load_spec
 from pgarena.pipeline.context import RunError
 from pgarena.pipeline.plan import select_stacks
 from pgarena.results.models import Cell, Spread

@@ -11,8 +11,9 @@ import pytest
 from psycopg import sql
 
 from pgarena.contract import workloads as wl
+from pgarena.db.data import load_workload_data, server_facts
 from pgarena.db.expected import column_types, expected_perf_test, expected_users
-from pgarena.db.postgres import PostgresError, find_bin_dir, load_workload_data, provide_database, server_facts
+from pgarena.db.postgres import PostgresError, find_bin_dir, provide_database
 from tests.conftest import needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]

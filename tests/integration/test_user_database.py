@@ -11,7 +11,8 @@ import psycopg
 import pytest
 
 from pgarena.db import namespace
-from pgarena.db.postgres import ClusterSettings, PostgresError, free_port, load_workload_data, provide_database
+from pgarena.db.data import load_workload_data
+from pgarena.db.postgres import ClusterSettings, PostgresError, free_port, provide_database
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 

@@ -27,7 +27,7 @@ from pgarena.config.run import (
     redact_secrets,
     redact_url,
 )
-from pgarena.config.stackdef import WORKLOAD_NAMES
+from pgarena.contract.workloads import WORKLOAD_NAMES
 
 URL = "postgresql://pgarena:s3cret-pw@127.0.0.1:5439/pgarena"
 

@@ -6,7 +6,7 @@ import pytest
 
 from pgarena.analysis.rankcheck import ranking_agreement
 from pgarena.config.run import build_config
-from pgarena.load.measure import summarize
+from pgarena.load.summary import summarize
 from pgarena.results.models import Cell, Errors, Latency, Repetition
 from tests.unit.test_compare import make_run
 

@@ -216,6 +216,7 @@ def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypa
     from pgarena.config.run import build_config
     from pgarena.load import measure
     from pgarena.load.engines import LoadOutcome
+    from pgarena.load.window import Window
     from pgarena.report.markdown import _headroom
     from pgarena.results.models import Errors, Headroom, Latency
     from tests.fixtures.report_run import sample_results
@@ -227,7 +228,7 @@ def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypa
         out = LoadOutcome(requests=int(spec.rate * duration_s), duration_seconds=duration_s,
                           latency=Latency(avg_ms=1, p50_ms=1, p90_ms=1, p95_ms=1, p99_ms=1 if spec.rate < 400 else 99,
                                           max_ms=99), errors=Errors(), status_codes={"200": int(spec.rate * duration_s)}, dropped=0)
-        return measure.Window(out, 0.1, raw_dir / stem)
+        return Window(out, 0.1, raw_dir / stem)
 
     monkeypatch.setattr(measure, "run_window", window)
     monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))

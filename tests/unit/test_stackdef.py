@@ -11,7 +11,6 @@ from pgarena.config.stackdef import (
     DEFAULT_HEALTH_PATH,
     DEFAULT_STARTUP_TIMEOUT_S,
     TEMPLATE_NAMES,
-    WORKLOAD_NAMES,
     BuildSpec,
     RunSpec,
     Stack,
@@ -23,6 +22,7 @@ from pgarena.config.stackdef import (
     parse_stack_toml,
     render_template,
 )
+from pgarena.contract.workloads import WORKLOAD_NAMES
 
 REAL_STACKS_DIR = Path(__file__).parents[2] / "stacks"
 

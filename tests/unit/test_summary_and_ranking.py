@@ -7,7 +7,7 @@ import pytest
 from pgarena.analysis.ranking import UNRANKED, comparable_groups, efficiency_ranks, throughput_ranks
 from pgarena.config.run import build_config
 from pgarena.contract.flags import DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS
-from pgarena.load.measure import keep_repeating, summarize
+from pgarena.load.summary import keep_repeating, summarize
 from pgarena.results.models import Cell, Errors, Latency, Repetition
 
 

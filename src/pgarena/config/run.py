@@ -13,8 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pgarena.config.stackdef import WORKLOAD_NAMES, check_role_name
+from pgarena.config.stackdef import check_role_name
 from pgarena.contract import workloads as wl
+from pgarena.contract.workloads import WORKLOAD_NAMES
 from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_MAX_ERROR_RATE = 0.01

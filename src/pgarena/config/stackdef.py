@@ -12,11 +12,9 @@ import shutil
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-WORKLOAD_NAMES = ("perf-test", "users", "static", "tx", "graphql")
 """Workloads a stack may declare (docs/contract.md)."""
 
 TEMPLATE_NAMES = (
@@ -45,6 +43,7 @@ DEFAULT_STARTUP_TIMEOUT_S = 60.0
 DEFAULT_BUILD_TIMEOUT_S = 1200.0
 
 _TEMPLATE_RE = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
+from pgarena.contract.workloads import WorkloadName
 
 
 class StackConfigError(Exception):
@@ -149,7 +148,7 @@ class StackDef(_Strict):
     pooler: str = "none"
     prepared_statements: bool | None = None
     pool_per_worker: bool = Field(False, description="forks PGARENA_WORKERS processes with one pool each")
-    workloads: list[Literal["perf-test", "users", "static", "tx", "graphql"]] = Field(min_length=1)
+    workloads: list[WorkloadName] = Field(min_length=1)
     requires: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     version_commands: list[list[str]] = Field(default_factory=list)
@@ -157,7 +156,7 @@ class StackDef(_Strict):
     build: BuildSpec | None = None
     run: RunSpec
     database: DatabaseSpec | None = None
-    routes: dict[Literal["perf-test", "users", "static", "tx", "graphql"], str] = Field(
+    routes: dict[WorkloadName, str] = Field(
         default_factory=dict, description="workload → path, for apps that serve a workload elsewhere")
 
     @field_validator("routes")

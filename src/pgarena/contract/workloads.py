@@ -10,7 +10,12 @@ import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal, get_args
 from urllib.parse import urlencode
+
+WorkloadName = Literal["perf-test", "users", "static", "tx", "graphql"]
+"""Every workload pgarena knows, in the order tables list them: the one place the names are defined."""
+WORKLOAD_NAMES: tuple[str, ...] = get_args(WorkloadName)
 
 PERF_TEST = "perf-test"
 USERS = "users"

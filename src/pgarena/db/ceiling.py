@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgarena.contract import workloads as wl
-from pgarena.db.postgres import Database, PostgresError, pgbench_binary
+from pgarena.db.data import pgbench_binary
+from pgarena.db.postgres import Database, PostgresError
 
 DEFAULT_CEILING_SECONDS = 5
 """Seconds of pgbench per workload × parameter."""

@@ -19,7 +19,7 @@ from pgarena.config.run import RunConfig
 from pgarena.db.postgres import free_port
 from pgarena.load.engines import Engine
 from pgarena.load.engines.base import EngineOutputError, LoadSpec, tool_cache_dir
-from pgarena.load.measure import run_window
+from pgarena.load.window import run_window
 from pgarena.results.models import Headroom
 from pgarena.system.process import NotReady, ServerProcess, wait_until_healthy
 

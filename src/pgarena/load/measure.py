@@ -4,7 +4,6 @@ and the cell's summary and flags (median and range over the repetitions, docs/me
 from __future__ import annotations
 
 import math
-import statistics
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -13,16 +12,8 @@ from pathlib import Path
 from pgarena.config.run import RunConfig
 from pgarena.contract import workloads as wl
 from pgarena.contract.flags import (
-    CHECKS_FAILED,
-    DATABASE_BOUND,
-    DROPPED,
-    FAILURES,
-    GENERATOR_BOUND,
-    NOISY,
     QUERIES_WRONG,
-    TIMEOUTS,
     VARIANTS_WRONG,
-    saturation_flags,
 )
 from pgarena.contract.values import Verdict
 from pgarena.db import accounting
@@ -31,250 +22,22 @@ from pgarena.load import warmup
 from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.slo import LevelResult, SloTarget, search_max_sustainable
-from pgarena.load.warmup import WindowResult
-from pgarena.results.models import Cell, CellSummary, Interval, Repetition, SloPoint, SloSearchResult, Spread, Warmup
-from pgarena.stats.intervals import confidence_interval, interval_too_wide, relative_half_width, should_stop
-from pgarena.system.process import NotReady, ServerProcess, cpu_between, run_measured
+from pgarena.load.summary import keep_repeating
+from pgarena.load.window import (
+    _workload_stem,
+    cell_label,
+    load_spec,
+    run_window,
+    variants_file,
+    window_result,
+    write_tx_bodies,
+)
+from pgarena.results.models import Cell, Repetition, SloPoint, SloSearchResult, Warmup
+from pgarena.stats.intervals import relative_half_width
+from pgarena.system.process import NotReady, ServerProcess
 from pgarena.system.resources import CpuMeters, TreeSampler
 from pgarena.verify import txcheck, variants, windowcheck
 from pgarena.verify.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_variants
-
-SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS)
-"""The flags `summarize` derives from the repetitions."""
-MAX_FAILURE_RATE = 0.01
-"""A cell with more failed requests (or, open model, dropped ones) than this is flagged invalid (BRIEF.md)."""
-INTERVAL_METHOD = "Student t-interval on the mean of the per-repetition values"
-
-
-def keep_repeating(rps: list[float], measured_s: float, window_s: float, config: RunConfig) -> bool:
-    """Whether a cell measures another repetition: below the minimum always; then only while the RPS
-    interval is wider than the target, the cap is not reached and another window fits the time budget."""
-    if len(rps) < config.repetitions:
-        return True
-    if should_stop(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level,
-                   min_repetitions=config.repetitions):
-        return False
-    return len(rps) < config.max_repetitions and measured_s + window_s <= config.cell_budget_s
-
-
-def stop_reason(repetitions: int, noisy: bool, config: RunConfig) -> str:
-    """Why a cell's repetitions stopped, read back from their count, the interval and the config."""
-    if config.max_repetitions == config.repetitions:
-        return "fixed"
-    if repetitions >= config.repetitions and not noisy:
-        return "interval"
-    return "max-repetitions" if repetitions >= config.max_repetitions else "budget"
-
-
-def rps_interval(values: list[float], level: float) -> Interval | None:
-    """The t-interval on one figure's per-repetition values (None with fewer than 2 repetitions)."""
-    if len(values) < 2:
-        return None
-    low, high = confidence_interval(values, level)
-    return Interval(mean=(low + high) / 2, low=low, high=high, rel_half_width=relative_half_width(values, level),
-                    level=level, method=INTERVAL_METHOD)
-
-
-def answered_2xx(repetition: Repetition) -> int:
-    """2xx answers of one repetition (oha keys statuses by code, k6 as '2xx')."""
-    return sum(n for code, n in repetition.status_codes.items() if code.startswith("2"))
-
-
-def latency_censored(reps: list[Repetition]) -> list[str]:
-    """The summary's latency medians that are lower bounds: a repetition whose figure is a lower bound
-    (it reaches requests without an answer) and at or below the median could raise the median."""
-    marked = []
-    for name, summary_name in (("p99_ms", "latency_p99_ms"), ("avg_ms", "latency_avg_ms")):
-        median = statistics.median(getattr(r.latency, name) for r in reps)
-        if any(name in r.latency.censored and getattr(r.latency, name) <= median for r in reps):
-            marked.append(summary_name)
-    return marked
-
-
-def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
-              headroom_rps: float | None = None) -> None:
-    """Fill the cell's summary and flags from its repetitions. `rps` is answered work (2xx answers per
-    second); CPU per request is per 2xx answer; `headroom_rps` (the generator's measured headroom) marks
-    cells whose request rate reached it `generator-bound`."""
-    reps = cell.repetitions
-    requests = sum(r.requests for r in reps)
-    answered = sum(answered_2xx(r) for r in reps)
-    failures = sum(r.errors.total for r in reps)
-    timeouts = sum(r.errors.timeout for r in reps)
-
-    def total(values: list[float | None]) -> float | None:
-        return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
-
-    def per_request_us(value: float | None, count: int) -> float | None:
-        return value / count * 1e6 if value is not None and count else None
-
-    seconds = sum(r.duration_seconds for r in reps)
-
-    def fraction(value: float | None, cpus: int) -> float | None:
-        return value / (seconds * cpus) if value is not None and seconds else None
-
-    stack_cpu = total([r.stack_cpu_seconds for r in reps])
-    db_cpu = total([r.db_cpu_seconds for r in reps])
-    generator_cpu = sum(r.generator_cpu_seconds for r in reps)
-    rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
-    pss = [r.stack_pss_peak_bytes for r in reps if r.stack_pss_peak_bytes is not None]
-    rps = [r.rps for r in reps]
-    every = [r.requests_per_second_all if r.requests_per_second_all is not None else r.requests / r.duration_seconds
-             for r in reps if r.duration_seconds]
-    noisy = interval_too_wide(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
-    offered = total([r.offered_requests for r in reps]) if cell.model == "open" else None
-    per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / answered_2xx(r) * 1e6 for r in reps
-                    if answered_2xx(r) and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
-    cell.summary = CellSummary(
-        rps=Spread.of(rps),
-        rps_interval=rps_interval(rps, config.confidence_level),
-        requests_per_second_all=Spread.of(every) if every else None,
-        stop_reason=stop_reason(len(rps), noisy, config),  # type: ignore[arg-type]
-        noisy=noisy,
-        latency_avg_ms=Spread.of([r.latency.avg_ms for r in reps]),
-        latency_p99_ms=Spread.of([r.latency.p99_ms for r in reps]),
-        latency_censored=latency_censored(reps),
-        requests_total=requests,
-        failures_total=failures,
-        failure_rate=failures / requests if requests else 1.0,
-        stack_cpu_us_per_request=per_request_us(stack_cpu, answered),
-        db_cpu_us_per_request=per_request_us(db_cpu, answered),
-        stack_rss_peak_bytes=max(rss) if rss else None,
-        stack_pss_peak_bytes=max(pss) if pss else None,
-        generator_cpu_fraction=fraction(generator_cpu, len(config.generator_cpus)),
-        generator_cpu_us_per_request=per_request_us(generator_cpu, requests),
-        stack_cpu_fraction=fraction(stack_cpu, len(config.server_cpus)),
-        db_cpu_fraction=fraction(db_cpu, len(config.server_cpus)),
-        cpu_accounting=cpu_accounting,
-        cpu_us_per_request_interval=rps_interval(per_rep_cost, config.confidence_level)
-        if len(per_rep_cost) == len(reps) else None,
-        timeouts_total=timeouts,
-        offered_total=int(offered) if offered is not None else None,
-        dropped_total=sum(r.dropped for r in reps),
-    )
-    summary = cell.summary
-    flags = []
-    if summary.failure_rate > MAX_FAILURE_RATE:
-        flags.append(FAILURES)
-    if noisy:
-        flags.append(NOISY)
-    if summary.offered_total and summary.dropped_total / summary.offered_total > MAX_FAILURE_RATE:
-        flags.append(DROPPED)
-    flags += saturation_flags(summary.generator_cpu_fraction, summary.db_cpu_fraction, summary.stack_cpu_fraction,
-                              timeouts, headroom_rps=headroom_rps,
-                              requests_per_second=summary.requests_per_second_all.median
-                              if summary.requests_per_second_all else None)
-    checks_total = sum(r.checks_total for r in reps)
-    if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
-        flags.append(CHECKS_FAILED)
-    # NOTE: these flags are re-derived from all repetitions on every call (an interleaved cell is summarized
-    # after each window), so one that no longer holds is dropped; flags set elsewhere are kept.
-    cell.flags = sorted((set(cell.flags) - set(SUMMARY_FLAGS)) | set(flags))
-
-
-def _workload_stem(workload: str, parameter: int | None) -> str:
-    """'perf-test-rows100', 'static': the start of every raw-output file name."""
-    return workload if parameter is None else f"{workload}-{wl.PARAMETER_NAMES[workload]}{parameter}"
-
-
-def cell_label(cell: Cell) -> str:
-    """File-name stem of a cell's raw outputs."""
-    level = f"vus{cell.vus}" if cell.model == "closed" else f"rate{cell.arrival_rate:.0f}"
-    return f"{_workload_stem(cell.workload, cell.parameter)}-{level}"
-
-
-def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, routes: dict[str, str],
-              connections: int, config: RunConfig, rate: float | None = None,
-              bodies_file: Path | None = None, urls_file: Path | None = None) -> LoadSpec:
-    """The generator's request shape for a workload and parameter (duration set per window); with
-    `urls_file` each request takes one of its URLs (the cell's variants)."""
-    request = wl.load_request(cell_workload, parameter)
-    return LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=connections,
-                    duration_s=0, timeout_s=config.http_timeout_s, body=request.body,
-                    content_type=request.content_type, bodies_file=bodies_file,
-                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate,
-                    urls_file=urls_file)
-
-
-def variants_file(raw_dir: Path, label: str, workload: str, parameter: int | None, base_url: str,
-                  routes: dict[str, str]) -> Path | None:
-    """The URL file of a workload's variants (None: a single request, nothing to vary)."""
-    requests = variants.requests_for(workload, parameter) if workload != wl.TX else []
-    if len(requests) < 2:
-        return None
-    return variants.write_urls_file(raw_dir / f"{label}.urls", base_url, routes, requests)
-
-
-def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
-    """A file of random TPC-B transactions, one per line, seeded by stack and cell (repeatable)."""
-    path = raw_dir / f"{label}.bodies"
-    seed = zlib.crc32(f"{stack}/{label}".encode())
-    path.write_bytes(b"\n".join(wl.random_tx_bodies(wl.TX_BODIES_PER_FILE, seed)) + b"\n")
-    return path
-
-
-@dataclass(frozen=True)
-class Window:
-    """One generator run: its outcome, the generator's CPU seconds over the measured window and its raw
-    output file."""
-
-    outcome: LoadOutcome
-    generator_cpu_seconds: float
-    raw_output: Path
-    generator_cpu_seconds_process: float | None = None
-    """The generator's CPU over its whole process (start-up and post-window work included)."""
-
-    def dropped(self, spec: LoadSpec, nominal_s: float) -> tuple[int | None, int]:
-        """(offered, dropped) of an open-model window; (None, 0) in the closed model."""
-        if spec.rate is None:
-            return None, 0
-        offered = round(spec.rate * nominal_s)
-        reported = self.outcome.dropped
-        return offered, reported if reported is not None else max(0, offered - self.outcome.requests)
-
-
-def window_result(window: Window, run: CellRun | None = None) -> WindowResult:
-    """A generator window as the warm-up reads it (its answers and unknown outcomes added to `run`'s tx
-    bookkeeping)."""
-    if run is not None:
-        run.count(window.outcome)
-    return WindowResult(rps=window.outcome.rps, duration_s=window.outcome.duration_seconds,
-                        answered_2xx=window.outcome.answered_2xx)
-
-
-def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
-               config: RunConfig) -> Window:
-    """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output.
-
-    The generator's CPU is read over the measured window only (docs/methodology.md, "Generator CPU"):
-    its process CPU is sampled while it runs; the window ends when it writes its summary (the raw
-    output file's modification time) and began the window's measured duration earlier, so k6's start-up
-    (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
-    """
-    argv = engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)
-    samples: list[tuple[float, float]] = []
-    code, process_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
-                                     stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
-                                     timeout_s=duration_s + 2 * config.http_timeout_s + 60, cpu_samples=samples)
-    try:
-        outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s)
-    except EngineOutputError as exc:
-        raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
-    raw = engine.raw_output(raw_dir, stem)
-    return Window(outcome, window_cpu_seconds(samples, raw, outcome.duration_seconds, process_cpu), raw,
-                  process_cpu)
-
-
-def window_cpu_seconds(samples: list[tuple[float, float]], raw_output: Path, duration_s: float,
-                       process_cpu_s: float) -> float:
-    """The generator's CPU seconds over [end − duration, end], end = the raw output's modification time;
-    its whole-process CPU when the samples do not cover that span."""
-    try:
-        end = raw_output.stat().st_mtime
-    except OSError:
-        return process_cpu_s
-    window = cpu_between(samples, end - duration_s, end)
-    return process_cpu_s if window is None else window
 
 
 def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str,
@@ -384,7 +147,7 @@ def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimu
     return warmed.record
 
 
-def warm_up(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, stem: str) -> None:
+def rewarm(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, stem: str) -> None:
     """A window at the cell's load that is not counted (its 200 answers still count for tx)."""
     if seconds <= 0:
         return
@@ -403,7 +166,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
     index = len(cell.repetitions) + 1
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None and round_index is not None else None
-    warm_up(run, engine=engine, config=config, seconds=rewarm_s, stem=f"rewarm{index}")
+    rewarm(run, engine=engine, config=config, seconds=rewarm_s, stem=f"rewarm{index}")
     stem = f"{run.label}-rep{index}"
     is_tx = cell.workload == wl.TX
     sample_cases = _tx_sample_cases(db, cell, index, run.tx_avoid) if is_tx else run.cases

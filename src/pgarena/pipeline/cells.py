@@ -10,7 +10,8 @@ from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
 from pgarena.contract.values import Verdict
 from pgarena.db.connections import ConnectionPoller, add_pool_flag
 from pgarena.load.engines.base import EngineOutputError
-from pgarena.load.measure import measure_cell, search_sustainable, summarize
+from pgarena.load.measure import measure_cell, search_sustainable
+from pgarena.load.summary import summarize
 from pgarena.pipeline.context import LiveStack, RunContext
 from pgarena.pipeline.lifecycle import bring_up
 from pgarena.pipeline.plan import closed_peak, plan_cells, resolve_rate

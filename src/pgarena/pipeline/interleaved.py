@@ -37,11 +37,11 @@ from pgarena.load.measure import (
     measure_repetition,
     repetition_line,
     start_cell,
-    summarize,
     warm_until_steady,
 )
 from pgarena.load.schedule import Slot
 from pgarena.load.scheduler import RoundsOutcome, RoundsPolicy, run_rounds
+from pgarena.load.summary import summarize
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import save
 from pgarena.system.process import NotReady

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pgarena.contract import workloads as wl
 from pgarena.db.ceiling import read_aggregate_logs
-from pgarena.db.postgres import Database, PostgresError, pgbench_binary
-from pgarena.db.postgres import _sql as packaged_sql
+from pgarena.db.data import packaged_sql, pgbench_binary
+from pgarena.db.postgres import Database, PostgresError
 
 CONTRAST_SCHEMA = "pgarena"
 """The contrast function lives beside perf_test in pgarena's own schema (it is dropped afterwards)."""

@@ -16,15 +16,11 @@ from pydantic import ValidationError
 
 from pgarena.config.run import RunConfig, redact_secrets, redact_url
 from pgarena.config.stackdef import Stack
-from pgarena.db.postgres import (
-    SETTINGS_PROFILE_NAME,
-    load_workload_data,
-    provide_database,
-    server_facts,
-)
+from pgarena.db.data import load_workload_data, server_facts
+from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
 from pgarena.load.engines import EngineUnavailable, get_engine
-from pgarena.load.measure import summarize
+from pgarena.load.summary import summarize
 from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom
 from pgarena.pipeline.cells import run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError

@@ -1,0 +1,84 @@
+"""What pgarena puts in the database for its workloads (schema pgarena), and what it reads back about the server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from importlib import resources
+
+import psycopg
+from psycopg import sql as pgsql
+
+from pgarena.db import namespace
+from pgarena.db.postgres import INSTALL_HINT, Database, PostgresError, find_bin_dir
+
+
+def packaged_sql(name: str) -> str:
+    return resources.files("pgarena").joinpath("sql", name).read_text(encoding="utf-8")
+
+
+def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
+    """Create the extensions and, in schema `pgarena`, the objects each workload needs (idempotent).
+
+    Nothing outside that schema is dropped or replaced: a user's `public.users` or `public.perf_test`
+    stays as it was. An extension missing on a user's server is created there (in schema `pgarena`)
+    if pgarena's role may; otherwise accounting says it is unavailable and why.
+    """
+    with db.connect() as conn:
+        for extension in ("pg_stat_statements", "uuid-ossp"):
+            try:
+                conn.execute(f'CREATE EXTENSION IF NOT EXISTS "{extension}"')
+            except psycopg.Error as exc:
+                if db.managed:
+                    raise PostgresError(f"cannot create extension {extension}: {exc}") from None
+        if "perf-test" in workloads:
+            conn.execute(packaged_sql("perf_test.sql"))
+        if "users" in workloads or "graphql" in workloads:
+            conn.execute(packaged_sql("users.sql"))
+        if any(name.startswith("perf-") and name != "perf-test" for name in workloads):
+            conn.execute(packaged_sql("scenarios.sql"))
+        conn.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
+            pgsql.Identifier(namespace.SCHEMA), pgsql.Identifier(db.user)))
+    if "tx" in workloads:
+        from pgarena.contract.workloads import TX_SCALE
+
+        load_tx_data(db, TX_SCALE)
+
+
+def pgbench_binary() -> str:
+    """pgbench from PATH or next to the server binaries."""
+    found = shutil.which("pgbench")
+    if found:
+        return found
+    candidate = find_bin_dir() / "pgbench"
+    if candidate.is_file():
+        return str(candidate)
+    raise PostgresError(f"pgbench not found (it ships with the PostgreSQL server binaries): {INSTALL_HINT}")
+
+
+def load_tx_data(db: Database, scale: int) -> None:
+    """pgbench's TPC-B tables at `scale` in schema `pgarena`, created by `pgbench -i` as the stacks' role.
+
+    Steps `dtGvp`: drop old tables, create, generate data server-side, vacuum, primary keys.
+    NOTE: pgbench names its tables unqualified; with the search path `pgarena` alone its `DROP TABLE IF
+    EXISTS pgbench_*` can only reach pgarena's own tables, never a user's `public.pgbench_accounts`.
+    """
+    argv = [pgbench_binary(), "-i", "-s", str(scale), "-I", "dtGvp", "-q",
+            "-h", db.host, "-p", str(db.port), "-U", db.user, db.name]
+    env = {**os.environ, "PGPASSWORD": db.password, "PGOPTIONS": f"-c search_path={namespace.SCHEMA}"}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
+    if done.returncode != 0:
+        raise PostgresError(f"pgbench -i failed: {done.stderr.strip()[-500:]}")
+
+
+def server_facts(db: Database) -> tuple[str, dict[str, str]]:
+    """(server version, every setting whose value does not come from the built-in default)."""
+    with psycopg.connect(db.admin_url, autocommit=True) as conn:  # no session SET: settings as configured
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        rows = conn.execute(
+            "SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings "
+            "WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
+        ).fetchall()
+    return version, {name: value for name, value in rows}

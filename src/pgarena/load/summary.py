@@ -1,0 +1,151 @@
+"""A cell summarized from its repetitions, and when a cell stops repeating."""
+
+from __future__ import annotations
+
+import statistics
+
+from pgarena.config.run import RunConfig
+from pgarena.contract.flags import (
+    CHECKS_FAILED,
+    DATABASE_BOUND,
+    DROPPED,
+    FAILURES,
+    GENERATOR_BOUND,
+    NOISY,
+    TIMEOUTS,
+    saturation_flags,
+)
+from pgarena.results.models import Cell, CellSummary, Interval, Repetition, Spread
+from pgarena.stats.intervals import confidence_interval, interval_too_wide, relative_half_width, should_stop
+
+SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS)
+"""The flags `summarize` derives from the repetitions."""
+MAX_FAILURE_RATE = 0.01
+"""A cell with more failed requests (or, open model, dropped ones) than this is flagged invalid (BRIEF.md)."""
+INTERVAL_METHOD = "Student t-interval on the mean of the per-repetition values"
+
+
+def keep_repeating(rps: list[float], measured_s: float, window_s: float, config: RunConfig) -> bool:
+    """Whether a cell measures another repetition: below the minimum always; then only while the RPS
+    interval is wider than the target, the cap is not reached and another window fits the time budget."""
+    if len(rps) < config.repetitions:
+        return True
+    if should_stop(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level,
+                   min_repetitions=config.repetitions):
+        return False
+    return len(rps) < config.max_repetitions and measured_s + window_s <= config.cell_budget_s
+
+
+def stop_reason(repetitions: int, noisy: bool, config: RunConfig) -> str:
+    """Why a cell's repetitions stopped, read back from their count, the interval and the config."""
+    if config.max_repetitions == config.repetitions:
+        return "fixed"
+    if repetitions >= config.repetitions and not noisy:
+        return "interval"
+    return "max-repetitions" if repetitions >= config.max_repetitions else "budget"
+
+
+def rps_interval(values: list[float], level: float) -> Interval | None:
+    """The t-interval on one figure's per-repetition values (None with fewer than 2 repetitions)."""
+    if len(values) < 2:
+        return None
+    low, high = confidence_interval(values, level)
+    return Interval(mean=(low + high) / 2, low=low, high=high, rel_half_width=relative_half_width(values, level),
+                    level=level, method=INTERVAL_METHOD)
+
+
+def answered_2xx(repetition: Repetition) -> int:
+    """2xx answers of one repetition (oha keys statuses by code, k6 as '2xx')."""
+    return sum(n for code, n in repetition.status_codes.items() if code.startswith("2"))
+
+
+def latency_censored(reps: list[Repetition]) -> list[str]:
+    """The summary's latency medians that are lower bounds: a repetition whose figure is a lower bound
+    (it reaches requests without an answer) and at or below the median could raise the median."""
+    marked = []
+    for name, summary_name in (("p99_ms", "latency_p99_ms"), ("avg_ms", "latency_avg_ms")):
+        median = statistics.median(getattr(r.latency, name) for r in reps)
+        if any(name in r.latency.censored and getattr(r.latency, name) <= median for r in reps):
+            marked.append(summary_name)
+    return marked
+
+
+def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
+              headroom_rps: float | None = None) -> None:
+    """Fill the cell's summary and flags from its repetitions. `rps` is answered work (2xx answers per
+    second); CPU per request is per 2xx answer; `headroom_rps` (the generator's measured headroom) marks
+    cells whose request rate reached it `generator-bound`."""
+    reps = cell.repetitions
+    requests = sum(r.requests for r in reps)
+    answered = sum(answered_2xx(r) for r in reps)
+    failures = sum(r.errors.total for r in reps)
+    timeouts = sum(r.errors.timeout for r in reps)
+
+    def total(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+    def per_request_us(value: float | None, count: int) -> float | None:
+        return value / count * 1e6 if value is not None and count else None
+
+    seconds = sum(r.duration_seconds for r in reps)
+
+    def fraction(value: float | None, cpus: int) -> float | None:
+        return value / (seconds * cpus) if value is not None and seconds else None
+
+    stack_cpu = total([r.stack_cpu_seconds for r in reps])
+    db_cpu = total([r.db_cpu_seconds for r in reps])
+    generator_cpu = sum(r.generator_cpu_seconds for r in reps)
+    rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
+    pss = [r.stack_pss_peak_bytes for r in reps if r.stack_pss_peak_bytes is not None]
+    rps = [r.rps for r in reps]
+    every = [r.requests_per_second_all if r.requests_per_second_all is not None else r.requests / r.duration_seconds
+             for r in reps if r.duration_seconds]
+    noisy = interval_too_wide(rps, target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
+    offered = total([r.offered_requests for r in reps]) if cell.model == "open" else None
+    per_rep_cost = [((r.stack_cpu_seconds or 0) + (r.db_cpu_seconds or 0)) / answered_2xx(r) * 1e6 for r in reps
+                    if answered_2xx(r) and r.stack_cpu_seconds is not None and r.db_cpu_seconds is not None]
+    cell.summary = CellSummary(
+        rps=Spread.of(rps),
+        rps_interval=rps_interval(rps, config.confidence_level),
+        requests_per_second_all=Spread.of(every) if every else None,
+        stop_reason=stop_reason(len(rps), noisy, config),  # type: ignore[arg-type]
+        noisy=noisy,
+        latency_avg_ms=Spread.of([r.latency.avg_ms for r in reps]),
+        latency_p99_ms=Spread.of([r.latency.p99_ms for r in reps]),
+        latency_censored=latency_censored(reps),
+        requests_total=requests,
+        failures_total=failures,
+        failure_rate=failures / requests if requests else 1.0,
+        stack_cpu_us_per_request=per_request_us(stack_cpu, answered),
+        db_cpu_us_per_request=per_request_us(db_cpu, answered),
+        stack_rss_peak_bytes=max(rss) if rss else None,
+        stack_pss_peak_bytes=max(pss) if pss else None,
+        generator_cpu_fraction=fraction(generator_cpu, len(config.generator_cpus)),
+        generator_cpu_us_per_request=per_request_us(generator_cpu, requests),
+        stack_cpu_fraction=fraction(stack_cpu, len(config.server_cpus)),
+        db_cpu_fraction=fraction(db_cpu, len(config.server_cpus)),
+        cpu_accounting=cpu_accounting,
+        cpu_us_per_request_interval=rps_interval(per_rep_cost, config.confidence_level)
+        if len(per_rep_cost) == len(reps) else None,
+        timeouts_total=timeouts,
+        offered_total=int(offered) if offered is not None else None,
+        dropped_total=sum(r.dropped for r in reps),
+    )
+    summary = cell.summary
+    flags = []
+    if summary.failure_rate > MAX_FAILURE_RATE:
+        flags.append(FAILURES)
+    if noisy:
+        flags.append(NOISY)
+    if summary.offered_total and summary.dropped_total / summary.offered_total > MAX_FAILURE_RATE:
+        flags.append(DROPPED)
+    flags += saturation_flags(summary.generator_cpu_fraction, summary.db_cpu_fraction, summary.stack_cpu_fraction,
+                              timeouts, headroom_rps=headroom_rps,
+                              requests_per_second=summary.requests_per_second_all.median
+                              if summary.requests_per_second_all else None)
+    checks_total = sum(r.checks_total for r in reps)
+    if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
+        flags.append(CHECKS_FAILED)
+    # NOTE: these flags are re-derived from all repetitions on every call (an interleaved cell is summarized
+    # after each window), so one that no longer holds is dropped; flags set elsewhere are kept.
+    cell.flags = sorted((set(cell.flags) - set(SUMMARY_FLAGS)) | set(flags))

@@ -1,0 +1,125 @@
+"""One measured window: the load spec, the generator run, its CPU and its result."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pgarena.config.run import RunConfig
+from pgarena.contract import workloads as wl
+from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
+from pgarena.load.engines.base import EngineOutputError
+from pgarena.load.warmup import WindowResult
+from pgarena.results.models import Cell
+from pgarena.system.process import cpu_between, run_measured
+from pgarena.verify import variants
+
+if TYPE_CHECKING:
+    from pgarena.load.measure import CellRun
+
+
+def _workload_stem(workload: str, parameter: int | None) -> str:
+    """'perf-test-rows100', 'static': the start of every raw-output file name."""
+    return workload if parameter is None else f"{workload}-{wl.PARAMETER_NAMES[workload]}{parameter}"
+
+
+def cell_label(cell: Cell) -> str:
+    """File-name stem of a cell's raw outputs."""
+    level = f"vus{cell.vus}" if cell.model == "closed" else f"rate{cell.arrival_rate:.0f}"
+    return f"{_workload_stem(cell.workload, cell.parameter)}-{level}"
+
+
+def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, routes: dict[str, str],
+              connections: int, config: RunConfig, rate: float | None = None,
+              bodies_file: Path | None = None, urls_file: Path | None = None) -> LoadSpec:
+    """The generator's request shape for a workload and parameter (duration set per window); with
+    `urls_file` each request takes one of its URLs (the cell's variants)."""
+    request = wl.load_request(cell_workload, parameter)
+    return LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=connections,
+                    duration_s=0, timeout_s=config.http_timeout_s, body=request.body,
+                    content_type=request.content_type, bodies_file=bodies_file,
+                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate,
+                    urls_file=urls_file)
+
+
+def variants_file(raw_dir: Path, label: str, workload: str, parameter: int | None, base_url: str,
+                  routes: dict[str, str]) -> Path | None:
+    """The URL file of a workload's variants (None: a single request, nothing to vary)."""
+    requests = variants.requests_for(workload, parameter) if workload != wl.TX else []
+    if len(requests) < 2:
+        return None
+    return variants.write_urls_file(raw_dir / f"{label}.urls", base_url, routes, requests)
+
+
+def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
+    """A file of random TPC-B transactions, one per line, seeded by stack and cell (repeatable)."""
+    path = raw_dir / f"{label}.bodies"
+    seed = zlib.crc32(f"{stack}/{label}".encode())
+    path.write_bytes(b"\n".join(wl.random_tx_bodies(wl.TX_BODIES_PER_FILE, seed)) + b"\n")
+    return path
+
+
+@dataclass(frozen=True)
+class Window:
+    """One generator run: its outcome, the generator's CPU seconds over the measured window and its raw
+    output file."""
+
+    outcome: LoadOutcome
+    generator_cpu_seconds: float
+    raw_output: Path
+    generator_cpu_seconds_process: float | None = None
+    """The generator's CPU over its whole process (start-up and post-window work included)."""
+
+    def dropped(self, spec: LoadSpec, nominal_s: float) -> tuple[int | None, int]:
+        """(offered, dropped) of an open-model window; (None, 0) in the closed model."""
+        if spec.rate is None:
+            return None, 0
+        offered = round(spec.rate * nominal_s)
+        reported = self.outcome.dropped
+        return offered, reported if reported is not None else max(0, offered - self.outcome.requests)
+
+
+def window_result(window: Window, run: CellRun | None = None) -> WindowResult:
+    """A generator window as the warm-up reads it (its answers and unknown outcomes added to `run`'s tx
+    bookkeeping)."""
+    if run is not None:
+        run.count(window.outcome)
+    return WindowResult(rps=window.outcome.rps, duration_s=window.outcome.duration_seconds,
+                        answered_2xx=window.outcome.answered_2xx)
+
+
+def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
+               config: RunConfig) -> Window:
+    """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output.
+
+    The generator's CPU is read over the measured window only (docs/methodology.md, "Generator CPU"):
+    its process CPU is sampled while it runs; the window ends when it writes its summary (the raw
+    output file's modification time) and began the window's measured duration earlier, so k6's start-up
+    (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
+    """
+    argv = engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)
+    samples: list[tuple[float, float]] = []
+    code, process_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
+                                     stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
+                                     timeout_s=duration_s + 2 * config.http_timeout_s + 60, cpu_samples=samples)
+    try:
+        outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s)
+    except EngineOutputError as exc:
+        raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
+    raw = engine.raw_output(raw_dir, stem)
+    return Window(outcome, window_cpu_seconds(samples, raw, outcome.duration_seconds, process_cpu), raw,
+                  process_cpu)
+
+
+def window_cpu_seconds(samples: list[tuple[float, float]], raw_output: Path, duration_s: float,
+                       process_cpu_s: float) -> float:
+    """The generator's CPU seconds over [end − duration, end], end = the raw output's modification time;
+    its whole-process CPU when the samples do not cover that span."""
+    try:
+        end = raw_output.stat().st_mtime
+    except OSError:
+        return process_cpu_s
+    window = cpu_between(samples, end - duration_s, end)
+    return process_cpu_s if window is None else window

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import tomllib
 from dataclasses import replace
 from importlib import resources
@@ -566,14 +567,45 @@ def test_fixtures_are_unmodified_tool_output():
 def test_k6_summary_missing_a_trend_stat_is_an_output_error(stat):
     data = fixture("k6_ok")
     del data["metrics"]["http_req_duration"]["values"][stat]
-    with pytest.raises(EngineOutputError, match="latency statistic"):
+    with pytest.raises(EngineOutputError, match=re.escape(f"http_req_duration lacks {stat}")):
         parse_k6_summary(data)
 
 
 def test_k6_summary_without_run_duration_is_an_output_error():
     data = fixture("k6_ok")
-    del data["state"]
-    with pytest.raises(EngineOutputError, match="testRunDurationMs"):
+    del data["state"]["testRunDurationMs"]
+    with pytest.raises(EngineOutputError, match="state.testRunDurationMs"):
+        parse_k6_summary(data)
+
+
+@pytest.mark.parametrize("path", [("summary", "total"), ("summary", "average"), ("latencyPercentiles",),
+                                  ("statusCodeDistribution",), ("errorDistribution",)])
+def test_oha_output_missing_a_field_is_an_error_naming_it(path):
+    """A field pgarena reads that oha did not write is an error, never a silent 0 ms."""
+    data = fixture("oha_ok")
+    parent = data
+    for key in path[:-1]:
+        parent = parent[key]
+    del parent[path[-1]]
+    with pytest.raises(EngineOutputError, match=re.escape(".".join(path))):
+        parse_oha_json(data)
+
+
+def test_oha_null_latency_with_answers_is_an_error_not_zero():
+    data = fixture("oha_ok")
+    data["summary"]["average"] = None
+    with pytest.raises(EngineOutputError, match="no latency"):
+        parse_oha_json(data)
+    data = fixture("oha_ok")
+    data["latencyPercentiles"]["p99"] = None
+    with pytest.raises(EngineOutputError, match="p99"):
+        parse_oha_json(data)
+
+
+def test_k6_counter_without_count_is_an_error():
+    data = fixture("k6_ok")
+    data["metrics"]["pgarena_2xx"]["values"].pop("count")
+    with pytest.raises(EngineOutputError, match="pgarena_2xx has no count"):
         parse_k6_summary(data)
 
 

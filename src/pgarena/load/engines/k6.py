@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pgarena.load.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary
 from pgarena.load.engines.latency import censored_fields, raise_to_timeout
+from pgarena.load.engines.outputs import K6Summary, K6Trend, parse_output
 from pgarena.results.models import Errors, Latency
 from pgarena.system.process import first_line
 
@@ -95,16 +96,9 @@ class K6Engine(Engine):
         return parse_k6_summary(summary, timeout_s=timeout_s)
 
 
-def _count(metrics: dict, name: str) -> int:
-    return int(metrics.get(name, {}).get("values", {}).get("count", 0))
-
-
-def _trend_latency(trend: dict) -> Latency:
-    try:
-        return Latency(avg_ms=trend["avg"], p50_ms=trend["med"], p90_ms=trend["p(90)"], p95_ms=trend["p(95)"],
-                       p99_ms=trend["p(99)"], max_ms=trend["max"])
-    except KeyError as exc:
-        raise EngineOutputError(f"k6 summary lacks latency statistic {exc} (summaryTrendStats changed?)") from None
+def _latency(trend: K6Trend) -> Latency:
+    return Latency(avg_ms=trend.avg, p50_ms=trend.med, p90_ms=trend.p90, p95_ms=trend.p95, p99_ms=trend.p99,
+                   max_ms=trend.max)
 
 
 def parse_k6_summary(summary: dict, *, timeout_s: float | None = None) -> LoadOutcome:
@@ -115,29 +109,28 @@ def parse_k6_summary(summary: dict, *, timeout_s: float | None = None) -> LoadOu
     trend over every classified request, a request without an answer at the timeout at least (older
     summaries: `http_req_duration` under the summary rule of engines/latency.py, with `timeout_s`).
     """
-    metrics = summary.get("metrics", {})
-    duration_s = summary.get("state", {}).get("testRunDurationMs", 0) / 1000
+    out = parse_output(K6Summary, summary, "k6")
+    duration_s = out.state.test_run_duration_ms / 1000
     if duration_s <= 0:
         raise EngineOutputError("k6 summary has no state.testRunDurationMs")
-    answered = _count(metrics, "pgarena_2xx")
+    answered = out.count("pgarena_2xx")
     errors = Errors(
-        non_2xx=_count(metrics, "pgarena_non_2xx"),
-        connect=_count(metrics, "pgarena_connect_errors"),
-        timeout=_count(metrics, "pgarena_timeouts"),
-        other=_count(metrics, "pgarena_other_errors"),
+        non_2xx=out.count("pgarena_non_2xx"),
+        connect=out.count("pgarena_connect_errors"),
+        timeout=out.count("pgarena_timeouts"),
+        other=out.count("pgarena_other_errors"),
     )
-    if answered + errors.non_2xx == 0 or "http_req_duration" not in metrics:
+    if answered + errors.non_2xx == 0 or "http_req_duration" not in out.metrics:
         raise EngineOutputError(
             f"k6 received no HTTP response in {duration_s:.1f} s "
             f"(connect errors {errors.connect}, timeouts {errors.timeout}, other {errors.other})"
         )
     responses, failed = answered + errors.non_2xx, errors.unanswered
-    if "pgarena_latency" in metrics:
-        latency = _trend_latency(metrics["pgarena_latency"].get("values", {}))
+    if "pgarena_latency" in out.metrics:
+        latency = _latency(out.trend("pgarena_latency"))
         latency.censored = censored_fields(responses, failed)
     else:  # a summary from before pgarena_latency: http_req_duration, where a refused request is ~0 ms
-        latency = raise_to_timeout(_trend_latency(metrics["http_req_duration"].get("values", {})), responses,
-                                   failed, timeout_s)
+        latency = raise_to_timeout(_latency(out.trend("http_req_duration")), responses, failed, timeout_s)
     requests = answered + errors.total
     return LoadOutcome(
         requests=requests,
@@ -145,7 +138,7 @@ def parse_k6_summary(summary: dict, *, timeout_s: float | None = None) -> LoadOu
         latency=latency,
         errors=errors,
         status_codes={"2xx": answered, "non-2xx": errors.non_2xx},
-        checks_total=_count(metrics, "pgarena_checks"),
-        checks_failed=_count(metrics, "pgarena_checks_failed"),
-        dropped=_count(metrics, "dropped_iterations") if "dropped_iterations" in metrics else None,
+        checks_total=out.count("pgarena_checks"),
+        checks_failed=out.count("pgarena_checks_failed"),
+        dropped=out.count("dropped_iterations") if "dropped_iterations" in out.metrics else None,
     )

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pgarena.load.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary, tool_cache_dir
 from pgarena.load.engines.latency import from_durations, from_summary
+from pgarena.load.engines.outputs import OhaOutput, parse_output
 from pgarena.results.models import Errors, Latency
 from pgarena.system.process import first_line
 
@@ -146,13 +147,15 @@ def classify_oha_errors(distribution: dict[str, int]) -> tuple[Errors, int]:
     return Errors(connect=connect, timeout=timeout, other=other), aborted
 
 
-def _listed_quantile(percentiles: dict) -> Callable[[float], float]:
+def _listed_quantile(percentiles: dict[str, float]) -> Callable[[float], float]:
     """The answered requests' quantile q from oha's listed percentiles (p10 … p99.99): the smallest
     listed one at or above q, so a quantile oha did not list is never understated."""
-    listed = sorted((float(key[1:]) / 100, float(value or 0.0) * 1000) for key, value in percentiles.items())
+    listed = sorted((float(key[1:]) / 100, value * 1000) for key, value in percentiles.items())
+    if not listed:
+        raise EngineOutputError("oha JSON lists no latency percentiles")
 
     def quantile(q: float) -> float:
-        return next((value for p, value in listed if p >= q - 1e-12), listed[-1][1] if listed else 0.0)
+        return next((value for p, value in listed if p >= q - 1e-12), listed[-1][1])
 
     return quantile
 
@@ -161,19 +164,15 @@ def parse_oha_json(data: dict, *, timeout_s: float | None = None,
                    durations_ms: list[float] | None = None) -> LoadOutcome:
     """A LoadOutcome from oha's `--output-format json` document (and, when given, every answered
     request's latency from oha's `--db-url` file; requests without an answer count at `timeout_s`)."""
-    try:
-        summary = data["summary"]
-        percentiles = data["latencyPercentiles"]
-        statuses = {str(k): int(v) for k, v in data.get("statusCodeDistribution", {}).items()}
-        duration = float(summary["total"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise EngineOutputError(f"oha JSON lacks {exc}") from None
-    errors, _aborted = classify_oha_errors(data.get("errorDistribution", {}))
+    out = parse_output(OhaOutput, data, "oha")
+    statuses = {str(code): count for code, count in out.status_code_distribution.items()}
+    duration = out.summary.total
+    errors, _aborted = classify_oha_errors(out.error_distribution)
     errors.non_2xx = sum(count for code, count in statuses.items() if not code.startswith("2"))
     responses = sum(statuses.values())
     requests = responses + errors.connect + errors.timeout + errors.other
     if responses == 0:
-        raise EngineOutputError(f"oha received no response in {duration:.1f} s (errors: {data.get('errorDistribution')})")
+        raise EngineOutputError(f"oha received no response in {duration:.1f} s (errors: {out.error_distribution})")
 
     failed = errors.unanswered
     timeout_ms = timeout_s * 1000 if timeout_s is not None else None
@@ -181,9 +180,13 @@ def parse_oha_json(data: dict, *, timeout_s: float | None = None,
     if durations_ms is not None and len(durations_ms) == responses and timeout_ms is not None:
         latency = from_durations(durations_ms, failed, timeout_ms)
     else:
-        latency = from_summary(answered_quantile=_listed_quantile(percentiles),
-                               avg_ms=float(summary.get("average") or 0.0) * 1000,
-                               max_ms=float(summary.get("slowest") or 0.0) * 1000,
+        unlisted = [key for key, value in out.latency_percentiles.items() if value is None]
+        if out.summary.average is None or out.summary.slowest is None or unlisted:
+            raise EngineOutputError(f"oha answered {responses} requests but wrote no latency "
+                                    f"({'average/slowest' if not unlisted else ', '.join(unlisted)} null)")
+        listed = {key: value for key, value in out.latency_percentiles.items() if value is not None}
+        latency = from_summary(answered_quantile=_listed_quantile(listed),
+                               avg_ms=out.summary.average * 1000, max_ms=out.summary.slowest * 1000,
                                answered=responses, failed=failed, timeout_ms=timeout_ms)
     return LoadOutcome(
         requests=requests,

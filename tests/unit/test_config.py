@@ -294,7 +294,7 @@ def test_redacted_config_hides_the_password(tmp_path, four_cpus):
 def test_redacted_config_is_json_ready_and_complete(tmp_path, four_cpus):
     cfg = build_config(project_dir=tmp_path)
     data = cfg.redacted()
-    assert set(data) == set(RunConfig.model_fields)
+    assert set(data) == {field.serialization_alias or name for name, field in RunConfig.model_fields.items()}
     assert data["database_url"] is None
     assert data["stacks_dir"] == str(tmp_path / "stacks")
     assert data["server_cpus"] == [1, 2, 3]

@@ -40,7 +40,7 @@ def test_a_schema_2_document_is_migrated_rps_becoming_answered_work(tmp_path):
             cell["summary"].pop("requests_per_second_all", None)
     (tmp_path / "results.json").write_text(json.dumps(document))
     migrated = load(tmp_path)
-    assert migrated.schema_version == SCHEMA_VERSION == 3
+    assert migrated.schema_version == SCHEMA_VERSION == 4
     cell = next(c for c in migrated.cells if c.repetitions and c.summary)
     rep = cell.repetitions[0]
     assert rep.rps == (rep.requests - 7) / rep.duration_seconds
@@ -52,3 +52,35 @@ def test_a_schema_2_document_is_migrated_rps_becoming_answered_work(tmp_path):
     if cell.summary.rps_interval is not None:
         assert cell.summary.rps_interval.low <= statistics.fmean(r.rps for r in cell.repetitions) <= \
             cell.summary.rps_interval.high
+
+
+def test_a_schema_3_document_stores_its_durations_in_seconds_after_loading(tmp_path):
+    """Schema 3 stored the configuration's durations as `duration_s`; 4 uses the document's `_seconds`."""
+    import json
+
+    from pgarena.results.store import load, save
+    from tests.fixtures.report_run import sample_results
+
+    save(sample_results(), tmp_path)
+    document = json.loads((tmp_path / "results.json").read_text())
+    document["schema_version"] = 3
+    config = document["config"]
+    for name in ("duration", "warmup", "warmup_cap"):
+        config[f"{name}_s"] = config.pop(f"{name}_seconds")
+    (tmp_path / "results.json").write_text(json.dumps(document))
+    migrated = load(tmp_path)
+    assert migrated.schema_version == 4
+    assert migrated.config["duration_seconds"] == 2.0 and migrated.config["warmup_cap_seconds"] == 15.0
+    assert not [key for key in migrated.config if key.endswith("_s")]
+
+
+def test_the_stored_configuration_uses_seconds_and_is_read_back(monkeypatch, tmp_path):
+    """A run's stored config has no `_s` key, and a resumed run reads it back into the same settings."""
+    from pgarena.config.run import RunConfig, build_config
+
+    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+    config = build_config(profile="quick", project_dir=tmp_path, overrides={"duration_s": 3.5})
+    stored = config.redacted()
+    assert stored["duration_seconds"] == 3.5 and not [key for key in stored if key.endswith("_s")]
+    assert RunConfig.model_validate(stored) == config
+

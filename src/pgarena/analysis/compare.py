@@ -277,7 +277,7 @@ def environment_differences(a: RunResults, b: RunResults, stacks: set[str] | Non
         for name in ("framework", "framework_version", "driver", "driver_version", "server", "pooler",
                      "prepared_statements"):
             check(matters, f"stack {stack_id}: {name}", getattr(sa, name), getattr(sb, name))
-    for name in ("profile", "duration_s", "warmup_s", "vus", "pool_size", "workers", "engine"):
+    for name in ("profile", "duration_seconds", "warmup_seconds", "vus", "pool_size", "workers", "engine"):
         check(matters, f"config.{name}", a.config.get(name), b.config.get(name))
     for name in ("hostname", "pgarena_version", "pgarena_git_revision", "kernel", "os", "python", "memory_bytes"):
         check(info, name, getattr(ea, name), getattr(eb, name))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.config.stackdef import check_role_name
 from pgarena.contract import workloads as wl
@@ -144,6 +144,13 @@ def default_cpu_sets() -> tuple[list[int], list[int]]:
     return cpus[:1], cpus[1:]
 
 
+def _seconds(name: str, *args: Any, **kwargs: Any) -> Any:
+    """A `<name>_s` setting stored in results.json as `<name>_seconds` (the document's unit suffix);
+    both names are read back (a resumed run of schema 3 and earlier stored `_s`)."""
+    stored = name.removesuffix("_s") + "_seconds"
+    return Field(*args, validation_alias=AliasChoices(name, stored), serialization_alias=stored, **kwargs)
+
+
 class RunConfig(BaseModel):
     """Everything a run needs; stored verbatim (password redacted) in results.json."""
 
@@ -153,14 +160,14 @@ class RunConfig(BaseModel):
     engine: Engine = DEFAULT_ENGINE
     stacks: list[str] | None = Field(None, description="selected stack ids; None = all available")
     workloads: list[str] = Field(default_factory=lambda: list(DEFAULT_WORKLOADS))
-    warmup_s: float = Field(gt=0)
-    duration_s: float = Field(gt=0)
+    warmup_s: float = _seconds("warmup_s", gt=0)
+    duration_s: float = _seconds("duration_s", gt=0)
     repetitions: int = Field(ge=1, description="minimum measured windows per cell")
     max_repetitions: int = Field(ge=1, description="most measured windows per cell")
     target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
                                          description="stop repeating once the RPS interval is within ± this")
     confidence_level: float = Field(DEFAULT_CONFIDENCE_LEVEL, gt=0, lt=1)
-    cell_budget_s: float = Field(gt=0, description="stop repeating once this many seconds were measured")
+    cell_budget_s: float = _seconds("cell_budget_s", gt=0, description="stop repeating once this many seconds were measured")
     vus: list[int]
     perf_test_rows: list[int]
     users_limits: list[int]
@@ -178,15 +185,15 @@ class RunConfig(BaseModel):
     slo_max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, lt=1)
     slo_budget_steps: int = Field(8, ge=1, description="measured windows the search may use per stack × workload")
     headroom: bool = Field(True, description="measure the generator's own ceiling against a trivial endpoint")
-    ceiling_s: int = Field(DEFAULT_CEILING_SECONDS, ge=0, description=(
+    ceiling_s: int = _seconds("ceiling_s", DEFAULT_CEILING_SECONDS, ge=0, description=(
         "seconds of pgbench per workload × parameter for the database's own ceiling (0 = not measured)"))
     cold_start_requests: int = Field(20, ge=1, description="first requests timed right after a stack is healthy")
     pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1)
     workers: int = Field(ge=1, description="worker processes/threads for every stack")
     generator_cpus: list[int]
     server_cpus: list[int]
-    http_timeout_s: float = Field(DEFAULT_HTTP_TIMEOUT_S, gt=0)
-    warmup_cap_s: float = Field(DEFAULT_WARMUP_CAP_S, gt=0, description=(
+    http_timeout_s: float = _seconds("http_timeout_s", DEFAULT_HTTP_TIMEOUT_S, gt=0)
+    warmup_cap_s: float = _seconds("warmup_cap_s", DEFAULT_WARMUP_CAP_S, gt=0, description=(
         "longest warm-up of one cell: each cell warms until its throughput is steady (warmup.py) or this"))
     seed: int | None = Field(None, description="seed of the shuffled stack order (a run draws one if not given)")
     database_url: str | None = Field(None, description="external database; None = managed cluster")
@@ -206,7 +213,7 @@ class RunConfig(BaseModel):
         "interleaved: all stacks run together and every round measures each (stack, cell) once in a fresh "
         "random order; sequential: stack after stack, each cell's repetitions back to back"))
     schedule_seed: int | None = Field(None, description="seed of the interleaved rounds' order (None = random, recorded)")
-    rewarm_s: float | None = Field(None, ge=0, description=(
+    rewarm_s: float | None = _seconds("rewarm_s", None, ge=0, description=(
         "interleaved: uncounted load right before each measured window (None = the warm-up, at most 2 s)"))
     baseline: str | None = Field(None, description="a stack every other stack's paired ratio is also given to")
 
@@ -305,7 +312,7 @@ class RunConfig(BaseModel):
 
     def redacted(self) -> dict:
         """The config as stored: every password (in URLs, conninfo strings, --db-password) replaced by '***'."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", by_alias=True)
         for key in ("database_url", "admin_database_url"):
             if data.get(key):
                 data[key] = redact_secrets(data[key])

@@ -436,7 +436,7 @@ def environment_section(results: RunResults) -> str:
         *[(f"engine {name}", version) for name, version in env.engine_versions.items()],
         *[(f"`{cmd}`", out) for cmd, out in env.toolchains.items()],
         ("Profile", f"{cfg.get('profile')}: warm-up {_warmup_rule(cfg)}, {_repetitions(cfg)} × "
-                    f"{cfg.get('duration_s')} s windows per cell, engine {cfg.get('engine')}"),
+                    f"{cfg.get('duration_seconds')} s windows per cell, engine {cfg.get('engine')}"),
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
         ("Generator headroom", _headroom(results)),
         ("Fairness knobs", f"pool size {cfg.get('pool_size')} connections per stack, {cfg.get('workers')} worker(s)"),
@@ -455,9 +455,9 @@ def environment_section(results: RunResults) -> str:
 
 
 def _warmup_rule(cfg: dict) -> str:
-    if cfg.get("warmup_cap_s") is None:  # results from before steady warm-ups
-        return f"{cfg.get('warmup_s')} s"
-    return f"until steady, at least {cfg.get('warmup_s')} s, at most {cfg.get('warmup_cap_s')} s"
+    if cfg.get("warmup_cap_seconds") is None:  # results from before steady warm-ups
+        return f"{cfg.get('warmup_seconds')} s"
+    return f"until steady, at least {cfg.get('warmup_seconds')} s, at most {cfg.get('warmup_cap_seconds')} s"
 
 
 def _repetitions(cfg: dict) -> str:

@@ -40,5 +40,21 @@ def update_to_3(document: dict) -> dict:
     return document
 
 
-MIGRATIONS = {2: update_to_3}
+CONFIG_SECONDS = ("warmup_s", "warmup_cap_s", "duration_s", "cell_budget_s", "ceiling_s", "http_timeout_s",
+                  "rewarm_s")
+"""Settings stored as `<name>_s` up to schema 3; the document's unit suffix is `_seconds` everywhere."""
+
+
+def update_to_4(document: dict) -> dict:
+    """Schema 3 → 4: the stored configuration's durations end in `_seconds` like every other figure
+    of the document (`duration_s` → `duration_seconds`, ...). Nothing else changed."""
+    config = document.get("config") or {}
+    for name in CONFIG_SECONDS:
+        if name in config:
+            config[name.removesuffix("_s") + "_seconds"] = config.pop(name)
+    document["schema_version"] = 4
+    return document
+
+
+MIGRATIONS = {2: update_to_3, 3: update_to_4}
 """schema_version → the function that lifts a document of that version by one."""

@@ -9,6 +9,8 @@ Schema history:
 - 2: open model (Cell.model, arrival rates, dropped requests), confidence intervals and adaptive
   repetitions (CellSummary.rps_interval, stop_reason), CPU fractions and their accounting source, SLO
   searches, generator headroom, cold starts of stacks.
+- 3: rps = 2xx answers per second, interleaved rounds, window accounting, the database ceiling.
+- 4: the stored configuration's durations in `_seconds` (the unit suffix of the whole document).
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pgarena.contract.values import Verdict
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """History: 1 — the foundation (refused: no migration); 2 — adaptive repetitions, open model, SLO searches;
 3 — `rps` is 2xx answers per second (was every completed request), interleaved rounds, window accounting,
-request variants, observed connections, the database ceiling. Older documents are migrated on load by the
+request variants, observed connections, the database ceiling; 4 — the stored configuration's durations end in
+`_seconds` like every other figure (was `_s`). Older documents are migrated on load by the
 `update_to_N` functions below (pyperf and asv do the same), never rewritten on disk."""
 RESULTS_FILE = "results.json"
 

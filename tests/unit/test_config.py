@@ -109,10 +109,42 @@ def test_seed_profile_is_the_seed_matrix():
     assert seed.duration_s == 60
 
 
-def test_seed_profile_runs_only_perf_test_with_constant_vus():
+def test_seed_profile_runs_seed_000s_six_scenarios_with_constant_vus():
     seed = PROFILES["seed"]
-    assert seed.workloads == ["perf-test"]
+    assert seed.workloads == ["perf-test", "perf-minimal", "perf-post", "perf-nested", "perf-large-payload",
+                              "perf-many-params"]
     assert seed.arrival_rates == [], "seed 000 is a closed-model matrix"
+
+
+def test_seed_profile_follows_the_seed_server_profile_for_the_scenarios(tmp_path, four_cpus):
+    from pgarena.config.run import workload_parameters, workload_vus
+
+    config = build_config(profile="seed", project_dir=tmp_path)
+    assert workload_vus(config, "perf-minimal") == [100, 200, 500]
+    assert workload_vus(config, "perf-many-params") == [50, 100, 200]
+    assert workload_vus(config, "perf-test") == [1, 50, 100]
+    assert workload_parameters(config, "perf-post") == [10, 100]
+    assert workload_parameters(config, "perf-nested") == [1, 2, 3]
+    assert workload_parameters(config, "perf-large-payload") == [100, 500]
+    assert workload_parameters(config, "perf-minimal") == [None]
+    explicit = build_config(profile="seed", project_dir=tmp_path, overrides={"vus": [7]})
+    assert workload_vus(explicit, "perf-minimal") == [7], "--vus replaces every workload's levels"
+
+
+def test_quick_profile_runs_one_parameter_of_each_scenario(tmp_path, four_cpus):
+    from pgarena.config.run import workload_parameters
+
+    config = build_config(profile="quick", project_dir=tmp_path)
+    for workload in ("perf-post", "perf-nested", "perf-large-payload"):
+        assert len(workload_parameters(config, workload)) == 1
+    assert set(WORKLOAD_NAMES) <= set(config.workloads)
+
+
+@pytest.mark.parametrize("field,value", [("post_records", [0]), ("post_records", [1001]), ("nested_depths", [4]),
+                                         ("payload_kb", [2048]), ("payload_kb", [])])
+def test_scenario_parameters_out_of_range_are_refused_naming_the_option(tmp_path, four_cpus, field, value):
+    with pytest.raises(ValueError, match="--" + field.replace("_", "-").replace("-kb", "-kb")):
+        build_config(project_dir=tmp_path, overrides={field: value})
 
 
 def test_full_profile_has_open_model_slo_search_and_adaptive_repetitions():

@@ -21,7 +21,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
-from pgarena.contract.flags import INEXACT, INVALID
+from pgarena.contract.flags import DEMONSTRATION, INEXACT, INVALID
 from pgarena.results.models import Cell
 from pgarena.stats.intervals import confidence_interval, rank_with_ties
 
@@ -90,7 +90,7 @@ def in_field(cell: Cell) -> bool:
     """Measured, valid and with an interval: it takes part in the ranking (noisy or not)."""
     s = cell.summary
     return (cell.status == "ok" and s is not None and s.rps_interval is not None
-            and not any(flag in INVALID for flag in cell.flags))
+            and not any(flag in INVALID or flag == DEMONSTRATION for flag in cell.flags))
 
 
 Field = Callable[[Cell], bool]

@@ -15,7 +15,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from pgarena.config.stackdef import check_role_name
 from pgarena.contract import workloads as wl
-from pgarena.contract.workloads import WORKLOAD_NAMES
+from pgarena.contract.workloads import PERF_MANY_PARAMS, PERF_MINIMAL, SCENARIOS, WORKLOAD_NAMES
 from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_MAX_ERROR_RATE = 0.01
@@ -68,10 +68,23 @@ class Profile(BaseModel):
     vus: list[int] = Field(description="closed-model load levels: concurrent connections / VUs")
     perf_test_rows: list[int]
     users_limits: list[int]
+    post_records: list[int] = Field(default_factory=lambda: [10], description="perf-post rows per request")
+    nested_depths: list[int] = Field(default_factory=lambda: [3], description="perf-nested depths (100 rows each)")
+    payload_kb: list[int] = Field(default_factory=lambda: [100], description="perf-large-payload sizes (KiB)")
+    workload_vus: dict[str, list[int]] = Field(default_factory=dict, description=(
+        "load levels of a workload that differ from `vus` (seed 000's server profile)"))
     arrival_rates: list[str] = Field(default_factory=list, description="open-model levels (see RunConfig)")
     slo_p99_ms: float | None = Field(None, description="search max sustainable RPS under this p99 (None: no search)")
     workloads: list[str] | None = Field(None, description="the profile's workloads (None: all)")
 
+
+SEED_SCENARIO_PARAMETERS: dict[str, list[int]] = {
+    "post_records": [10, 100], "nested_depths": [1, 2, 3], "payload_kb": [100, 500]}
+"""Seed 000's server profile for its newer scenarios: perf-post with 10 and 100 records, perf-nested 100 records
+at depths 1/2/3, perf-large-payload 100 and 500 KiB."""
+SEED_SCENARIO_VUS: dict[str, list[int]] = {PERF_MINIMAL: [100, 200, 500], PERF_MANY_PARAMS: [50, 100, 200]}
+"""…and its load levels where they differ from perf-test's: perf-minimal at 100/200/500 VUs, perf-many-params at
+50/100/200."""
 
 PROFILES: dict[str, Profile] = {
     p.name: p
@@ -101,10 +114,12 @@ PROFILES: dict[str, Profile] = {
             vus=[1, 50, 100],
             perf_test_rows=[1, 10, 100, 500],
             users_limits=[20, 50, 250, 1000, 5000],
+            **SEED_SCENARIO_PARAMETERS,
         ),
         Profile(
             name="seed",
-            description="seed 000's matrix: perf-test rows 1/10/100/500 x VUs 1/50/100, 60 s windows, constant VUs",
+            description=("seed 000's matrix: perf-test rows 1/10/100/500 x VUs 1/50/100 and its five newer scenarios "
+                         "at the seed's server profile, 60 s windows, constant VUs"),
             warmup_s=10,
             duration_s=60,
             repetitions=3,
@@ -113,7 +128,9 @@ PROFILES: dict[str, Profile] = {
             vus=[1, 50, 100],
             perf_test_rows=[1, 10, 100, 500],
             users_limits=[20, 50, 250, 1000, 5000],
-            workloads=["perf-test"],
+            **SEED_SCENARIO_PARAMETERS,
+            workload_vus=SEED_SCENARIO_VUS,
+            workloads=["perf-test", *SCENARIOS],
         ),
         Profile(
             name="full",
@@ -126,6 +143,7 @@ PROFILES: dict[str, Profile] = {
             vus=[1, 50, 100],
             perf_test_rows=[1, 100, 500],
             users_limits=[20, 1000],
+            **SEED_SCENARIO_PARAMETERS,
             arrival_rates=["50%", "90%", "150%"],
             slo_p99_ms=DEFAULT_SLO_P99_MS,
         ),
@@ -171,6 +189,11 @@ class RunConfig(BaseModel):
     vus: list[int]
     perf_test_rows: list[int]
     users_limits: list[int]
+    post_records: list[int] = Field(default_factory=lambda: [10], description="perf-post rows per request")
+    nested_depths: list[int] = Field(default_factory=lambda: [3], description="perf-nested depths (100 rows each)")
+    payload_kb: list[int] = Field(default_factory=lambda: [100], description="perf-large-payload sizes (KiB)")
+    workload_vus: dict[str, list[int]] = Field(default_factory=dict, description=(
+        "load levels of a workload that differ from `vus` (the seed profile: seed 000's server profile)"))
     arrival_rates: list[str] = Field(default_factory=list, description=(
         "open-model levels per cell parameter: '2000' = 2000 requests/s, '90%' = 90 % of the highest median "
         "RPS the closed-model cells of the same stack, workload and parameter reached"))
@@ -246,6 +269,24 @@ class RunConfig(BaseModel):
     def _positive_levels(cls, levels: list[int]) -> list[int]:
         if not levels or any(level < 1 for level in levels):
             raise ValueError("load levels must be positive integers")
+        return levels
+
+    @field_validator("post_records", "nested_depths", "payload_kb")
+    @classmethod
+    def _in_range(cls, values: list[int], info) -> list[int]:
+        low, high, option = {"post_records": (*wl.RECORDS_RANGE, "--post-records"),
+                             "nested_depths": (*wl.DEPTH_RANGE, "--nested-depths"),
+                             "payload_kb": (*wl.SIZE_KB_RANGE, "--payload-kb")}[info.field_name]
+        if not values or any(not low <= value <= high for value in values):
+            raise ValueError(f"{option} takes values from {low} to {high}, got {values}")
+        return values
+
+    @field_validator("workload_vus")
+    @classmethod
+    def _known_levels(cls, levels: dict[str, list[int]]) -> dict[str, list[int]]:
+        for name, values in levels.items():
+            if name not in WORKLOAD_NAMES or not values or any(v < 1 for v in values):
+                raise ValueError(f"workload_vus: '{name}' needs a known workload and positive levels")
         return levels
 
     @field_validator("arrival_rates")
@@ -399,6 +440,10 @@ def build_config(
         "vus": base.vus,
         "perf_test_rows": base.perf_test_rows,
         "users_limits": base.users_limits,
+        "post_records": base.post_records,
+        "nested_depths": base.nested_depths,
+        "payload_kb": base.payload_kb,
+        "workload_vus": base.workload_vus,
         "arrival_rates": base.arrival_rates,
         "slo_p99_ms": base.slo_p99_ms,
         "generator_cpus": generator_cpus,
@@ -409,6 +454,8 @@ def build_config(
     if base.workloads is not None:
         values["workloads"] = base.workloads
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if "vus" in given and "workload_vus" not in given:
+        given["workload_vus"] = {}  # --vus is every workload's levels, the profile's per-workload ones too
     if "repetitions" in given and "max_repetitions" not in given:
         given["max_repetitions"] = given["repetitions"]  # an explicit count is exact unless a maximum is given too
     values.update(given)
@@ -417,6 +464,15 @@ def build_config(
 
 
 def workload_parameters(config: RunConfig, workload: str) -> list[int | None]:
-    """The parameters a workload is measured at (perf-test rows, users limits; [None] for the others).
-    The first is the workload's headline parameter: cold start and the SLO search use it."""
-    return {wl.PERF_TEST: list(config.perf_test_rows), wl.USERS: list(config.users_limits)}.get(workload, [None])
+    """The parameters a workload is measured at (perf-test rows, users limits, perf-post records, perf-nested
+    depths, perf-large-payload KiB; [None] for the others). The first is the workload's headline parameter:
+    cold start and the SLO search use it."""
+    return {wl.PERF_TEST: list(config.perf_test_rows), wl.USERS: list(config.users_limits),
+            wl.PERF_POST: list(config.post_records), wl.PERF_NESTED: list(config.nested_depths),
+            wl.PERF_LARGE_PAYLOAD: list(config.payload_kb)}.get(workload, [None])
+
+
+def workload_vus(config: RunConfig, workload: str) -> list[int]:
+    """The closed-model load levels of a workload: its own where the profile gives them, else `vus`.
+    An explicit --vus applies to every workload (it replaces the profile's levels)."""
+    return list(config.workload_vus.get(workload, config.vus))

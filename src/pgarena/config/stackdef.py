@@ -151,6 +151,9 @@ class StackDef(_Strict):
     workloads: list[WorkloadName] = Field(min_length=1)
     requires: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    competes: bool = Field(True, description=(
+        "false for a stack kept to show a mistake (an anti-pattern on purpose): it is measured and shown, "
+        "listed apart, and never ranked"))
     version_commands: list[list[str]] = Field(default_factory=list)
     source_globs: list[str] = Field(default_factory=list)
     build: BuildSpec | None = None

@@ -38,6 +38,9 @@ QUERIES_WRONG = "queries-wrong"
 COLUMNS_WRONG = "columns-wrong"
 """The stack's answers have ❌ columns: it answered every request from the database, but some values are
 not exact. Ranked among all stacks, not among the stacks whose answers are exact."""
+DEMONSTRATION = "demonstration"
+"""The stack does not compete (its stack.toml says `competes = false`): a mistake kept on purpose to show
+what it costs (e.g. a blocking driver inside async handlers). Shown beside the others, never ranked."""
 INVALID = (FAILURES, DROPPED, CHECKS_FAILED, INVARIANTS_BROKEN, QUERIES_WRONG, VARIANTS_WRONG, GENERATOR_BOUND,
            POOL_EXCEEDED)
 """Flags that make a cell's figures not comparable: such cells are shown but never ranked."""

@@ -10,10 +10,11 @@ import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 from urllib.parse import urlencode
 
-WorkloadName = Literal["perf-test", "users", "static", "tx", "graphql"]
+WorkloadName = Literal["perf-test", "users", "static", "tx", "graphql", "perf-minimal", "perf-post", "perf-nested",
+                       "perf-large-payload", "perf-many-params"]
 """Every workload pgarena knows, in the order tables list them: the one place the names are defined."""
 WORKLOAD_NAMES: tuple[str, ...] = get_args(WorkloadName)
 
@@ -22,12 +23,24 @@ USERS = "users"
 STATIC = "static"
 TX = "tx"
 GRAPHQL = "graphql"
+PERF_MINIMAL = "perf-minimal"
+PERF_POST = "perf-post"
+PERF_NESTED = "perf-nested"
+PERF_LARGE_PAYLOAD = "perf-large-payload"
+PERF_MANY_PARAMS = "perf-many-params"
+SCENARIOS = (PERF_MINIMAL, PERF_POST, PERF_NESTED, PERF_LARGE_PAYLOAD, PERF_MANY_PARAMS)
+"""Seed 000's newer scenarios: functions that touch no table, so what differs is the framework's own work."""
 
 PERF_TEST_PATH = "/api/perf-test"
 USERS_PATH = "/api/users"
 STATIC_PATH = "/api/static"
 TX_PATH = "/api/tx"
 GRAPHQL_PATH = "/graphql"
+PERF_MINIMAL_PATH = "/api/perf-minimal"
+PERF_POST_PATH = "/api/perf-post"
+PERF_NESTED_PATH = "/api/perf-nested"
+PERF_LARGE_PAYLOAD_PATH = "/api/perf-large-payload"
+PERF_MANY_PARAMS_PATH = "/api/perf-many-params"
 JSON_CONTENT_TYPE = "application/json"
 
 TX_SCALE = 10
@@ -145,6 +158,47 @@ USERS_COLUMNS: dict[str, str] = {
 """Columns of the users answer and their PostgreSQL types."""
 
 
+NESTED_RECORDS = 100
+"""Rows of every perf-nested answer (seed 000's server profile: 100 records at depths 1, 2 and 3)."""
+RECORDS_RANGE = (1, 1000)
+"""Valid `_records` of perf-post and perf-nested (and perf-test)."""
+DEPTH_RANGE = (1, 3)
+SIZE_KB_RANGE = (1, 1024)
+
+SEED_POST_PAYLOAD: dict[str, Any] = {
+    "name": "pgarena", "count": 42, "ratio": 0.5, "active": True, "tags": ["alpha", "beta"],
+    "meta": {"source": "load", "version": 1},
+}
+"""The payload every perf-post request of a load window carries."""
+VARIED_POST_PAYLOADS: tuple[dict[str, Any], ...] = (
+    {"s": "h\u00e9llo \u2603 \U0001d11e", "quote": "say \"hi\" \\ bye", "big": 12345678901234567890,
+     "beyond_double": -9007199254740993, "deep": {"x": [1, 2, {"y": None}], "empty": {}, "list": []}},
+    {"n": 0, "f": -1.25, "e": 1e-7, "t": True, "f2": False, "nul": None, "k": "tab\tnewline\nend"},
+)
+"""Payloads that catch a stack answering a fixed echo, or losing unicode, big integers or nesting."""
+
+MANY_PARAMS_TYPES: tuple[str, ...] = ("text", "int", "bool", "numeric", "text") * 4
+"""perf_many_params's 20 parameters `_p1` … `_p20`: the pattern text, int, bool, numeric, text, four times."""
+SEED_MANY_PARAMS: dict[str, str] = {
+    f"_p{i + 1}": {"text": f"value{i + 1}", "int": str(100 + i), "bool": "true" if i % 2 else "false",
+                   "numeric": f"{i + 1}.25"}[kind]
+    for i, kind in enumerate(MANY_PARAMS_TYPES)
+}
+"""The 20 query parameters of every perf-many-params load request."""
+VARIED_MANY_PARAMS: tuple[dict[str, str], ...] = (
+    {**{key: value for key, value in SEED_MANY_PARAMS.items()}, "_p1": "gr\u00fc\u00dfe \u2603", "_p2": "-2147483648",
+     "_p4": "12345678901234567890.123456", "_p10": "x&y=z", "_p20": "100% sure"},
+    {"_p1": "only the first"},
+)
+"""A full set with unicode, extreme and URL-hostile values, and one with only `_p1` (the rest SQL NULL)."""
+
+PERF_MINIMAL_COLUMNS = {"status": "text", "ts": "timestamptz"}
+PERF_POST_COLUMNS = {"row_num": "int4", "echo": "jsonb", "computed": "text"}
+PERF_NESTED_COLUMNS = {"row_num": "int4", "nested": "jsonb"}
+PERF_LARGE_PAYLOAD_COLUMNS = {"data": "text"}
+PERF_MANY_PARAMS_COLUMNS = {"param_count": "int4", "checksum": "text"}
+
+
 @dataclass(frozen=True)
 class Request:
     """One HTTP request of a workload, relative to the stack's base URL."""
@@ -197,6 +251,34 @@ def graphql_request(limit: int = GRAPHQL_LIMIT) -> Request:
     return Request("POST", GRAPHQL_PATH, graphql_body(limit), JSON_CONTENT_TYPE)
 
 
+def perf_minimal_request() -> Request:
+    return Request("GET", PERF_MINIMAL_PATH)
+
+
+def perf_post_body(records: int, payload: dict[str, Any] | None = None) -> bytes:
+    payload = SEED_POST_PAYLOAD if payload is None else payload
+    return json.dumps({"_records": records, "_payload": payload}, ensure_ascii=False,
+                      separators=(",", ":")).encode()
+
+
+def perf_post_request(records: int, payload: dict[str, Any] | None = None) -> Request:
+    """`POST /api/perf-post` with `{"_records": records, "_payload": payload}` (the seed payload unless given)."""
+    return Request("POST", PERF_POST_PATH, perf_post_body(records, payload), JSON_CONTENT_TYPE)
+
+
+def perf_nested_request(depth: int, records: int = NESTED_RECORDS) -> Request:
+    return Request("GET", f"{PERF_NESTED_PATH}?{urlencode({'_records': records, '_depth': depth})}")
+
+
+def perf_large_payload_request(size_kb: int) -> Request:
+    return Request("GET", f"{PERF_LARGE_PAYLOAD_PATH}?{urlencode({'_size_kb': size_kb})}")
+
+
+def perf_many_params_request(values: dict[str, str] | None = None) -> Request:
+    """`GET /api/perf-many-params?_p1=…&…&_p20=…` (the seed values unless given; absent ones are NULL)."""
+    return Request("GET", f"{PERF_MANY_PARAMS_PATH}?{urlencode(values or SEED_MANY_PARAMS)}")
+
+
 def load_request(workload: str, parameter: int | None) -> Request:
     """The request the load generator repeats for one cell (tx: the first body; the rest come from a
     bodies file, see random_tx_bodies)."""
@@ -210,6 +292,14 @@ def load_request(workload: str, parameter: int | None) -> Request:
         return tx_request(tx_body(1, 1, 1, 0))
     if workload == GRAPHQL:
         return graphql_request()
+    if workload == PERF_MINIMAL:
+        return perf_minimal_request()
+    if workload == PERF_MANY_PARAMS:
+        return perf_many_params_request()
+    if workload in (PERF_POST, PERF_NESTED, PERF_LARGE_PAYLOAD):
+        assert parameter is not None
+        return {PERF_POST: perf_post_request, PERF_NESTED: perf_nested_request,
+                PERF_LARGE_PAYLOAD: perf_large_payload_request}[workload](parameter)
     return static_request()
 
 
@@ -219,11 +309,14 @@ def expected_rows(workload: str, parameter: int | None) -> int | None:
         return parameter
     if workload == GRAPHQL:
         return GRAPHQL_LIMIT
-    return None
+    return {PERF_MINIMAL: 1, PERF_POST: parameter, PERF_NESTED: NESTED_RECORDS, PERF_LARGE_PAYLOAD: 1,
+            PERF_MANY_PARAMS: 1}.get(workload)
 
 
 DEFAULT_PATHS = {PERF_TEST: PERF_TEST_PATH, USERS: USERS_PATH, STATIC: STATIC_PATH, TX: TX_PATH,
-                 GRAPHQL: GRAPHQL_PATH}
+                 GRAPHQL: GRAPHQL_PATH, PERF_MINIMAL: PERF_MINIMAL_PATH, PERF_POST: PERF_POST_PATH,
+                 PERF_NESTED: PERF_NESTED_PATH, PERF_LARGE_PAYLOAD: PERF_LARGE_PAYLOAD_PATH,
+                 PERF_MANY_PARAMS: PERF_MANY_PARAMS_PATH}
 """Where the contract puts each workload; a stack.toml's `routes` may move them."""
 
 
@@ -237,5 +330,14 @@ def routed(path: str, routes: Mapping[str, str]) -> str:
     return path
 
 
-PARAMETER_NAMES = {PERF_TEST: "rows", USERS: "limit", STATIC: None, TX: None, GRAPHQL: None}
+PARAMETER_NAMES = {PERF_TEST: "rows", USERS: "limit", STATIC: None, TX: None, GRAPHQL: None, PERF_MINIMAL: None,
+                   PERF_POST: "records", PERF_NESTED: "depth", PERF_LARGE_PAYLOAD: "size_kb", PERF_MANY_PARAMS: None}
 """Name of each workload's load parameter (None: the workload has none)."""
+
+
+COLUMNS: dict[str, dict[str, str]] = {
+    PERF_TEST: PERF_TEST_COLUMNS, USERS: USERS_COLUMNS, PERF_MINIMAL: PERF_MINIMAL_COLUMNS,
+    PERF_POST: PERF_POST_COLUMNS, PERF_NESTED: PERF_NESTED_COLUMNS, PERF_LARGE_PAYLOAD: PERF_LARGE_PAYLOAD_COLUMNS,
+    PERF_MANY_PARAMS: PERF_MANY_PARAMS_COLUMNS,
+}
+"""Every row-answer workload's columns and their PostgreSQL types (graphql: GRAPHQL_FIELDS)."""

@@ -33,15 +33,21 @@ EXPECTED: dict[str, tuple[int, int]] = {
     wl.STATIC: (0, 0),
     wl.TX: (5, 2),
     wl.GRAPHQL: (1, 0),
+    **{name: (1, 0) for name in wl.SCENARIOS},
 }
 """Per request: (workload statements, allowed other statements). tx: 5 statements + BEGIN/COMMIT."""
 
 OBJECTS: dict[str, re.Pattern] = {
     wl.PERF_TEST: re.compile(r"\bperf_test\b", re.I),
     wl.USERS: re.compile(r"\busers\b", re.I),
-    wl.STATIC: re.compile(r"\b(perf_test|users|pgbench_\w+)\b", re.I),
+    wl.STATIC: re.compile(r"\b(perf_\w+|users|pgbench_\w+)\b", re.I),
     wl.TX: re.compile(r"\bpgbench_(accounts|tellers|branches|history)\b", re.I),
     wl.GRAPHQL: re.compile(r"\busers\b", re.I),
+    wl.PERF_MINIMAL: re.compile(r"\bperf_minimal\b", re.I),
+    wl.PERF_POST: re.compile(r"\bperf_post\b", re.I),
+    wl.PERF_NESTED: re.compile(r"\bperf_nested\b", re.I),
+    wl.PERF_LARGE_PAYLOAD: re.compile(r"\bperf_large_payload\b", re.I),
+    wl.PERF_MANY_PARAMS: re.compile(r"\bperf_many_params\b", re.I),
 }
 """What makes a statement a workload statement (static: any workload object at all)."""
 

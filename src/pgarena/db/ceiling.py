@@ -14,6 +14,7 @@ summary. `static` does not touch the database and has no ceiling.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -80,7 +81,33 @@ def workload_script(workload: str, parameter: int | None) -> PgbenchScript | Non
         return PgbenchScript(sql, None, ("-D", f"limit={limit}"), sql.strip().rstrip(";").replace(":limit", str(limit)))
     if workload == wl.TX:
         return PgbenchScript(None, "tpcb-like", (), "pgbench's built-in TPC-B-like transaction")
+    if workload in wl.SCENARIOS:
+        return _scenario_script(workload, parameter)
     return None
+
+
+def _scenario_script(workload: str, parameter: int | None) -> PgbenchScript:
+    """The scenario's function with the load request's arguments bound (perf-post: the seed payload)."""
+    if workload == wl.PERF_MINIMAL:
+        sql = "SELECT * FROM perf_minimal();\n"
+        return PgbenchScript(sql, None, (), sql.strip().rstrip(";"))
+    if workload == wl.PERF_POST:
+        payload = json.dumps(wl.SEED_POST_PAYLOAD, separators=(",", ":"))
+        return PgbenchScript("SELECT * FROM perf_post(:records::int, :payload::jsonb);\n", None,
+                             ("-D", f"records={parameter}", "-D", f"payload={payload}"),
+                             f"SELECT * FROM perf_post({parameter}, <seed payload>)")
+    if workload == wl.PERF_NESTED:
+        return PgbenchScript("SELECT * FROM perf_nested(:records::int, :depth::int);\n", None,
+                             ("-D", f"records={wl.NESTED_RECORDS}", "-D", f"depth={parameter}"),
+                             f"SELECT * FROM perf_nested({wl.NESTED_RECORDS}, {parameter})")
+    if workload == wl.PERF_LARGE_PAYLOAD:
+        return PgbenchScript("SELECT * FROM perf_large_payload(:kb::int);\n", None, ("-D", f"kb={parameter}"),
+                             f"SELECT * FROM perf_large_payload({parameter})")
+    names = [f"p{i + 1}" for i in range(len(wl.MANY_PARAMS_TYPES))]
+    bound = ", ".join(f":{name}::{kind}" for name, kind in zip(names, wl.MANY_PARAMS_TYPES))
+    defines = tuple(arg for name in names for arg in ("-D", f"{name}={wl.SEED_MANY_PARAMS['_' + name]}"))
+    return PgbenchScript(f"SELECT * FROM perf_many_params({bound});\n", None, defines,
+                         "SELECT * FROM perf_many_params(20 bound parameters)")
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,8 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
     ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
     verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
                                  users_limits=config.users_limits, timeout_s=config.http_timeout_s,
-                                 health_path=health_path, routes=routes, exit_code=server.exit_code)
+                                 health_path=health_path, routes=routes, exit_code=server.exit_code,
+                                 scenario_parameters={w: workload_parameters(config, w) for w in wl.SCENARIOS})
     ctx.results.verifications.extend(verifications)
     for v in verifications:
         ctx.log(f"[{stack.id}] {v.workload}: {verification_line(v)}")

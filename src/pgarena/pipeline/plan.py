@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
-from pgarena.config.run import RunConfig, parse_rate, workload_parameters
+from pgarena.config.run import RunConfig, parse_rate, workload_parameters, workload_vus
 from pgarena.config.stackdef import Stack, StackLoadError, load_stacks
 from pgarena.contract import workloads as wl
+from pgarena.contract.flags import DEMONSTRATION
 from pgarena.db.postgres import (
     ClusterSettings,
     PostgresError,
@@ -26,6 +27,7 @@ def stack_info(stack: Stack) -> StackInfo:
         id=d.id, title=d.title, language=d.language, framework=d.framework, framework_version=d.framework_version,
         driver=d.driver, driver_version=d.driver_version, server=d.server, pooler=d.pooler,
         prepared_statements=d.prepared_statements, workloads=list(d.workloads), notes=list(d.notes),
+        competes=d.competes,
         status="pending" if stack.available else "unavailable", reason=stack.unavailable_reason,
     )
 
@@ -78,7 +80,7 @@ def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
             common = dict(stack=stack.id, workload=workload, parameter_name=wl.PARAMETER_NAMES[workload],
                           parameter=parameter, engine=engine, warmup_seconds=config.warmup_s,
                           duration_seconds=config.duration_s)
-            for vus in config.vus:
+            for vus in workload_vus(config, workload):
                 cells.append(Cell(vus=vus, **common))
             for spec in config.arrival_rates:  # after the closed cells whose peak a relative rate scales
                 value, relative = parse_rate(spec)
@@ -89,6 +91,9 @@ def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
                 cells.append(Cell(vus=config.open_connections, model="open",
                                   arrival_rate_spec=spec + SHARED_SPEC_SUFFIX,
                                   arrival_rate=round(parse_rate(spec)[0] * base, 1), **common))
+    if not stack.definition.competes:
+        for cell in cells:
+            cell.flags.append(DEMONSTRATION)
     return cells
 
 

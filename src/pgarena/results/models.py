@@ -109,6 +109,7 @@ class StackInfo(_Model):
     server: str
     pooler: str
     prepared_statements: bool | None
+    competes: bool = Field(True, description="false: a demonstration (an anti-pattern on purpose), never ranked")
     workloads: list[str]
     notes: list[str]
     status: Literal["pending", "ok", "unavailable", "config_error", "build_failed", "start_failed", "crashed"]

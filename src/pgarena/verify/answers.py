@@ -6,11 +6,14 @@ It applies the rules verification applies (verify.py, values.py) to a single ans
   column of every row no worse than ⚠️ equivalent by values.judge against PostgreSQL's own JSON;
 - static: `{"status": "ok", "timestamp": <int ms>}` with the timestamp between the request's send and
   receive times, ± STATIC_TOLERANCE_MS (a cached answer carries an old timestamp);
+- perf-minimal: one row `{"status": "ok", "ts": ...}` whose ts lies in the request's own time, like static;
+- the other scenarios (perf-post, perf-nested, perf-large-payload, perf-many-params): rows, like perf-test;
 - tx: `{"abalance": <int>}`, equal to the expected balance when pgarena can predict it (checks.py).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection
 from typing import Any
 
@@ -22,10 +25,8 @@ STATIC_TOLERANCE_MS = 1000
 
 
 def _columns(workload: str) -> dict[str, str]:
-    if workload == wl.PERF_TEST:
-        return wl.PERF_TEST_COLUMNS
-    if workload == wl.USERS:
-        return wl.USERS_COLUMNS
+    if workload in wl.COLUMNS:
+        return wl.COLUMNS[workload]
     return {field: pg_type for field, (_, pg_type) in wl.GRAPHQL_FIELDS.items()}
 
 
@@ -80,6 +81,8 @@ def judge_answer(workload: str, expected: Any, *, status: int, content_type: str
         if not sent_ms - STATIC_TOLERANCE_MS <= stamp <= received_ms + STATIC_TOLERANCE_MS:
             return f"timestamp {stamp} outside the request's time {sent_ms:.0f}–{received_ms:.0f} ms"
         return None
+    if workload == wl.PERF_MINIMAL:
+        return _judge_minimal(parsed, body, sent_ms, received_ms, known_wrong)
     if workload == wl.TX:
         balance = parsed.get("abalance") if isinstance(parsed, dict) else None
         if not isinstance(parsed, dict) or set(parsed) != {"abalance"} or not _is_int(balance):
@@ -88,3 +91,24 @@ def judge_answer(workload: str, expected: Any, *, status: int, content_type: str
             return f"abalance {balance}, expected {expected['abalance']}"
         return None
     return judge_rows(workload, expected, parsed, known_wrong)
+
+
+def _judge_minimal(parsed: Any, body: bytes, sent_ms: float, received_ms: float,
+                   known_wrong: Collection[str]) -> str | None:
+    """`[{"status": "ok", "ts": <ISO 8601 with offset>}]` with ts within the request's own send → receive
+    interval ± STATIC_TOLERANCE_MS (the database's now() of this request; a cached answer is older)."""
+    row = parsed[0] if isinstance(parsed, list) and len(parsed) == 1 and isinstance(parsed[0], dict) else None
+    if row is None or row.get("status") != "ok":
+        return f"not [{{status: ok, ts}}]: {body[:80]!r}"
+    if "ts" in known_wrong:
+        return None
+    try:
+        stamp = dt.datetime.fromisoformat(str(row.get("ts")).strip())
+    except ValueError:
+        return f"ts {row.get('ts')!r} is not an ISO 8601 timestamp"
+    if stamp.tzinfo is None:
+        return f"ts {row.get('ts')!r} has no offset"
+    stamp_ms = stamp.timestamp() * 1000
+    if not sent_ms - STATIC_TOLERANCE_MS <= stamp_ms <= received_ms + STATIC_TOLERANCE_MS:
+        return f"ts {row.get('ts')} outside the request's time {sent_ms:.0f}–{received_ms:.0f} ms"
+    return None

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pgarena.contract import workloads as wl
-from pgarena.db.expected import expected_perf_test, expected_users
+from pgarena.db.expected import expected_answer, expected_perf_test, expected_users
 from pgarena.db.postgres import Database
 
 PERF_TEST_VARIANTS = 64
@@ -79,7 +79,7 @@ def requests_for(workload: str, parameter: int | None) -> list[wl.Request]:
 
 def read_variants(db: Database, workload: str, parameter: int | None) -> list[Variant]:
     """The variants of a read workload's cell with their expected answers from the database
-    (static: None — the answer's timestamp is judged against the clock)."""
+    (static and perf-minimal: None — the answer's timestamp is judged against the clock)."""
     if workload == wl.PERF_TEST:
         assert parameter is not None
         return [Variant(wl.perf_test_request(parameter, perf_test_values(i)),
@@ -91,6 +91,8 @@ def read_variants(db: Database, workload: str, parameter: int | None) -> list[Va
         rows = expected_users(db, wl.GRAPHQL_LIMIT)
         expected = [{field: row[column] for field, (column, _) in wl.GRAPHQL_FIELDS.items()} for row in rows]
         return [Variant(wl.graphql_request(), expected)]
+    if workload in wl.SCENARIOS:  # perf-minimal: None, its ts is judged against the clock like static's
+        return [Variant(wl.load_request(workload, parameter), expected_answer(db, workload, parameter))]
     return [Variant(wl.static_request())]
 
 

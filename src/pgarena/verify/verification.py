@@ -11,17 +11,19 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import httpx
 
 from pgarena.contract import workloads as wl
-from pgarena.contract.values import Verdict, judge, parse_json, worst
+from pgarena.contract.values import Verdict, parse_json
 from pgarena.db import accounting
 from pgarena.db.expected import expected_perf_test, expected_users
 from pgarena.db.postgres import Database
-from pgarena.results.models import Check, ColumnVerdict, RunResults, WorkloadVerification
+from pgarena.results.models import Check, RunResults, WorkloadVerification
 from pgarena.verify import badinput, http, txcheck
+from pgarena.verify.rows import ColumnTally, content_checks, get, rows_case
+from pgarena.verify.rows import send as send_request
+from pgarena.verify.scenarios import verify_scenario
 
 STATIC_CLOCK_TOLERANCE_MS = 5 * 60 * 1000
 """How far the static timestamp may be from pgarena's clock (same machine: generous)."""
@@ -36,85 +38,19 @@ row, 12345.6790, is another. No zero: exact decimal types may write 0.0000 as 0 
 zero cannot tell a float from a decimal (values.py judges it ⚠️)."""
 
 
-class _ColumnTally:
-    """Worst verdict per column over every compared row, keeping the first reason of that verdict."""
-
-    def __init__(self, columns: dict[str, str]) -> None:
-        self.columns = columns
-        self.state: dict[str, tuple[Verdict, str | None]] = {c: (Verdict.EXACT, None) for c in columns}
-
-    def add(self, expected: list[dict], actual: list[Any], case: str) -> None:
-        for index, (want, got) in enumerate(zip(expected, actual)):
-            for column, pg_type in self.columns.items():
-                if not isinstance(got, dict) or column not in got:
-                    verdict, reason = Verdict.WRONG, "column missing from the answer"
-                else:
-                    verdict, reason = judge(pg_type, want[column], got[column])
-                current, current_reason = self.state[column]
-                if worst(current, verdict) is not current or (verdict is current and current_reason is None
-                                                              and reason is not None):
-                    self.state[column] = (verdict, f"{case}, row {index + 1}: {reason}")
-
-    def verdicts(self) -> list[ColumnVerdict]:
-        return [
-            ColumnVerdict(column=c, pg_type=self.columns[c], verdict=v, reason=r) for c, (v, r) in self.state.items()
-        ]
-
-
-def content_checks(response: httpx.Response, case: str, *, graphql: bool = False) -> list[Check]:
-    """The answer's content is JSON, in no Content-Encoding the request did not accept."""
-    content_type = response.headers.get("content-type")
-    encoding = http.unrequested_encoding(response)
-    return [
-        Check(name=f"{case}: content type JSON", ok=wl.is_json_content_type(content_type, graphql=graphql),
-              detail=content_type),
-        Check(name=f"{case}: no content encoding the request did not accept", ok=encoding is None,
-              detail=None if encoding is None else
-              f"Content-Encoding: {encoding}, Accept-Encoding: {response.request.headers.get('accept-encoding')}"),
-    ]
-
-
-def _get(client: httpx.Client, path: str) -> tuple[httpx.Response | None, str | None]:
-    response = _send(client, wl.Request("GET", path))
-    return (None, response) if isinstance(response, str) else (response, None)
-
-
-def _rows_case(
-    client: httpx.Client, path: str, expected: list[dict], case: str, tally: _ColumnTally, checks: list[Check]
-) -> None:
-    response, error = _get(client, path)
-    if response is None:
-        checks.append(Check(name=f"{case}: answer", ok=False, detail=error))
-        return
-    checks.append(Check(name=f"{case}: status 200", ok=response.status_code == 200, detail=str(response.status_code)))
-    checks.extend(content_checks(response, case))
-    try:
-        body = parse_json(response.content)
-    except ValueError as exc:
-        checks.append(Check(name=f"{case}: JSON body", ok=False, detail=str(exc)[:200]))
-        return
-    if not isinstance(body, list):
-        checks.append(Check(name=f"{case}: a JSON array", ok=False, detail=f"got {type(body).__name__}"))
-        return
-    checks.append(
-        Check(name=f"{case}: {len(expected)} rows", ok=len(body) == len(expected), detail=f"got {len(body)} rows")
-    )
-    tally.add(expected, body, case)
-
-
 def verify_perf_test(client: httpx.Client, db: Database, rows: Sequence[int]) -> WorkloadVerification:
     checks: list[Check] = []
-    tally = _ColumnTally(wl.PERF_TEST_COLUMNS)
+    tally = ColumnTally(wl.PERF_TEST_COLUMNS)
     for records in sorted(set(rows)):
         request = wl.perf_test_request(records)
-        _rows_case(client, request.path, expected_perf_test(db, records), f"seed values, {records} rows", tally, checks)
+        rows_case(client, request.path, expected_perf_test(db, records), f"seed values, {records} rows", tally, checks)
     varied = wl.perf_test_request(VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
     expected = expected_perf_test(db, VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
-    _rows_case(client, varied.path, expected, f"varied values, {VARIED_CASE_ROWS} rows", tally, checks)
+    rows_case(client, varied.path, expected, f"varied values, {VARIED_CASE_ROWS} rows", tally, checks)
     for numeric in NUMERIC_CASE_VALUES:
         values = {**wl.SEED_PERF_TEST_VALUES, "_numeric": numeric}
         request = wl.perf_test_request(VARIED_CASE_ROWS, values)
-        _rows_case(client, request.path, expected_perf_test(db, VARIED_CASE_ROWS, values),
+        rows_case(client, request.path, expected_perf_test(db, VARIED_CASE_ROWS, values),
                    f"_numeric {numeric}, {VARIED_CASE_ROWS} rows", tally, checks)
     return WorkloadVerification(stack="", workload=wl.PERF_TEST, ok=all(c.ok for c in checks), checks=checks,
                                 columns=tally.verdicts())
@@ -122,9 +58,9 @@ def verify_perf_test(client: httpx.Client, db: Database, rows: Sequence[int]) ->
 
 def verify_users(client: httpx.Client, db: Database, limits: Sequence[int]) -> WorkloadVerification:
     checks: list[Check] = []
-    tally = _ColumnTally(wl.USERS_COLUMNS)
+    tally = ColumnTally(wl.USERS_COLUMNS)
     for limit in sorted(set(limits)):
-        _rows_case(client, wl.users_request(limit).path, expected_users(db, limit), f"limit {limit}", tally, checks)
+        rows_case(client, wl.users_request(limit).path, expected_users(db, limit), f"limit {limit}", tally, checks)
     return WorkloadVerification(stack="", workload=wl.USERS, ok=all(c.ok for c in checks), checks=checks,
                                 columns=tally.verdicts())
 
@@ -133,7 +69,7 @@ def verify_static(client: httpx.Client) -> WorkloadVerification:
     checks: list[Check] = []
     stamps: list[int] = []
     for attempt in (1, 2):
-        response, error = _get(client, wl.STATIC_PATH)
+        response, error = get(client, wl.STATIC_PATH)
         if response is None:
             checks.append(Check(name=f"request {attempt}: answer", ok=False, detail=error))
             break
@@ -175,7 +111,7 @@ def verify_tx(client: httpx.Client, db: Database, cases: int = TX_VERIFY_CASES) 
     for index, body in enumerate(wl.random_tx_bodies(cases, seed=TX_VERIFY_SEED)):
         fields = json.loads(body)
         before = _account_balance(db, fields["aid"])
-        response = _send(client, wl.tx_request(body))
+        response = send_request(client, wl.tx_request(body))
         if isinstance(response, str):
             checks.append(Check(name=f"tx {index + 1}: answer", ok=False, detail=response))
             continue
@@ -205,20 +141,12 @@ def _account_balance(db: Database, aid: int) -> int:
         return conn.execute("SELECT abalance FROM pgbench_accounts WHERE aid = %s", [aid]).fetchone()[0]
 
 
-def _send(client: httpx.Client, request: wl.Request) -> httpx.Response | str:
-    """The answer, or what went wrong at the HTTP level."""
-    try:
-        return http.send(client, request)
-    except httpx.HTTPError as exc:
-        return f"{type(exc).__name__}: {exc}"
-
-
 def verify_graphql(client: httpx.Client, db: Database) -> WorkloadVerification:
     """The GraphQL answer must hold the same users as the REST one, field by field."""
     checks: list[Check] = []
     columns = {field: pg_type for field, (_, pg_type) in wl.GRAPHQL_FIELDS.items()}
-    tally = _ColumnTally(columns)
-    response = _send(client, wl.graphql_request())
+    tally = ColumnTally(columns)
+    response = send_request(client, wl.graphql_request())
     if isinstance(response, str):
         checks.append(Check(name="graphql: answer", ok=False, detail=response))
         return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=False, checks=checks)
@@ -248,7 +176,7 @@ def _accounting_sender(client: httpx.Client, workload: str, parameter: int | Non
 
     def send(index: int) -> None:
         request = wl.tx_request(bodies[index]) if workload == wl.TX else wl.load_request(workload, parameter)
-        response = _send(client, request)
+        response = send_request(client, request)
         answered[0] += not isinstance(response, str) and response.status_code == 200
 
     return send, answered
@@ -256,6 +184,10 @@ def _accounting_sender(client: httpx.Client, workload: str, parameter: int | Non
 
 ACCOUNTING_ROWS = {wl.TX: 5, wl.STATIC: None}
 """Rows per request the accounting expects (tx: 3 updates, 1 select, 1 insert), else the load parameter."""
+
+
+def _rows_per_request(workload: str, parameter: int | None) -> int | None:
+    return wl.expected_rows(workload, parameter) if workload in wl.SCENARIOS else parameter
 
 
 def verify_stack(
@@ -270,6 +202,7 @@ def verify_stack(
     health_path: str = wl.STATIC_PATH,
     routes: dict[str, str] | None = None,
     exit_code: Callable[[], int | None] | None = None,
+    scenario_parameters: dict[str, list[int | None]] | None = None,
 ) -> list[WorkloadVerification]:
     """Verify every workload of one running stack: answers, bad input, database accounting.
 
@@ -280,6 +213,7 @@ def verify_stack(
     burst of refused requests is not "a cache"), and the workloads after it are not verified.
     """
     results = []
+    scenario_params = scenario_parameters or {}
     accounting_off = accounting.available(db)
     with http.http_client(base_url, timeout_s, routes or {}) as client:
         for workload in workloads:
@@ -293,6 +227,8 @@ def verify_stack(
                 verification, tx_200 = verify_tx(client, db)
             elif workload == wl.GRAPHQL:
                 verification = verify_graphql(client, db)
+            elif workload in wl.SCENARIOS:
+                verification = verify_scenario(client, db, workload, scenario_params.get(workload, [None]))
             else:
                 verification = verify_static(client)
             users_before = _users_count(db) if workload in (wl.USERS, wl.PERF_TEST) else None
@@ -307,18 +243,19 @@ def verify_stack(
                 after = _users_count(db)
                 verification.checks.append(Check(name="bad input left the users table intact",
                                                  ok=after == users_before, detail=f"{users_before} → {after} rows"))
-            alive = _get(client, health_path)[0]
+            alive = get(client, health_path)[0]
             verification.checks.append(Check(name="still healthy after bad input",
                                              ok=alive is not None and alive.status_code == 200,
                                              detail=None if alive is None else str(alive.status_code)))
             parameter = {wl.PERF_TEST: min(perf_test_rows, default=1), wl.USERS: min(users_limits, default=20),
-                         wl.GRAPHQL: wl.GRAPHQL_LIMIT}.get(workload)
+                         wl.GRAPHQL: wl.GRAPHQL_LIMIT}.get(workload, scenario_params.get(workload, [None])[0])
             if accounting_off:
                 verification.accounting_unavailable = accounting_off
             elif all(c.ok for c in verification.checks):
-                send, answered = _accounting_sender(client, workload, parameter)
+                burst, answered = _accounting_sender(client, workload, parameter)
                 verification.accounting = accounting.measure(
-                    db, workload, send, rows_per_request=ACCOUNTING_ROWS.get(workload, parameter))
+                    db, workload, burst, rows_per_request=ACCOUNTING_ROWS.get(workload, _rows_per_request(workload,
+                                                                                                       parameter)))
                 tx_200 += answered[0]
             if tx_before is not None:
                 verification.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(db), tx_200)

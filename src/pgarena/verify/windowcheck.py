@@ -43,6 +43,8 @@ def rows_per_request(workload: str, parameter: int | None) -> int | None:
         return wl.GRAPHQL_LIMIT
     if workload in (wl.PERF_TEST, wl.USERS):
         return parameter
+    if workload in wl.SCENARIOS:
+        return wl.expected_rows(workload, parameter)
     return None
 
 

@@ -60,9 +60,53 @@ type PerfRow struct {
 	NullableInt    *int32           `db:"nullable_int" json:"nullable_int"`
 }
 
+// Seed 000's newer scenarios (src/pgarena/sql/scenarios.sql): functions that touch no table.
+type MinimalRow struct {
+	Status string    `db:"status" json:"status"`
+	TS     time.Time `db:"ts" json:"ts"`
+}
+
+type PostRow struct {
+	RowNum   int32           `db:"row_num" json:"row_num"`
+	Echo     json.RawMessage `db:"echo" json:"echo"`
+	Computed string          `db:"computed" json:"computed"`
+}
+
+type NestedRow struct {
+	RowNum int32           `db:"row_num" json:"row_num"`
+	Nested json.RawMessage `db:"nested" json:"nested"`
+}
+
+type LargePayloadRow struct {
+	Data string `db:"data" json:"data"`
+}
+
+type ManyParamsRow struct {
+	ParamCount int32   `db:"param_count" json:"param_count"`
+	Checksum   *string `db:"checksum" json:"checksum"` // md5(NULL) is NULL when _p1 is absent
+}
+
 const usersSQL = `SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT $1`
 
 const perfTestSQL = `SELECT * FROM perf_test($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+
+const (
+	perfMinimalSQL      = `SELECT * FROM perf_minimal()`
+	perfPostSQL         = `SELECT * FROM perf_post($1, $2)`
+	perfNestedSQL       = `SELECT * FROM perf_nested($1, $2)`
+	perfLargePayloadSQL = `SELECT * FROM perf_large_payload($1)`
+	perfManyParamsSQL   = `SELECT * FROM perf_many_params($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
+)
+
+// perfManyParams names perf_many_params' query parameters in call order. Each is bound as text
+// (absent: SQL NULL) and PostgreSQL parses it into the function's parameter type.
+var perfManyParams = func() []string {
+	names := make([]string, 20)
+	for i := range names {
+		names[i] = "_p" + strconv.Itoa(i+1)
+	}
+	return names
+}()
 
 // perf_test parameters after _records, in call order. They are bound as text and
 // PostgreSQL parses them into the function's parameter types.
@@ -94,6 +138,16 @@ type TxResponse struct {
 
 // maxTxBody bounds the request body of POST /api/tx.
 const maxTxBody = 64 << 10
+
+// PostRequest is the body of POST /api/perf-post. _records is a pointer to tell a missing or null
+// field from a zero; _payload stays raw JSON (checked by the decoder, passed to PostgreSQL as is).
+type PostRequest struct {
+	Records *int            `json:"_records"`
+	Payload json.RawMessage `json:"_payload"`
+}
+
+// maxPostBody bounds the request body of POST /api/perf-post.
+const maxPostBody = 1 << 20
 
 type server struct {
 	pool *pgxpool.Pool
@@ -129,7 +183,7 @@ func intParam(q url.Values, name string, min, max int) (int, error) {
 		return 0, fmt.Errorf("%s is required", name)
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < min || n > max {
+	if err != nil || s[0] == '+' || n < min || n > max { // Atoi would accept a leading '+'
 		return 0, fmt.Errorf("%s must be an integer between %d and %d", name, min, max)
 	}
 	return n, nil
@@ -172,6 +226,112 @@ func (s *server) perfTest(w http.ResponseWriter, r *http.Request) {
 	}
 	rows, _ := s.pool.Query(r.Context(), perfTestSQL, args...)
 	result, err := pgx.CollectRows(rows, pgx.RowToStructByName[PerfRow])
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, result)
+}
+
+func (s *server) perfMinimal(w http.ResponseWriter, r *http.Request) {
+	rows, _ := s.pool.Query(r.Context(), perfMinimalSQL)
+	result, err := pgx.CollectRows(rows, pgx.RowToStructByName[MinimalRow])
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, result)
+}
+
+// decodePost reads and validates the JSON body of POST /api/perf-post.
+func decodePost(w http.ResponseWriter, r *http.Request) (PostRequest, error) {
+	var req PostRequest
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "application/json" {
+		return req, errors.New("Content-Type must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPostBody))
+	if err != nil {
+		return req, fmt.Errorf("read body: %v", err)
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	if req.Records == nil {
+		return req, errors.New("_records is required and must be an integer")
+	}
+	if *req.Records < 1 || *req.Records > 1000 {
+		return req, errors.New("_records must be an integer between 1 and 1000")
+	}
+	if len(req.Payload) == 0 || req.Payload[0] != '{' {
+		return req, errors.New("_payload is required and must be a JSON object")
+	}
+	return req, nil
+}
+
+func (s *server) perfPost(w http.ResponseWriter, r *http.Request) {
+	req, err := decodePost(w, r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// json.RawMessage is encoded as the JSON text itself (jsonb parameter, or a quoted literal in
+	// simple-protocol mode), so the payload reaches PostgreSQL exactly as the client sent it.
+	rows, _ := s.pool.Query(r.Context(), perfPostSQL, *req.Records, req.Payload)
+	result, err := pgx.CollectRows(rows, pgx.RowToStructByName[PostRow])
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, result)
+}
+
+func (s *server) perfNested(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	records, err := intParam(q, "_records", 1, 1000)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	depth, err := intParam(q, "_depth", 1, 3)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	rows, _ := s.pool.Query(r.Context(), perfNestedSQL, records, depth)
+	result, err := pgx.CollectRows(rows, pgx.RowToStructByName[NestedRow])
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, result)
+}
+
+func (s *server) perfLargePayload(w http.ResponseWriter, r *http.Request) {
+	sizeKB, err := intParam(r.URL.Query(), "_size_kb", 1, 1024)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	rows, _ := s.pool.Query(r.Context(), perfLargePayloadSQL, sizeKB)
+	result, err := pgx.CollectRows(rows, pgx.RowToStructByName[LargePayloadRow])
+	if err != nil {
+		writeDBError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, result)
+}
+
+func (s *server) perfManyParams(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	args := make([]any, len(perfManyParams))
+	for i, name := range perfManyParams {
+		if q.Has(name) {
+			args[i] = q.Get(name)
+		} // else nil: SQL NULL
+	}
+	rows, _ := s.pool.Query(r.Context(), perfManyParamsSQL, args...)
+	result, err := pgx.CollectRows(rows, pgx.RowToStructByName[ManyParamsRow])
 	if err != nil {
 		writeDBError(w, err)
 		return
@@ -288,6 +448,11 @@ func main() {
 	mux.HandleFunc("GET /api/users", s.users)
 	mux.HandleFunc("GET /api/perf-test", s.perfTest)
 	mux.HandleFunc("POST /api/tx", s.tx)
+	mux.HandleFunc("GET /api/perf-minimal", s.perfMinimal)
+	mux.HandleFunc("POST /api/perf-post", s.perfPost)
+	mux.HandleFunc("GET /api/perf-nested", s.perfNested)
+	mux.HandleFunc("GET /api/perf-large-payload", s.perfLargePayload)
+	mux.HandleFunc("GET /api/perf-many-params", s.perfManyParams)
 	mux.HandleFunc("/", notFound)
 
 	srv := &http.Server{

@@ -127,7 +127,7 @@ async def static() -> dict[str, Any]:
 
 @app.get("/api/users")
 async def users(
-    request: Request, limit: Annotated[int, Query(ge=1, le=10000)]
+    request: Request, limit: Annotated[QueryInt, Query(ge=1, le=10000)]
 ) -> list[dict[str, Any]]:
     async with request.app.state.pool.connection() as conn:
         cur = await conn.execute(USERS_SQL, (limit,))
@@ -137,7 +137,7 @@ async def users(
 @app.get("/api/perf-test")
 async def perf_test(
     request: Request,
-    _records: Annotated[int, Query(ge=1, le=1000)],
+    _records: Annotated[QueryInt, Query(ge=1, le=1000)],
     _text: str,
     _int: int,
     _bigint: int,

@@ -140,7 +140,7 @@ def static() -> dict[str, Any]:
 
 
 @app.get("/api/users")
-def users(request: Request, limit: Annotated[int, Query(ge=1, le=10000)]) -> list[dict[str, Any]]:
+def users(request: Request, limit: Annotated[QueryInt, Query(ge=1, le=10000)]) -> list[dict[str, Any]]:
     with request.app.state.pool.connection() as conn:
         return conn.execute(USERS_SQL, (limit,)).fetchall()
 
@@ -148,7 +148,7 @@ def users(request: Request, limit: Annotated[int, Query(ge=1, le=10000)]) -> lis
 @app.get("/api/perf-test")
 def perf_test(
     request: Request,
-    _records: Annotated[int, Query(ge=1, le=1000)],
+    _records: Annotated[QueryInt, Query(ge=1, le=1000)],
     _text: str,
     _int: int,
     _bigint: int,

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import time
 from contextlib import asynccontextmanager
 from datetime import date, datetime
@@ -11,7 +12,7 @@ import asyncpg
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, Json
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Json
 from starlette.exceptions import HTTPException
 
 from pool_share import pool_share
@@ -29,6 +30,18 @@ TX_INSERT_HISTORY_SQL = (
     "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime)"
     " VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)"
 )
+PERF_MINIMAL_SQL = "SELECT * FROM perf_minimal()"
+PERF_POST_SQL = "SELECT * FROM perf_post($1, $2::jsonb)"
+PERF_NESTED_SQL = "SELECT * FROM perf_nested($1, $2)"
+PERF_LARGE_PAYLOAD_SQL = "SELECT * FROM perf_large_payload($1)"
+# All 20 bound as text (asyncpg encodes a parameter by its inferred type, so $2::int would demand a
+# Python int); PostgreSQL casts them into the function's types, 22P02 when a value does not parse.
+PERF_MANY_PARAMS_SQL = (
+    "SELECT * FROM perf_many_params($1::text, $2::text::int, $3::text::bool, $4::text::numeric,"
+    " $5::text, $6::text, $7::text::int, $8::text::bool, $9::text::numeric, $10::text, $11::text,"
+    " $12::text::int, $13::text::bool, $14::text::numeric, $15::text, $16::text, $17::text::int,"
+    " $18::text::bool, $19::text::numeric, $20::text)"
+)
 
 
 class TxBody(BaseModel):
@@ -39,6 +52,25 @@ class TxBody(BaseModel):
     tid: Annotated[int, Field(ge=1, le=100)]
     bid: Annotated[int, Field(ge=1, le=10)]
     delta: Annotated[int, Field(ge=-5000, le=5000)]
+
+
+def _plain_integer(value: Any) -> Any:
+    # pydantic's lax int parsing accepts " 7", "+7", "7.0" and "1_000"; a query parameter must be
+    # written as plain decimal digits.
+    if isinstance(value, str) and not re.fullmatch(r"-?[0-9]+", value):
+        raise ValueError("must be an integer")
+    return value
+
+
+QueryInt = Annotated[int, BeforeValidator(_plain_integer)]
+
+
+class PerfPostBody(BaseModel):
+    # strict: "3", 3.0, true and null are not integers, and a payload must be a JSON object
+    model_config = ConfigDict(strict=True)
+
+    records: Annotated[int, Field(alias="_records", ge=1, le=1000)]
+    payload: Annotated[dict[str, Any], Field(alias="_payload")]
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:
@@ -94,7 +126,7 @@ async def static() -> dict[str, Any]:
 
 @app.get("/api/users")
 async def users(
-    request: Request, limit: Annotated[int, Query(ge=1, le=10000)]
+    request: Request, limit: Annotated[QueryInt, Query(ge=1, le=10000)]
 ) -> list[dict[str, Any]]:
     rows = await request.app.state.pool.fetch(USERS_SQL, limit)
     return [dict(r) for r in rows]
@@ -103,7 +135,7 @@ async def users(
 @app.get("/api/perf-test")
 async def perf_test(
     request: Request,
-    _records: Annotated[int, Query(ge=1, le=1000)],
+    _records: Annotated[QueryInt, Query(ge=1, le=1000)],
     _text: str,
     _int: int,
     _bigint: int,
@@ -139,3 +171,53 @@ async def tx(request: Request, body: TxBody) -> dict[str, int]:
             await conn.execute(TX_UPDATE_BRANCH_SQL, body.delta, body.bid)
             await conn.execute(TX_INSERT_HISTORY_SQL, body.tid, body.bid, body.aid, body.delta)
     return {"abalance": abalance}
+
+
+@app.get("/api/perf-minimal")
+async def perf_minimal(request: Request) -> list[dict[str, Any]]:
+    rows = await request.app.state.pool.fetch(PERF_MINIMAL_SQL)
+    return [dict(r) for r in rows]
+
+
+@app.post("/api/perf-post")
+async def perf_post(request: Request, body: PerfPostBody) -> list[dict[str, Any]]:
+    # the jsonb codec (init_connection) sends the payload as json.dumps text
+    rows = await request.app.state.pool.fetch(PERF_POST_SQL, body.records, body.payload)
+    return [dict(r) for r in rows]
+
+
+@app.get("/api/perf-nested")
+async def perf_nested(
+    request: Request,
+    _records: Annotated[QueryInt, Query(ge=1, le=1000)],
+    _depth: Annotated[QueryInt, Query(ge=1, le=3)],
+) -> list[dict[str, Any]]:
+    rows = await request.app.state.pool.fetch(PERF_NESTED_SQL, _records, _depth)
+    return [dict(r) for r in rows]
+
+
+@app.get("/api/perf-large-payload")
+async def perf_large_payload(
+    request: Request, _size_kb: Annotated[QueryInt, Query(ge=1, le=1024)]
+) -> list[dict[str, Any]]:
+    rows = await request.app.state.pool.fetch(PERF_LARGE_PAYLOAD_SQL, _size_kb)
+    return [dict(r) for r in rows]
+
+
+@app.get("/api/perf-many-params")
+async def perf_many_params(
+    request: Request,
+    _p1: str | None = None, _p2: str | None = None, _p3: str | None = None,
+    _p4: str | None = None, _p5: str | None = None, _p6: str | None = None,
+    _p7: str | None = None, _p8: str | None = None, _p9: str | None = None,
+    _p10: str | None = None, _p11: str | None = None, _p12: str | None = None,
+    _p13: str | None = None, _p14: str | None = None, _p15: str | None = None,
+    _p16: str | None = None, _p17: str | None = None, _p18: str | None = None,
+    _p19: str | None = None, _p20: str | None = None,
+) -> list[dict[str, Any]]:
+    rows = await request.app.state.pool.fetch(
+        PERF_MANY_PARAMS_SQL,
+        _p1, _p2, _p3, _p4, _p5, _p6, _p7, _p8, _p9, _p10,
+        _p11, _p12, _p13, _p14, _p15, _p16, _p17, _p18, _p19, _p20,
+    )
+    return [dict(r) for r in rows]

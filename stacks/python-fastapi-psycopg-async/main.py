@@ -1,4 +1,5 @@
 import os
+import re
 import time
 from contextlib import asynccontextmanager
 from datetime import date, datetime
@@ -11,8 +12,9 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from pool_share import pool_share
@@ -34,6 +36,17 @@ TX_INSERT_HISTORY_SQL = (
     "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime)"
     " VALUES (%s, %s, %s, %s, CURRENT_TIMESTAMP)"
 )
+PERF_MINIMAL_SQL = "SELECT * FROM perf_minimal()"
+PERF_POST_SQL = "SELECT * FROM perf_post(%s::int, %s::jsonb)"
+PERF_NESTED_SQL = "SELECT * FROM perf_nested(%s::int, %s::int)"
+PERF_LARGE_PAYLOAD_SQL = "SELECT * FROM perf_large_payload(%s::int)"
+# psycopg sends a Python str as text of unknown type; the casts make PostgreSQL parse each value
+# into the function's parameter type (22P02 when it does not parse). None is NULL.
+PERF_MANY_PARAMS_SQL = (
+    "SELECT * FROM perf_many_params(%s::text, %s::int, %s::bool, %s::numeric, %s::text,"
+    " %s::text, %s::int, %s::bool, %s::numeric, %s::text, %s::text, %s::int, %s::bool,"
+    " %s::numeric, %s::text, %s::text, %s::int, %s::bool, %s::numeric, %s::text)"
+)
 
 
 class TxBody(BaseModel):
@@ -44,6 +57,25 @@ class TxBody(BaseModel):
     tid: Annotated[int, Field(ge=1, le=100)]
     bid: Annotated[int, Field(ge=1, le=10)]
     delta: Annotated[int, Field(ge=-5000, le=5000)]
+
+
+def _plain_integer(value: Any) -> Any:
+    # pydantic's lax int parsing accepts " 7", "+7", "7.0" and "1_000"; a query parameter must be
+    # written as plain decimal digits.
+    if isinstance(value, str) and not re.fullmatch(r"-?[0-9]+", value):
+        raise ValueError("must be an integer")
+    return value
+
+
+QueryInt = Annotated[int, BeforeValidator(_plain_integer)]
+
+
+class PerfPostBody(BaseModel):
+    # strict: "3", 3.0, true and null are not integers, and a payload must be a JSON object
+    model_config = ConfigDict(strict=True)
+
+    records: Annotated[int, Field(alias="_records", ge=1, le=1000)]
+    payload: Annotated[dict[str, Any], Field(alias="_payload")]
 
 
 @asynccontextmanager
@@ -95,7 +127,7 @@ async def static() -> dict[str, Any]:
 
 @app.get("/api/users")
 async def users(
-    request: Request, limit: Annotated[int, Query(ge=1, le=10000)]
+    request: Request, limit: Annotated[QueryInt, Query(ge=1, le=10000)]
 ) -> list[dict[str, Any]]:
     async with request.app.state.pool.connection() as conn:
         cur = await conn.execute(USERS_SQL, (limit,))
@@ -105,7 +137,7 @@ async def users(
 @app.get("/api/perf-test")
 async def perf_test(
     request: Request,
-    _records: Annotated[int, Query(ge=1, le=1000)],
+    _records: Annotated[QueryInt, Query(ge=1, le=1000)],
     _text: str,
     _int: int,
     _bigint: int,
@@ -143,3 +175,58 @@ async def tx(request: Request, body: TxBody) -> dict[str, int]:
             await conn.execute(TX_UPDATE_BRANCH_SQL, (body.delta, body.bid))
             await conn.execute(TX_INSERT_HISTORY_SQL, (body.tid, body.bid, body.aid, body.delta))
     return {"abalance": row["abalance"]}
+
+
+@app.get("/api/perf-minimal")
+async def perf_minimal(request: Request) -> list[dict[str, Any]]:
+    async with request.app.state.pool.connection() as conn:
+        cur = await conn.execute(PERF_MINIMAL_SQL)
+        return await cur.fetchall()
+
+
+@app.post("/api/perf-post")
+async def perf_post(request: Request, body: PerfPostBody) -> list[dict[str, Any]]:
+    # Jsonb() sends the payload as json.dumps text with the jsonb type
+    async with request.app.state.pool.connection() as conn:
+        cur = await conn.execute(PERF_POST_SQL, (body.records, Jsonb(body.payload)))
+        return await cur.fetchall()
+
+
+@app.get("/api/perf-nested")
+async def perf_nested(
+    request: Request,
+    _records: Annotated[QueryInt, Query(ge=1, le=1000)],
+    _depth: Annotated[QueryInt, Query(ge=1, le=3)],
+) -> list[dict[str, Any]]:
+    async with request.app.state.pool.connection() as conn:
+        cur = await conn.execute(PERF_NESTED_SQL, (_records, _depth))
+        return await cur.fetchall()
+
+
+@app.get("/api/perf-large-payload")
+async def perf_large_payload(
+    request: Request, _size_kb: Annotated[QueryInt, Query(ge=1, le=1024)]
+) -> list[dict[str, Any]]:
+    async with request.app.state.pool.connection() as conn:
+        cur = await conn.execute(PERF_LARGE_PAYLOAD_SQL, (_size_kb,))
+        return await cur.fetchall()
+
+
+@app.get("/api/perf-many-params")
+async def perf_many_params(
+    request: Request,
+    _p1: str | None = None, _p2: str | None = None, _p3: str | None = None,
+    _p4: str | None = None, _p5: str | None = None, _p6: str | None = None,
+    _p7: str | None = None, _p8: str | None = None, _p9: str | None = None,
+    _p10: str | None = None, _p11: str | None = None, _p12: str | None = None,
+    _p13: str | None = None, _p14: str | None = None, _p15: str | None = None,
+    _p16: str | None = None, _p17: str | None = None, _p18: str | None = None,
+    _p19: str | None = None, _p20: str | None = None,
+) -> list[dict[str, Any]]:
+    async with request.app.state.pool.connection() as conn:
+        cur = await conn.execute(
+            PERF_MANY_PARAMS_SQL,
+            (_p1, _p2, _p3, _p4, _p5, _p6, _p7, _p8, _p9, _p10,
+             _p11, _p12, _p13, _p14, _p15, _p16, _p17, _p18, _p19, _p20),
+        )
+        return await cur.fetchall()

@@ -7,6 +7,11 @@ urlpatterns = [
     path("api/users", views.users),
     path("api/perf-test", views.perf_test),
     path("api/tx", views.tx),
+    path("api/perf-minimal", views.perf_minimal),
+    path("api/perf-post", views.perf_post),
+    path("api/perf-nested", views.perf_nested),
+    path("api/perf-large-payload", views.perf_large_payload),
+    path("api/perf-many-params", views.perf_many_params),
 ]
 
 handler400 = "api.views.bad_request"

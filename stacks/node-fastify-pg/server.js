@@ -21,12 +21,19 @@ const PERF_PARAMS = [
 const PERF_SQL =
   `SELECT * FROM perf_test(${PERF_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`
 
+// A query-string integer in [min, max], strictly decimal. Fastify's Ajv coerces any string that
+// Number() accepts ("1e3", " 7", "+7", "0x10"), so the text must first match the pattern; the second
+// subschema then coerces it to a number and checks the range.
+function queryInt (min, max) {
+  return { allOf: [{ type: 'string', pattern: '^-?[0-9]+$' }, { type: 'integer', minimum: min, maximum: max }] }
+}
+
 const usersSchema = {
   querystring: {
     type: 'object',
     required: ['limit'],
     properties: {
-      limit: { type: 'integer', minimum: 1, maximum: 10000 }
+      limit: queryInt(1, 10000)
     }
   }
 }
@@ -36,7 +43,7 @@ const perfTestSchema = {
     type: 'object',
     required: PERF_PARAMS,
     properties: {
-      _records: { type: 'integer', minimum: 1, maximum: 1000 },
+      _records: queryInt(1, 1000),
       // the rest are bound as text; PostgreSQL casts them to the function's parameter types
       ...Object.fromEntries(PERF_PARAMS.slice(1).map((name) => [name, { type: 'string' }]))
     }
@@ -51,13 +58,6 @@ const LARGE_PAYLOAD_SQL = 'SELECT * FROM perf_large_payload($1)'
 const MANY_PARAMS = Array.from({ length: 20 }, (_, i) => `_p${i + 1}`)
 const MANY_PARAMS_SQL =
   `SELECT * FROM perf_many_params(${MANY_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`
-
-// A query-string integer in [min, max], strictly decimal. Fastify's Ajv coerces any string that
-// Number() accepts ("1e3", " 7", "+7", "0x10"), so the text must first match the pattern; the second
-// subschema then coerces it to a number and checks the range.
-function queryInt (min, max) {
-  return { allOf: [{ type: 'string', pattern: '^-?[0-9]+$' }, { type: 'integer', minimum: min, maximum: max }] }
-}
 
 const perfNestedSchema = {
   querystring: {

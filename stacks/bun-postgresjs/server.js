@@ -13,7 +13,8 @@ const PERF_PARAMS = [
   "_records", "_text", "_int", "_bigint", "_numeric", "_real", "_double", "_bool", "_date",
   "_timestamp", "_timestamptz", "_uuid", "_json", "_jsonb", "_int_array", "_text_array",
 ];
-const INTEGER = /^[+-]?\d+$/;
+const INTEGER = /^-?\d+$/;
+const MANY_PARAMS = Array.from({ length: 20 }, (_, i) => `_p${i + 1}`);
 
 class BadRequest extends Error {}
 
@@ -33,7 +34,12 @@ function intParam(params, name, min, max) {
 
 const TX_RANGES = { aid: [1, 1000000], tid: [1, 100], bid: [1, 10], delta: [-5000, 5000] };
 
-async function txBody(req) {
+function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+// Content-Type application/json (parameters such as charset allowed), req.json(), a JSON object
+async function jsonObjectBody(req) {
   const type = (req.headers.get("content-type") || "").split(";")[0].trim().toLowerCase();
   if (type !== "application/json") throw new BadRequest("Content-Type must be application/json");
   let body;
@@ -42,9 +48,22 @@ async function txBody(req) {
   } catch {
     throw new BadRequest("body is not valid JSON");
   }
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw new BadRequest("body must be a JSON object");
+  if (!isObject(body)) throw new BadRequest("body must be a JSON object");
+  return body;
+}
+
+async function perfPostBody(req) {
+  const body = await jsonObjectBody(req);
+  const records = body._records;
+  if (!Number.isInteger(records) || records < 1 || records > 1000) {
+    throw new BadRequest("_records must be an integer from 1 to 1000");
   }
+  if (!isObject(body._payload)) throw new BadRequest("_payload must be a JSON object");
+  return { records, payload: body._payload };
+}
+
+async function txBody(req) {
+  const body = await jsonObjectBody(req);
   for (const [field, [min, max]] of Object.entries(TX_RANGES)) {
     const v = body[field];
     if (!Number.isInteger(v) || v < min || v > max) {
@@ -82,6 +101,39 @@ function runWorker() {
         ${q._bool}::text::bool, ${q._date}::text::date, ${q._timestamp}::text::timestamp,
         ${q._timestamptz}::text::timestamptz, ${q._uuid}, ${q._json}::text::json,
         ${q._jsonb}::text::jsonb, ${q._int_array}, ${q._text_array})`);
+    },
+
+    // seed 000's newer scenarios (scenarios.sql): no table access, so what differs is the framework's work
+    "/api/perf-minimal": async () => json(await sql`SELECT * FROM perf_minimal()`),
+
+    "/api/perf-post": async (req) => {
+      if (req.method !== "POST") return json({ error: "method not allowed" }, 405);
+      const { records, payload } = await perfPostBody(req);
+      // the parsed object is bound as is: PostgreSQL describes the parameter as jsonb and postgres.js
+      // serialises it with JSON.stringify (a string here would arrive as a JSON string)
+      return json(await sql`SELECT * FROM perf_post(${records}, ${payload})`);
+    },
+
+    "/api/perf-nested": async (req, url) => {
+      const records = intParam(url.searchParams, "_records", 1, 1000);
+      const depth = intParam(url.searchParams, "_depth", 1, 3);
+      return json(await sql`SELECT * FROM perf_nested(${records}, ${depth})`);
+    },
+
+    "/api/perf-large-payload": async (req, url) => {
+      const sizeKb = intParam(url.searchParams, "_size_kb", 1, 1024);
+      return json(await sql`SELECT * FROM perf_large_payload(${sizeKb})`);
+    },
+
+    "/api/perf-many-params": async (req, url) => {
+      // all optional, bound as the request's text (absent -> null -> SQL NULL); PostgreSQL casts them.
+      // The bool ones go through ::text: postgres.js would serialise a string for a bool parameter as false.
+      const p = MANY_PARAMS.map((name) => url.searchParams.get(name));
+      return json(await sql`SELECT * FROM perf_many_params(
+        ${p[0]}, ${p[1]}, ${p[2]}::text::bool, ${p[3]}, ${p[4]},
+        ${p[5]}, ${p[6]}, ${p[7]}::text::bool, ${p[8]}, ${p[9]},
+        ${p[10]}, ${p[11]}, ${p[12]}::text::bool, ${p[13]}, ${p[14]},
+        ${p[15]}, ${p[16]}, ${p[17]}::text::bool, ${p[18]}, ${p[19]})`);
     },
 
     "/api/tx": async (req) => {

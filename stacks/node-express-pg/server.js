@@ -20,6 +20,15 @@ const PERF_PARAMS = [
 const PERF_SQL =
   `SELECT * FROM perf_test(${PERF_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`
 
+// seed 000's newer scenarios (scenarios.sql): no table access, so what differs is the framework's work
+const MINIMAL_SQL = 'SELECT * FROM perf_minimal()'
+const POST_SQL = 'SELECT * FROM perf_post($1, $2)'
+const NESTED_SQL = 'SELECT * FROM perf_nested($1, $2)'
+const LARGE_PAYLOAD_SQL = 'SELECT * FROM perf_large_payload($1)'
+const MANY_PARAMS = Array.from({ length: 20 }, (_, i) => `_p${i + 1}`)
+const MANY_PARAMS_SQL =
+  `SELECT * FROM perf_many_params(${MANY_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`
+
 // pgbench's TPC-B transaction (seed 001), run statement by statement on one pooled client
 const TX_UPDATE_ACCOUNT = 'UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2'
 const TX_SELECT_BALANCE = 'SELECT abalance FROM pgbench_accounts WHERE aid = $1'
@@ -39,6 +48,14 @@ function param (query, name) {
   return raw
 }
 
+// optional query string value: absent -> null (SQL NULL), repeated -> 400
+function optionalParam (query, name) {
+  const raw = query[name]
+  if (raw === undefined) return null
+  if (typeof raw !== 'string') throw badRequest(`${name} must be given once`)
+  return raw
+}
+
 // query string value -> integer in [min, max]; anything else (missing, repeated, "1.5", "abc") is a 400
 function intParam (query, name, min, max) {
   const raw = param(query, name)
@@ -46,6 +63,10 @@ function intParam (query, name, min, max) {
   const value = Number(raw)
   if (value < min || value > max) throw badRequest(`${name} must be between ${min} and ${max}`)
   return value
+}
+
+function isObject (value) {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 // JSON body field -> integer in [min, max]; "5", 1.5, null, true are rejected
@@ -58,15 +79,21 @@ function intField (body, name, min, max) {
 
 function parseTx (body) {
   // express.json() only parses application/json: any other Content-Type leaves req.body undefined
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw badRequest('body must be a JSON object sent as application/json')
-  }
+  if (!isObject(body)) throw badRequest('body must be a JSON object sent as application/json')
   return {
     aid: intField(body, 'aid', 1, 1000000),
     tid: intField(body, 'tid', 1, 100),
     bid: intField(body, 'bid', 1, 10),
     delta: intField(body, 'delta', -5000, 5000)
   }
+}
+
+function parsePerfPost (body) {
+  // express.json() only parses application/json: any other Content-Type leaves req.body undefined
+  if (!isObject(body)) throw badRequest('body must be a JSON object sent as application/json')
+  const records = intField(body, '_records', 1, 1000)
+  if (!isObject(body._payload)) throw badRequest('_payload must be a JSON object')
+  return { records, payload: body._payload }
 }
 
 function runPrimary () {
@@ -131,6 +158,39 @@ function runWorker () {
     const values = PERF_PARAMS.map((name) =>
       name === '_records' ? intParam(req.query, name, 1, 1000) : param(req.query, name))
     const { rows } = await pool.query(PERF_SQL, values)
+    res.json(rows)
+  })
+
+  app.get('/api/perf-minimal', async (req, res) => {
+    const { rows } = await pool.query(MINIMAL_SQL)
+    res.json(rows)
+  })
+
+  app.post('/api/perf-post', express.json(), async (req, res) => {
+    const { records, payload } = parsePerfPost(req.body)
+    // the parsed payload goes back to JSON text, bound to the function's jsonb parameter
+    const { rows } = await pool.query(POST_SQL, [records, JSON.stringify(payload)])
+    res.json(rows)
+  })
+
+  app.get('/api/perf-nested', async (req, res) => {
+    const records = intParam(req.query, '_records', 1, 1000)
+    const depth = intParam(req.query, '_depth', 1, 3)
+    const { rows } = await pool.query(NESTED_SQL, [records, depth])
+    res.json(rows)
+  })
+
+  app.get('/api/perf-large-payload', async (req, res) => {
+    const sizeKb = intParam(req.query, '_size_kb', 1, 1024)
+    const { rows } = await pool.query(LARGE_PAYLOAD_SQL, [sizeKb])
+    res.json(rows)
+  })
+
+  app.get('/api/perf-many-params', async (req, res) => {
+    // all optional and bound as text (absent -> NULL); PostgreSQL casts them to the function's
+    // int/bool/numeric parameters, a value it rejects is SQLSTATE 22P02 -> 400
+    const values = MANY_PARAMS.map((name) => optionalParam(req.query, name))
+    const { rows } = await pool.query(MANY_PARAMS_SQL, values)
     res.json(rows)
   })
 

@@ -21,6 +21,14 @@ function param (query, name) {
   return raw
 }
 
+// optional query string value: absent -> null (SQL NULL), repeated -> 400
+function optionalParam (query, name) {
+  const raw = query[name]
+  if (raw === undefined) return null
+  if (typeof raw !== 'string') throw badRequest(`${name} must be given once`)
+  return raw
+}
+
 // query string value -> integer in [min, max]; anything else (missing, repeated, "1.5", "abc") is a 400
 function intParam (query, name, min, max) {
   const raw = param(query, name)
@@ -86,6 +94,10 @@ function perfTestParams (q) {
   }
 }
 
+function isObject (value) {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
 // JSON body field -> integer in [min, max]; "5", 1.5, null, true are rejected
 function intField (body, name, min, max) {
   const value = body[name]
@@ -96,9 +108,7 @@ function intField (body, name, min, max) {
 
 function parseTx (body) {
   // express.json() only parses application/json: any other Content-Type leaves req.body undefined
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw badRequest('body must be a JSON object sent as application/json')
-  }
+  if (!isObject(body)) throw badRequest('body must be a JSON object sent as application/json')
   return {
     aid: intField(body, 'aid', 1, 1000000),
     tid: intField(body, 'tid', 1, 100),
@@ -106,6 +116,16 @@ function parseTx (body) {
     delta: intField(body, 'delta', -5000, 5000)
   }
 }
+
+function parsePerfPost (body) {
+  // express.json() only parses application/json: any other Content-Type leaves req.body undefined
+  if (!isObject(body)) throw badRequest('body must be a JSON object sent as application/json')
+  const records = intField(body, '_records', 1, 1000)
+  if (!isObject(body._payload)) throw badRequest('_payload must be a JSON object')
+  return { records, payload: body._payload }
+}
+
+const MANY_PARAMS = Array.from({ length: 20 }, (_, i) => `_p${i + 1}`)
 
 function runPrimary () {
   let stopping = false
@@ -175,6 +195,44 @@ function runWorker () {
       )
     `
     res.json(rows)
+  })
+
+  // seed 000's newer scenarios (scenarios.sql): no table access, so what differs is the framework's work
+  app.get('/api/perf-minimal', async (req, res) => {
+    res.json(await sql`SELECT * FROM perf_minimal()`)
+  })
+
+  app.post('/api/perf-post', express.json(), async (req, res) => {
+    const { records, payload } = parsePerfPost(req.body)
+    // the parsed object is bound as is: PostgreSQL describes the parameter as jsonb and postgres.js
+    // serialises it with JSON.stringify (a string here would arrive as a JSON string)
+    res.json(await sql`SELECT * FROM perf_post(${records}, ${payload})`)
+  })
+
+  app.get('/api/perf-nested', async (req, res) => {
+    const records = intParam(req.query, '_records', 1, 1000)
+    const depth = intParam(req.query, '_depth', 1, 3)
+    res.json(await sql`SELECT * FROM perf_nested(${records}, ${depth})`)
+  })
+
+  app.get('/api/perf-large-payload', async (req, res) => {
+    const sizeKb = intParam(req.query, '_size_kb', 1, 1024)
+    res.json(await sql`SELECT * FROM perf_large_payload(${sizeKb})`)
+  })
+
+  app.get('/api/perf-many-params', async (req, res) => {
+    // all optional and bound as the request's text (absent -> NULL); PostgreSQL casts them (a value it
+    // rejects is SQLSTATE 22P02 -> 400). The bool ones go through ::text, because postgres.js would
+    // serialise a string for a bool parameter as false ("true" is not === true).
+    const p = MANY_PARAMS.map((name) => optionalParam(req.query, name))
+    res.json(await sql`
+      SELECT * FROM perf_many_params(
+        ${p[0]}, ${p[1]}, ${p[2]}::text::bool, ${p[3]}, ${p[4]},
+        ${p[5]}, ${p[6]}, ${p[7]}::text::bool, ${p[8]}, ${p[9]},
+        ${p[10]}, ${p[11]}, ${p[12]}::text::bool, ${p[13]}, ${p[14]},
+        ${p[15]}, ${p[16]}, ${p[17]}::text::bool, ${p[18]}, ${p[19]}
+      )
+    `)
   })
 
   // pgbench's TPC-B transaction (seed 001): sql.begin() runs BEGIN on one reserved connection,

@@ -21,12 +21,19 @@ const PERF_PARAMS = [
 const PERF_SQL =
   `SELECT * FROM perf_test(${PERF_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`
 
+// A query-string integer in [min, max], strictly decimal. Fastify's Ajv coerces any string that
+// Number() accepts ("1e3", " 7", "+7", "0x10"), so the text must first match the pattern; the second
+// subschema then coerces it to a number and checks the range.
+function queryInt (min, max) {
+  return { allOf: [{ type: 'string', pattern: '^-?[0-9]+$' }, { type: 'integer', minimum: min, maximum: max }] }
+}
+
 const usersSchema = {
   querystring: {
     type: 'object',
     required: ['limit'],
     properties: {
-      limit: { type: 'integer', minimum: 1, maximum: 10000 }
+      limit: queryInt(1, 10000)
     }
   }
 }
@@ -36,9 +43,54 @@ const perfTestSchema = {
     type: 'object',
     required: PERF_PARAMS,
     properties: {
-      _records: { type: 'integer', minimum: 1, maximum: 1000 },
+      _records: queryInt(1, 1000),
       // the rest are bound as text; PostgreSQL casts them to the function's parameter types
       ...Object.fromEntries(PERF_PARAMS.slice(1).map((name) => [name, { type: 'string' }]))
+    }
+  }
+}
+
+// seed 000's newer scenarios (scenarios.sql): no table access, so what differs is the framework's work
+const MINIMAL_SQL = 'SELECT * FROM perf_minimal()'
+const POST_SQL = 'SELECT * FROM perf_post($1, $2)'
+const NESTED_SQL = 'SELECT * FROM perf_nested($1, $2)'
+const LARGE_PAYLOAD_SQL = 'SELECT * FROM perf_large_payload($1)'
+const MANY_PARAMS = Array.from({ length: 20 }, (_, i) => `_p${i + 1}`)
+const MANY_PARAMS_SQL =
+  `SELECT * FROM perf_many_params(${MANY_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`
+
+const perfNestedSchema = {
+  querystring: {
+    type: 'object',
+    required: ['_records', '_depth'],
+    properties: { _records: queryInt(1, 1000), _depth: queryInt(1, 3) }
+  }
+}
+
+const perfLargePayloadSchema = {
+  querystring: {
+    type: 'object',
+    required: ['_size_kb'],
+    properties: { _size_kb: queryInt(1, 1024) }
+  }
+}
+
+// all optional (absent -> SQL NULL), bound as text: PostgreSQL casts them to the function's types
+const perfManyParamsSchema = {
+  querystring: {
+    type: 'object',
+    properties: Object.fromEntries(MANY_PARAMS.map((name) => [name, { type: 'string' }]))
+  }
+}
+
+// compiled by the strict (non-coercing) Ajv below, like tx: "3", 1.5, true, null are not integers
+const perfPostSchema = {
+  body: {
+    type: 'object',
+    required: ['_records', '_payload'],
+    properties: {
+      _records: { type: 'integer', minimum: 1, maximum: 1000 },
+      _payload: { type: 'object' }
     }
   }
 }
@@ -147,6 +199,34 @@ async function runWorker () {
   app.get('/api/perf-test', { schema: perfTestSchema }, async (request) => {
     const q = request.query
     const { rows } = await pool.query(PERF_SQL, PERF_PARAMS.map((name) => q[name]))
+    return rows
+  })
+
+  app.get('/api/perf-minimal', async () => {
+    const { rows } = await pool.query(MINIMAL_SQL)
+    return rows
+  })
+
+  app.post('/api/perf-post', { schema: perfPostSchema, validatorCompiler: strictValidatorCompiler }, async (request) => {
+    const { _records: records, _payload: payload } = request.body
+    // the parsed payload goes back to JSON text, bound to the function's jsonb parameter
+    const { rows } = await pool.query(POST_SQL, [records, JSON.stringify(payload)])
+    return rows
+  })
+
+  app.get('/api/perf-nested', { schema: perfNestedSchema }, async (request) => {
+    const { rows } = await pool.query(NESTED_SQL, [request.query._records, request.query._depth])
+    return rows
+  })
+
+  app.get('/api/perf-large-payload', { schema: perfLargePayloadSchema }, async (request) => {
+    const { rows } = await pool.query(LARGE_PAYLOAD_SQL, [request.query._size_kb])
+    return rows
+  })
+
+  app.get('/api/perf-many-params', { schema: perfManyParamsSchema }, async (request) => {
+    const q = request.query
+    const { rows } = await pool.query(MANY_PARAMS_SQL, MANY_PARAMS.map((name) => q[name] ?? null))
     return rows
   })
 

@@ -1,6 +1,14 @@
 import { Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
 import { ApiService } from './api.service';
-import { PerfTestQuery, TxBody, UsersQuery } from './dto';
+import {
+  PerfLargePayloadQuery,
+  PerfManyParamsQuery,
+  PerfNestedQuery,
+  PerfPostBody,
+  PerfTestQuery,
+  TxBody,
+  UsersQuery,
+} from './dto';
 
 @Controller()
 export class ApiController {
@@ -19,6 +27,32 @@ export class ApiController {
   @Get('perf-test')
   perfTest(@Query() query: PerfTestQuery) {
     return this.api.perfTest(query);
+  }
+
+  @Get('perf-minimal')
+  perfMinimal() {
+    return this.api.perfMinimal();
+  }
+
+  @Post('perf-post')
+  @HttpCode(200)
+  perfPost(@Body() body: PerfPostBody) {
+    return this.api.perfPost(body);
+  }
+
+  @Get('perf-nested')
+  perfNested(@Query() query: PerfNestedQuery) {
+    return this.api.perfNested(query);
+  }
+
+  @Get('perf-large-payload')
+  perfLargePayload(@Query() query: PerfLargePayloadQuery) {
+    return this.api.perfLargePayload(query);
+  }
+
+  @Get('perf-many-params')
+  perfManyParams(@Query() query: PerfManyParamsQuery) {
+    return this.api.perfManyParams(query);
   }
 
   @Post('tx')

@@ -1,7 +1,14 @@
 import { Inject, Injectable, InternalServerErrorException } from '@nestjs/common';
 import { Pool } from 'pg';
 import { PG_POOL } from './database.module';
-import { PerfTestQuery, TxBody } from './dto';
+import {
+  PerfLargePayloadQuery,
+  PerfManyParamsQuery,
+  PerfNestedQuery,
+  PerfPostBody,
+  PerfTestQuery,
+  TxBody,
+} from './dto';
 
 const USERS_SQL =
   'SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT $1';
@@ -11,6 +18,14 @@ const PERF_PARAMS = [
   '_timestamp', '_timestamptz', '_uuid', '_json', '_jsonb', '_int_array', '_text_array',
 ] as const satisfies readonly (keyof PerfTestQuery)[];
 const PERF_SQL = `SELECT * FROM perf_test(${PERF_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`;
+
+// seed 000's newer scenarios (scenarios.sql): no table access, so what differs is the framework's work
+const MINIMAL_SQL = 'SELECT * FROM perf_minimal()';
+const POST_SQL = 'SELECT * FROM perf_post($1, $2)';
+const NESTED_SQL = 'SELECT * FROM perf_nested($1, $2)';
+const LARGE_PAYLOAD_SQL = 'SELECT * FROM perf_large_payload($1)';
+const MANY_PARAMS = Array.from({ length: 20 }, (_, i) => `_p${i + 1}` as keyof PerfManyParamsQuery);
+const MANY_PARAMS_SQL = `SELECT * FROM perf_many_params(${MANY_PARAMS.map((_, i) => `$${i + 1}`).join(', ')})`;
 
 // pgbench's TPC-B transaction (seed 001)
 const TX_UPDATE_ACCOUNT = 'UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2';
@@ -31,6 +46,34 @@ export class ApiService {
 
   async perfTest(query: PerfTestQuery) {
     const { rows } = await this.pool.query(PERF_SQL, PERF_PARAMS.map((name) => query[name]));
+    return rows;
+  }
+
+  async perfMinimal() {
+    const { rows } = await this.pool.query(MINIMAL_SQL);
+    return rows;
+  }
+
+  // the parsed payload goes back to JSON text, bound to the function's jsonb parameter
+  async perfPost({ _records, _payload }: PerfPostBody) {
+    const { rows } = await this.pool.query(POST_SQL, [_records, JSON.stringify(_payload)]);
+    return rows;
+  }
+
+  async perfNested({ _records, _depth }: PerfNestedQuery) {
+    const { rows } = await this.pool.query(NESTED_SQL, [_records, _depth]);
+    return rows;
+  }
+
+  async perfLargePayload({ _size_kb }: PerfLargePayloadQuery) {
+    const { rows } = await this.pool.query(LARGE_PAYLOAD_SQL, [_size_kb]);
+    return rows;
+  }
+
+  // bound untyped as text (absent -> NULL); PostgreSQL casts them, a value it rejects is SQLSTATE
+  // 22P02/22003 -> 400 in the filter
+  async perfManyParams(query: PerfManyParamsQuery) {
+    const { rows } = await this.pool.query(MANY_PARAMS_SQL, MANY_PARAMS.map((name) => query[name] ?? null));
     return rows;
   }
 

@@ -587,7 +587,10 @@ async fn perf_many_params_handler(
     let rows = client
         .query(
             &stmt,
-            &[&q.p1, &q.p2, &q.p3, &q.p4, &q.p5, &q.p6, &q.p7, &q.p8, &q.p9, &q.p10, &q.p11, &q.p12, &q.p13, &q.p14, &q.p15, &q.p16, &q.p17, &q.p18, &q.p19, &q.p20],
+            &[
+                &q.p1, &q.p2, &q.p3, &q.p4, &q.p5, &q.p6, &q.p7, &q.p8, &q.p9, &q.p10, &q.p11,
+                &q.p12, &q.p13, &q.p14, &q.p15, &q.p16, &q.p17, &q.p18, &q.p19, &q.p20,
+            ],
         )
         .await?
         .iter()
@@ -819,7 +822,8 @@ async fn main() -> io::Result<()> {
             .service(resource("/api/perf-post").route(web::post().to(perf_post_handler)))
             .service(resource("/api/perf-nested").route(web::get().to(perf_nested_handler)))
             .service(
-                resource("/api/perf-large-payload").route(web::get().to(perf_large_payload_handler)),
+                resource("/api/perf-large-payload")
+                    .route(web::get().to(perf_large_payload_handler)),
             )
             .service(
                 resource("/api/perf-many-params").route(web::get().to(perf_many_params_handler)),

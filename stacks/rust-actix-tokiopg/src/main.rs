@@ -389,7 +389,11 @@ async fn perf_post_handler(
     let records = records as i32;
     let payload = match body.remove("_payload") {
         Some(payload @ Value::Object(_)) => payload,
-        _ => return Err(ApiError::BadRequest("_payload must be a JSON object".into())),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "_payload must be a JSON object".into(),
+            ))
+        }
     };
     let client = pool.get().await?;
     let stmt = client.prepare_cached(PERF_POST_SQL).await?;
@@ -474,7 +478,11 @@ async fn perf_large_payload_handler(
         .query(&stmt, &[&size_kb])
         .await?
         .iter()
-        .map(|row| Ok(LargeRow { data: row.try_get("data")? }))
+        .map(|row| {
+            Ok(LargeRow {
+                data: row.try_get("data")?,
+            })
+        })
         .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
     Ok(HttpResponse::Ok().json(rows))
 }
@@ -691,7 +699,8 @@ async fn main() -> io::Result<()> {
             .service(resource("/api/perf-post").route(web::post().to(perf_post_handler)))
             .service(resource("/api/perf-nested").route(web::get().to(perf_nested_handler)))
             .service(
-                resource("/api/perf-large-payload").route(web::get().to(perf_large_payload_handler)),
+                resource("/api/perf-large-payload")
+                    .route(web::get().to(perf_large_payload_handler)),
             )
             .service(
                 resource("/api/perf-many-params").route(web::get().to(perf_many_params_handler)),

@@ -81,7 +81,9 @@ public class ApiExceptionHandler {
             return badRequest("Content-Type must be application/json");
         }
         if (ex instanceof ResponseStatusException rse && !rse.getStatusCode().is5xxServerError()) {
-            return ResponseEntity.status(rse.getStatusCode()).body(new ApiError(rse.getReason()));
+            // e.g. 413 for a body over the codecs' 256 KiB in-memory limit, whose reason is null
+            String reason = rse.getReason() != null ? rse.getReason() : rse.getMessage();
+            return ResponseEntity.status(rse.getStatusCode()).body(new ApiError(reason));
         }
         return internalError(ex);
     }

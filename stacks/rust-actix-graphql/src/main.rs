@@ -4,7 +4,7 @@
 
 mod interval;
 
-use std::{env, fmt, io};
+use std::{env, fmt, io, str::FromStr};
 
 use actix_web::{
     error::{JsonPayloadError, QueryPayloadError},
@@ -32,6 +32,18 @@ const USERS_SQL: &str =
 // array-literal syntax, and its JSON parser keeps numbers exact); the rest arrive typed.
 const PERF_TEST_SQL: &str = "SELECT * FROM perf_test($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
      $11, $12, $13::text::json, $14::text::jsonb, $15::text::int[], $16::text::text[])";
+
+const PERF_MINIMAL_SQL: &str = "SELECT * FROM perf_minimal()";
+// $2 is a jsonb parameter: the parsed payload (serde_json::Value) is sent as JSON text.
+const PERF_POST_SQL: &str = "SELECT * FROM perf_post($1, $2)";
+const PERF_NESTED_SQL: &str = "SELECT * FROM perf_nested($1, $2)";
+const PERF_LARGE_PAYLOAD_SQL: &str = "SELECT * FROM perf_large_payload($1)";
+// All twenty bound as text (NULL when absent) and cast by PostgreSQL to the function's types.
+const PERF_MANY_PARAMS_SQL: &str = "SELECT * FROM perf_many_params(\
+     $1::text, $2::text::int, $3::text::bool, $4::text::numeric, $5::text, \
+     $6::text, $7::text::int, $8::text::bool, $9::text::numeric, $10::text, \
+     $11::text, $12::text::int, $13::text::bool, $14::text::numeric, $15::text, \
+     $16::text, $17::text::int, $18::text::bool, $19::text::numeric, $20::text)";
 
 const TX_UPDATE_ACCOUNT: &str =
     "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2";
@@ -112,6 +124,32 @@ impl From<PoolError> for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
+fn check_range(name: &str, value: i64, min: i64, max: i64) -> ApiResult<()> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!(
+            "{name} must be an integer between {min} and {max}"
+        )))
+    }
+}
+
+/// A query-string integer: an optional minus sign and ASCII digits only. serde_urlencoded parses
+/// with `FromStr`, which for Rust's integers also takes a leading "+"; overflow stays an error.
+fn strict_int<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    let text = String::deserialize(deserializer)?;
+    let digits = text.strip_prefix('-').unwrap_or(&text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(de::Error::custom(format!("not an integer: {text:?}")));
+    }
+    text.parse().map_err(de::Error::custom)
+}
+
 // ---------------------------------------------------------------------------------------------
 // static
 
@@ -178,6 +216,7 @@ async fn fetch_users(pool: &Pool, limit: i64) -> ApiResult<Vec<User>> {
 
 #[derive(Deserialize)]
 struct UsersParams {
+    #[serde(deserialize_with = "strict_int")]
     limit: i64,
 }
 
@@ -199,7 +238,7 @@ async fn users_handler(
 
 #[derive(Deserialize)]
 struct PerfTestParams {
-    #[serde(rename = "_records")]
+    #[serde(rename = "_records", deserialize_with = "strict_int")]
     records: i32,
     #[serde(rename = "_text")]
     text: String,
@@ -332,6 +371,237 @@ async fn perf_test_handler(
         .map(PerfTestRow::try_from)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(HttpResponse::Ok().json(result))
+}
+
+// ---------------------------------------------------------------------------------------------
+// perf-minimal
+
+#[derive(Serialize)]
+struct MinimalRow {
+    status: String,
+    ts: DateTime<Utc>,
+}
+
+async fn perf_minimal_handler(pool: web::Data<Pool>) -> ApiResult<HttpResponse> {
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_MINIMAL_SQL).await?;
+    let rows = client
+        .query(&stmt, &[])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(MinimalRow {
+                status: row.try_get("status")?,
+                ts: row.try_get("ts")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// perf-post {"_records": n, "_payload": {...}}
+
+#[derive(Serialize)]
+struct PostRow {
+    row_num: i32,
+    echo: Value,
+    computed: String,
+}
+
+/// The body is parsed by web::Json into a JSON object (serde_json::Map: an array, scalar or null
+/// body is an extractor error); `_records` must be a JSON integer (serde_json keeps 1.5, 1.0 and
+/// 1e3 as floats, so `as_i64` is None for them) and `_payload` a JSON object.
+async fn perf_post_handler(
+    pool: web::Data<Pool>,
+    body: web::Json<serde_json::Map<String, Value>>,
+) -> ApiResult<HttpResponse> {
+    let mut body = body.into_inner();
+    let records = body
+        .get("_records")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| ApiError::BadRequest("_records must be an integer".into()))?;
+    check_range("_records", records, 1, 1000)?;
+    let records = records as i32;
+    let payload = match body.remove("_payload") {
+        Some(payload @ Value::Object(_)) => payload,
+        _ => {
+            return Err(ApiError::BadRequest(
+                "_payload must be a JSON object".into(),
+            ))
+        }
+    };
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_POST_SQL).await?;
+    let rows = client
+        .query(&stmt, &[&records, &payload])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(PostRow {
+                row_num: row.try_get("row_num")?,
+                echo: row.try_get("echo")?,
+                computed: row.try_get("computed")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// perf-nested
+
+#[derive(Deserialize)]
+struct PerfNestedParams {
+    #[serde(rename = "_records", deserialize_with = "strict_int")]
+    records: i32,
+    #[serde(rename = "_depth", deserialize_with = "strict_int")]
+    depth: i32,
+}
+
+#[derive(Serialize)]
+struct NestedRow {
+    row_num: i32,
+    nested: Value,
+}
+
+async fn perf_nested_handler(
+    pool: web::Data<Pool>,
+    params: web::Query<PerfNestedParams>,
+) -> ApiResult<HttpResponse> {
+    let PerfNestedParams { records, depth } = params.into_inner();
+    check_range("_records", records.into(), 1, 1000)?;
+    check_range("_depth", depth.into(), 1, 3)?;
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_NESTED_SQL).await?;
+    let rows = client
+        .query(&stmt, &[&records, &depth])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(NestedRow {
+                row_num: row.try_get("row_num")?,
+                nested: row.try_get("nested")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// perf-large-payload
+
+#[derive(Deserialize)]
+struct PerfLargePayloadParams {
+    #[serde(rename = "_size_kb", deserialize_with = "strict_int")]
+    size_kb: i32,
+}
+
+#[derive(Serialize)]
+struct LargeRow {
+    data: String,
+}
+
+async fn perf_large_payload_handler(
+    pool: web::Data<Pool>,
+    params: web::Query<PerfLargePayloadParams>,
+) -> ApiResult<HttpResponse> {
+    let size_kb = params.size_kb;
+    check_range("_size_kb", size_kb.into(), 1, 1024)?;
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_LARGE_PAYLOAD_SQL).await?;
+    let rows = client
+        .query(&stmt, &[&size_kb])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(LargeRow {
+                data: row.try_get("data")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// perf-many-params (every parameter optional)
+
+#[derive(Deserialize)]
+struct PerfManyParams {
+    #[serde(rename = "_p1")]
+    p1: Option<String>,
+    #[serde(rename = "_p2")]
+    p2: Option<String>,
+    #[serde(rename = "_p3")]
+    p3: Option<String>,
+    #[serde(rename = "_p4")]
+    p4: Option<String>,
+    #[serde(rename = "_p5")]
+    p5: Option<String>,
+    #[serde(rename = "_p6")]
+    p6: Option<String>,
+    #[serde(rename = "_p7")]
+    p7: Option<String>,
+    #[serde(rename = "_p8")]
+    p8: Option<String>,
+    #[serde(rename = "_p9")]
+    p9: Option<String>,
+    #[serde(rename = "_p10")]
+    p10: Option<String>,
+    #[serde(rename = "_p11")]
+    p11: Option<String>,
+    #[serde(rename = "_p12")]
+    p12: Option<String>,
+    #[serde(rename = "_p13")]
+    p13: Option<String>,
+    #[serde(rename = "_p14")]
+    p14: Option<String>,
+    #[serde(rename = "_p15")]
+    p15: Option<String>,
+    #[serde(rename = "_p16")]
+    p16: Option<String>,
+    #[serde(rename = "_p17")]
+    p17: Option<String>,
+    #[serde(rename = "_p18")]
+    p18: Option<String>,
+    #[serde(rename = "_p19")]
+    p19: Option<String>,
+    #[serde(rename = "_p20")]
+    p20: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ManyParamsRow {
+    param_count: i32,
+    /// NULL when _p1 is absent (md5 of NULL).
+    checksum: Option<String>,
+}
+
+async fn perf_many_params_handler(
+    pool: web::Data<Pool>,
+    params: web::Query<PerfManyParams>,
+) -> ApiResult<HttpResponse> {
+    let q = params.into_inner();
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_MANY_PARAMS_SQL).await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &q.p1, &q.p2, &q.p3, &q.p4, &q.p5, &q.p6, &q.p7, &q.p8, &q.p9, &q.p10, &q.p11,
+                &q.p12, &q.p13, &q.p14, &q.p15, &q.p16, &q.p17, &q.p18, &q.p19, &q.p20,
+            ],
+        )
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(ManyParamsRow {
+                param_count: row.try_get("param_count")?,
+                checksum: row.try_get("checksum")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -548,6 +818,16 @@ async fn main() -> io::Result<()> {
             .service(resource("/api/users").route(web::get().to(users_handler)))
             .service(resource("/api/perf-test").route(web::get().to(perf_test_handler)))
             .service(resource("/api/tx").route(web::post().to(tx_handler)))
+            .service(resource("/api/perf-minimal").route(web::get().to(perf_minimal_handler)))
+            .service(resource("/api/perf-post").route(web::post().to(perf_post_handler)))
+            .service(resource("/api/perf-nested").route(web::get().to(perf_nested_handler)))
+            .service(
+                resource("/api/perf-large-payload")
+                    .route(web::get().to(perf_large_payload_handler)),
+            )
+            .service(
+                resource("/api/perf-many-params").route(web::get().to(perf_many_params_handler)),
+            )
             .service(resource("/graphql").route(web::post().to(graphql_handler)))
             .default_service(web::to(not_found))
     })

@@ -2,7 +2,7 @@
 
 mod interval;
 
-use std::{env, fmt, io};
+use std::{env, fmt, io, str::FromStr};
 
 use actix_web::{
     error::{JsonPayloadError, QueryPayloadError},
@@ -26,6 +26,18 @@ const USERS_SQL: &str =
 // array-literal syntax and keeps JSON numbers exact; the other parameters are bound typed.
 const PERF_TEST_SQL: &str = "SELECT * FROM perf_test($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
      $11, $12, $13::text::json, $14::text::jsonb, $15::text::int[], $16::text::text[])";
+
+const PERF_MINIMAL_SQL: &str = "SELECT * FROM perf_minimal()";
+// $2 is a jsonb parameter: the parsed payload (serde_json::Value) is sent as JSON text.
+const PERF_POST_SQL: &str = "SELECT * FROM perf_post($1, $2)";
+const PERF_NESTED_SQL: &str = "SELECT * FROM perf_nested($1, $2)";
+const PERF_LARGE_PAYLOAD_SQL: &str = "SELECT * FROM perf_large_payload($1)";
+// All twenty bound as text (NULL when absent) and cast by PostgreSQL to the function's types.
+const PERF_MANY_PARAMS_SQL: &str = "SELECT * FROM perf_many_params(\
+     $1::text, $2::text::int, $3::text::bool, $4::text::numeric, $5::text, \
+     $6::text, $7::text::int, $8::text::bool, $9::text::numeric, $10::text, \
+     $11::text, $12::text::int, $13::text::bool, $14::text::numeric, $15::text, \
+     $16::text, $17::text::int, $18::text::bool, $19::text::numeric, $20::text)";
 
 const TX_SQL: [&str; 5] = [
     "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
@@ -121,6 +133,22 @@ fn check_range(name: &str, value: i64, min: i64, max: i64) -> ApiResult<()> {
     }
 }
 
+/// A query-string integer: an optional minus sign and ASCII digits only. serde_urlencoded parses
+/// with `FromStr`, which for Rust's integers also takes a leading "+"; overflow stays an error.
+fn strict_int<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    let text = String::deserialize(deserializer)?;
+    let digits = text.strip_prefix('-').unwrap_or(&text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(de::Error::custom(format!("not an integer: {text:?}")));
+    }
+    text.parse().map_err(de::Error::custom)
+}
+
 // ---------------------------------------------------------------------------------------------
 // GET /api/static
 
@@ -142,6 +170,7 @@ async fn static_handler() -> HttpResponse {
 
 #[derive(Deserialize)]
 struct UsersQuery {
+    #[serde(deserialize_with = "strict_int")]
     limit: i64,
 }
 
@@ -192,6 +221,7 @@ async fn users_handler(
 
 #[derive(Deserialize)]
 struct PerfTestQuery {
+    #[serde(deserialize_with = "strict_int")]
     _records: i32,
     _text: String,
     _int: i32,
@@ -304,6 +334,218 @@ async fn perf_test_handler(
         .iter()
         .map(PerfTestRow::try_from)
         .collect::<Result<Vec<_>, _>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// GET /api/perf-minimal
+
+#[derive(Serialize)]
+struct MinimalRow {
+    status: String,
+    ts: DateTime<Utc>,
+}
+
+async fn perf_minimal_handler(pool: web::Data<Pool>) -> ApiResult<HttpResponse> {
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_MINIMAL_SQL).await?;
+    let rows = client
+        .query(&stmt, &[])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(MinimalRow {
+                status: row.try_get("status")?,
+                ts: row.try_get("ts")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// POST /api/perf-post {"_records": n, "_payload": {...}}
+
+#[derive(Serialize)]
+struct PostRow {
+    row_num: i32,
+    echo: Value,
+    computed: String,
+}
+
+/// The body is parsed by web::Json into a JSON object (serde_json::Map: an array, scalar or null
+/// body is an extractor error); `_records` must be a JSON integer (serde_json keeps 1.5, 1.0 and
+/// 1e3 as floats, so `as_i64` is None for them) and `_payload` a JSON object.
+async fn perf_post_handler(
+    pool: web::Data<Pool>,
+    body: web::Json<serde_json::Map<String, Value>>,
+) -> ApiResult<HttpResponse> {
+    let mut body = body.into_inner();
+    let records = body
+        .get("_records")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| ApiError::BadRequest("_records must be an integer".into()))?;
+    check_range("_records", records, 1, 1000)?;
+    let records = records as i32;
+    let payload = match body.remove("_payload") {
+        Some(payload @ Value::Object(_)) => payload,
+        _ => {
+            return Err(ApiError::BadRequest(
+                "_payload must be a JSON object".into(),
+            ))
+        }
+    };
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_POST_SQL).await?;
+    let rows = client
+        .query(&stmt, &[&records, &payload])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(PostRow {
+                row_num: row.try_get("row_num")?,
+                echo: row.try_get("echo")?,
+                computed: row.try_get("computed")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// GET /api/perf-nested?_records=n&_depth=d
+
+#[derive(Deserialize)]
+struct PerfNestedQuery {
+    #[serde(deserialize_with = "strict_int")]
+    _records: i32,
+    #[serde(deserialize_with = "strict_int")]
+    _depth: i32,
+}
+
+#[derive(Serialize)]
+struct NestedRow {
+    row_num: i32,
+    nested: Value,
+}
+
+async fn perf_nested_handler(
+    pool: web::Data<Pool>,
+    query: web::Query<PerfNestedQuery>,
+) -> ApiResult<HttpResponse> {
+    let PerfNestedQuery { _records, _depth } = query.into_inner();
+    check_range("_records", _records.into(), 1, 1000)?;
+    check_range("_depth", _depth.into(), 1, 3)?;
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_NESTED_SQL).await?;
+    let rows = client
+        .query(&stmt, &[&_records, &_depth])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(NestedRow {
+                row_num: row.try_get("row_num")?,
+                nested: row.try_get("nested")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// GET /api/perf-large-payload?_size_kb=k
+
+#[derive(Deserialize)]
+struct PerfLargePayloadQuery {
+    #[serde(deserialize_with = "strict_int")]
+    _size_kb: i32,
+}
+
+#[derive(Serialize)]
+struct LargeRow {
+    data: String,
+}
+
+async fn perf_large_payload_handler(
+    pool: web::Data<Pool>,
+    query: web::Query<PerfLargePayloadQuery>,
+) -> ApiResult<HttpResponse> {
+    let size_kb = query._size_kb;
+    check_range("_size_kb", size_kb.into(), 1, 1024)?;
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_LARGE_PAYLOAD_SQL).await?;
+    let rows = client
+        .query(&stmt, &[&size_kb])
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(LargeRow {
+                data: row.try_get("data")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
+    Ok(HttpResponse::Ok().json(rows))
+}
+
+// ---------------------------------------------------------------------------------------------
+// GET /api/perf-many-params?_p1=…&…&_p20=… (every parameter optional)
+
+#[derive(Deserialize)]
+struct PerfManyParamsQuery {
+    _p1: Option<String>,
+    _p2: Option<String>,
+    _p3: Option<String>,
+    _p4: Option<String>,
+    _p5: Option<String>,
+    _p6: Option<String>,
+    _p7: Option<String>,
+    _p8: Option<String>,
+    _p9: Option<String>,
+    _p10: Option<String>,
+    _p11: Option<String>,
+    _p12: Option<String>,
+    _p13: Option<String>,
+    _p14: Option<String>,
+    _p15: Option<String>,
+    _p16: Option<String>,
+    _p17: Option<String>,
+    _p18: Option<String>,
+    _p19: Option<String>,
+    _p20: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ManyParamsRow {
+    param_count: i32,
+    /// NULL when _p1 is absent (md5 of NULL).
+    checksum: Option<String>,
+}
+
+async fn perf_many_params_handler(
+    pool: web::Data<Pool>,
+    query: web::Query<PerfManyParamsQuery>,
+) -> ApiResult<HttpResponse> {
+    let q = query.into_inner();
+    let client = pool.get().await?;
+    let stmt = client.prepare_cached(PERF_MANY_PARAMS_SQL).await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &q._p1, &q._p2, &q._p3, &q._p4, &q._p5, &q._p6, &q._p7, &q._p8, &q._p9, &q._p10,
+                &q._p11, &q._p12, &q._p13, &q._p14, &q._p15, &q._p16, &q._p17, &q._p18, &q._p19,
+                &q._p20,
+            ],
+        )
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(ManyParamsRow {
+                param_count: row.try_get("param_count")?,
+                checksum: row.try_get("checksum")?,
+            })
+        })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
     Ok(HttpResponse::Ok().json(rows))
 }
 
@@ -453,6 +695,16 @@ async fn main() -> io::Result<()> {
             .service(resource("/api/users").route(web::get().to(users_handler)))
             .service(resource("/api/perf-test").route(web::get().to(perf_test_handler)))
             .service(resource("/api/tx").route(web::post().to(tx_handler)))
+            .service(resource("/api/perf-minimal").route(web::get().to(perf_minimal_handler)))
+            .service(resource("/api/perf-post").route(web::post().to(perf_post_handler)))
+            .service(resource("/api/perf-nested").route(web::get().to(perf_nested_handler)))
+            .service(
+                resource("/api/perf-large-payload")
+                    .route(web::get().to(perf_large_payload_handler)),
+            )
+            .service(
+                resource("/api/perf-many-params").route(web::get().to(perf_many_params_handler)),
+            )
             .default_service(web::to(|| async { ApiError::NotFound.error_response() }))
     })
     .workers(workers)

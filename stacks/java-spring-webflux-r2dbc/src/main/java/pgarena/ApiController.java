@@ -1,5 +1,7 @@
 package pgarena;
 
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.r2dbc.postgresql.codec.Interval;
 import io.r2dbc.postgresql.codec.Json;
 import jakarta.validation.Valid;
@@ -34,6 +36,16 @@ public class ApiController {
     private static final String PERF_TEST_SQL = "SELECT * FROM perf_test($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
             + " $11, $12, $13::json, $14::jsonb, $15::int[], $16::text[])";
 
+    private static final String PERF_MINIMAL_SQL = "SELECT * FROM perf_minimal()";
+    // The payload is bound as text (Jackson's serialization of the parsed body) and cast to jsonb by PostgreSQL.
+    private static final String PERF_POST_SQL = "SELECT * FROM perf_post($1, $2::jsonb)";
+    private static final String PERF_NESTED_SQL = "SELECT * FROM perf_nested($1, $2)";
+    private static final String PERF_LARGE_PAYLOAD_SQL = "SELECT * FROM perf_large_payload($1)";
+    // All twenty bound as text (or NULL); PostgreSQL casts them to the function's int / bool / numeric parameters.
+    private static final String PERF_MANY_PARAMS_SQL = "SELECT * FROM perf_many_params("
+            + "$1, $2::int, $3::bool, $4::numeric, $5, $6, $7::int, $8::bool, $9::numeric, $10, "
+            + "$11, $12::int, $13::bool, $14::numeric, $15, $16, $17::int, $18::bool, $19::numeric, $20)";
+
     public record Status(String status, long timestamp) {}
 
     public record User(int id, String username, String fullName, String email, short age, OffsetDateTime createdAt) {}
@@ -44,6 +56,24 @@ public class ApiController {
             LocalDate dateVal, LocalTime timeVal, LocalDateTime timestampVal, OffsetDateTime timestamptzVal,
             Interval intervalVal, UUID uuidVal, Json jsonVal, Json jsonbVal, Integer[] intArrayVal,
             String[] textArrayVal, String nullableText, Integer nullableInt) {}
+
+    public record MinimalRow(String status, OffsetDateTime ts) {}
+
+    /**
+     * The perf-post body, decoded by WebFlux's Jackson decoder: _records an Integer (strict: no "5", 1.5 or true),
+     * _payload an ObjectNode (Jackson's tree: an array or scalar there fails to decode; big integers stay BigInteger).
+     */
+    public record PerfPostRequest(
+            @JsonProperty("_records") @NotNull @Min(1) @Max(1000) Integer records,
+            @JsonProperty("_payload") @NotNull ObjectNode payload) {}
+
+    public record PostRow(Integer rowNum, Json echo, String computed) {}
+
+    public record NestedRow(Integer rowNum, Json nested) {}
+
+    public record LargeRow(String data) {}
+
+    public record ManyParamsRow(Integer paramCount, String checksum) {}
 
     public record TxRequest(
             @NotNull @Min(1) @Max(1_000_000) Integer aid,
@@ -127,6 +157,73 @@ public class ApiController {
                         row.get("text_array_val", String[].class),
                         row.get("nullable_text", String.class),
                         row.get("nullable_int", Integer.class)))
+                .all();
+    }
+
+    @GetMapping("/perf-minimal")
+    public Flux<MinimalRow> perfMinimal() {
+        return db.sql(PERF_MINIMAL_SQL)
+                .map(row -> new MinimalRow(row.get("status", String.class), row.get("ts", OffsetDateTime.class)))
+                .all();
+    }
+
+    @PostMapping("/perf-post")
+    public Flux<PostRow> perfPost(@Valid @RequestBody PerfPostRequest body) {
+        return db.sql(PERF_POST_SQL)
+                .bind(0, body.records()).bind(1, body.payload().toString())
+                .map(row -> new PostRow(
+                        row.get("row_num", Integer.class), row.get("echo", Json.class), row.get("computed", String.class)))
+                .all();
+    }
+
+    @GetMapping("/perf-nested")
+    public Flux<NestedRow> perfNested(
+            @RequestParam("_records") @Min(1) @Max(1000) int records,
+            @RequestParam("_depth") @Min(1) @Max(3) int depth) {
+        return db.sql(PERF_NESTED_SQL)
+                .bind(0, records).bind(1, depth)
+                .map(row -> new NestedRow(row.get("row_num", Integer.class), row.get("nested", Json.class)))
+                .all();
+    }
+
+    @GetMapping("/perf-large-payload")
+    public Flux<LargeRow> perfLargePayload(@RequestParam("_size_kb") @Min(1) @Max(1024) int sizeKb) {
+        return db.sql(PERF_LARGE_PAYLOAD_SQL)
+                .bind(0, sizeKb)
+                .map(row -> new LargeRow(row.get("data", String.class)))
+                .all();
+    }
+
+    /** Every parameter is optional text (absent: SQL NULL); PostgreSQL casts them to the function's types. */
+    @GetMapping("/perf-many-params")
+    public Flux<ManyParamsRow> perfManyParams(
+            @RequestParam(name = "_p1", required = false) String p1,
+            @RequestParam(name = "_p2", required = false) String p2,
+            @RequestParam(name = "_p3", required = false) String p3,
+            @RequestParam(name = "_p4", required = false) String p4,
+            @RequestParam(name = "_p5", required = false) String p5,
+            @RequestParam(name = "_p6", required = false) String p6,
+            @RequestParam(name = "_p7", required = false) String p7,
+            @RequestParam(name = "_p8", required = false) String p8,
+            @RequestParam(name = "_p9", required = false) String p9,
+            @RequestParam(name = "_p10", required = false) String p10,
+            @RequestParam(name = "_p11", required = false) String p11,
+            @RequestParam(name = "_p12", required = false) String p12,
+            @RequestParam(name = "_p13", required = false) String p13,
+            @RequestParam(name = "_p14", required = false) String p14,
+            @RequestParam(name = "_p15", required = false) String p15,
+            @RequestParam(name = "_p16", required = false) String p16,
+            @RequestParam(name = "_p17", required = false) String p17,
+            @RequestParam(name = "_p18", required = false) String p18,
+            @RequestParam(name = "_p19", required = false) String p19,
+            @RequestParam(name = "_p20", required = false) String p20) {
+        String[] values = {p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20};
+        DatabaseClient.GenericExecuteSpec statement = db.sql(PERF_MANY_PARAMS_SQL);
+        for (int i = 0; i < values.length; i++) {
+            statement = values[i] == null ? statement.bindNull(i, String.class) : statement.bind(i, values[i]);
+        }
+        return statement
+                .map(row -> new ManyParamsRow(row.get("param_count", Integer.class), row.get("checksum", String.class)))
                 .all();
     }
 

@@ -76,8 +76,14 @@ public class ApiExceptionHandler {
 
     @ExceptionHandler
     public ResponseEntity<ApiError> other(Exception ex) {
+        if (ex instanceof ResponseStatusException rse && rse.getStatusCode().value() == HttpStatus.UNSUPPORTED_MEDIA_TYPE.value()) {
+            // WebFlux's form reader answers a body sent as application/x-www-form-urlencoded with a bare 415.
+            return badRequest("Content-Type must be application/json");
+        }
         if (ex instanceof ResponseStatusException rse && !rse.getStatusCode().is5xxServerError()) {
-            return ResponseEntity.status(rse.getStatusCode()).body(new ApiError(rse.getReason()));
+            // e.g. 413 for a body over the codecs' 256 KiB in-memory limit, whose reason is null
+            String reason = rse.getReason() != null ? rse.getReason() : rse.getMessage();
+            return ResponseEntity.status(rse.getStatusCode()).body(new ApiError(reason));
         }
         return internalError(ex);
     }

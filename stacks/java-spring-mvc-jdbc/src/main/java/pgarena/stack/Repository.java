@@ -14,7 +14,7 @@ import java.util.List;
 import java.util.UUID;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
-/** Read-only queries of the users and perf-test workloads. */
+/** Read-only queries of the users, perf-test and perf-* workloads. */
 @org.springframework.stereotype.Repository
 public class Repository {
 
@@ -47,12 +47,37 @@ public class Repository {
             String nullableText,
             Integer nullableInt) {}
 
+    /** A row of {@code perf_minimal()}. */
+    public record MinimalRow(String status, OffsetDateTime ts) {}
+
+    /** A row of {@code perf_post(...)}: echo is the jsonb's text, written into the response as is. */
+    public record PostRow(int rowNum, @JsonRawValue String echo, String computed) {}
+
+    /** A row of {@code perf_nested(...)}. */
+    public record NestedRow(int rowNum, @JsonRawValue String nested) {}
+
+    /** The row of {@code perf_large_payload(...)}. */
+    public record LargeRow(String data) {}
+
+    /** The row of {@code perf_many_params(...)}. */
+    public record ManyParamsRow(int paramCount, String checksum) {}
+
     private static final String USERS_SQL =
             "SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT ?";
 
     /** json, jsonb and the arrays are bound as text and cast by PostgreSQL, which owns their literal syntax. */
     private static final String PERF_TEST_SQL =
             "SELECT * FROM perf_test(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::json, ?::jsonb, ?::int[], ?::text[])";
+
+    private static final String PERF_MINIMAL_SQL = "SELECT * FROM perf_minimal()";
+    /** The payload is bound as text (Jackson's serialization of the parsed body) and cast to jsonb by PostgreSQL. */
+    private static final String PERF_POST_SQL = "SELECT * FROM perf_post(?, ?::jsonb)";
+    private static final String PERF_NESTED_SQL = "SELECT * FROM perf_nested(?, ?)";
+    private static final String PERF_LARGE_PAYLOAD_SQL = "SELECT * FROM perf_large_payload(?)";
+    /** All twenty bound as text; PostgreSQL casts them to the function's int / bool / numeric parameters. */
+    private static final String PERF_MANY_PARAMS_SQL = "SELECT * FROM perf_many_params("
+            + "?, ?::int, ?::bool, ?::numeric, ?, ?, ?::int, ?::bool, ?::numeric, ?, "
+            + "?, ?::int, ?::bool, ?::numeric, ?, ?, ?::int, ?::bool, ?::numeric, ?)";
 
     private final JdbcClient jdbc;
 
@@ -94,6 +119,46 @@ public class Repository {
                 .param(15, intArray, Types.VARCHAR)
                 .param(16, textArray, Types.VARCHAR)
                 .query(Repository::perfRow)
+                .list();
+    }
+
+    public List<MinimalRow> perfMinimal() {
+        return jdbc.sql(PERF_MINIMAL_SQL)
+                .query((rs, n) -> new MinimalRow(rs.getString("status"), rs.getObject("ts", OffsetDateTime.class)))
+                .list();
+    }
+
+    public List<PostRow> perfPost(int records, String payload) {
+        return jdbc.sql(PERF_POST_SQL)
+                .param(1, records, Types.INTEGER)
+                .param(2, payload, Types.VARCHAR)
+                .query((rs, n) -> new PostRow(rs.getInt("row_num"), rs.getString("echo"), rs.getString("computed")))
+                .list();
+    }
+
+    public List<NestedRow> perfNested(int records, int depth) {
+        return jdbc.sql(PERF_NESTED_SQL)
+                .param(1, records, Types.INTEGER)
+                .param(2, depth, Types.INTEGER)
+                .query((rs, n) -> new NestedRow(rs.getInt("row_num"), rs.getString("nested")))
+                .list();
+    }
+
+    public List<LargeRow> perfLargePayload(int sizeKb) {
+        return jdbc.sql(PERF_LARGE_PAYLOAD_SQL)
+                .param(1, sizeKb, Types.INTEGER)
+                .query((rs, n) -> new LargeRow(rs.getString("data")))
+                .list();
+    }
+
+    /** {@code values}: _p1.._p20 as the query string gave them, null where absent. */
+    public List<ManyParamsRow> perfManyParams(List<String> values) {
+        JdbcClient.StatementSpec statement = jdbc.sql(PERF_MANY_PARAMS_SQL);
+        for (int i = 0; i < values.size(); i++) {
+            statement = statement.param(i + 1, values.get(i), Types.VARCHAR);
+        }
+        return statement
+                .query((rs, n) -> new ManyParamsRow(rs.getInt("param_count"), rs.getString("checksum")))
                 .list();
     }
 

@@ -122,3 +122,64 @@ def test_verify_exits_1_and_names_each_failing_stack(tmp_path, fixture_env):
     users = results.verification("fixture-crash", "users")
     assert users.accounting is None and "exited with code 7" in users.accounting_unavailable  # not "a cache?"
     assert results.verification("fixture-crash", "perf-test") is None  # not verified after the crash
+
+
+SCENARIOS = ["perf-minimal", "perf-post", "perf-nested", "perf-large-payload", "perf-many-params"]
+
+
+def _verify_scenarios(stack_id, managed_db, tmp_path):
+    from pgarena.config.run import build_config, workload_parameters
+    from pgarena.db.data import load_workload_data
+
+    load_workload_data(managed_db, SCENARIOS)
+    config = build_config(project_dir=tmp_path, overrides={"pool_size": 4, "workers": 1})
+    stack = next(s for s in load_stacks(FIXTURE_STACKS)[0] if s.id == stack_id)
+    port = free_port()
+    values = stack_values(config, managed_db, stack, port)
+    with ServerProcess(stack.definition.run.command, cwd=stack.directory,
+                       env=stack_environment(values, stack.definition.run.env), log_path=tmp_path / "run.log") as srv:
+        wait_until_healthy(srv, f"http://127.0.0.1:{port}/api/static", 30)
+        results = verify_stack(f"http://127.0.0.1:{port}", stack_id, SCENARIOS, managed_db, perf_test_rows=[1],
+                               users_limits=[20], timeout_s=10, exit_code=srv.exit_code,
+                               scenario_parameters={w: workload_parameters(config, w) for w in SCENARIOS})
+    return {v.workload: v for v in results}
+
+
+def test_the_five_scenarios_verify_exact_on_a_canonical_stack(managed_db, tmp_path, fixture_env):
+    """Every scenario: exact columns against PostgreSQL's own answer, the bad-input battery, accounting."""
+    results = _verify_scenarios("fixture-scenarios", managed_db, tmp_path)
+    assert list(results) == SCENARIOS
+    for workload, v in results.items():
+        assert v.ok, (workload, [c for c in v.checks if not c.ok])
+        assert v.columns and {c.verdict for c in v.columns} == {Verdict.EXACT}, (workload, v.columns)
+        assert all(case.ok for case in v.bad_input), (workload, [c for c in v.bad_input if not c.ok])
+        assert v.accounting is not None and v.accounting.verdict is Verdict.EXACT, (workload, v.accounting)
+        assert v.accounting.workload_statements_per_request == 1
+    post = results["perf-post"]
+    assert any(c.name.startswith("varied payload 1") for c in post.checks)  # unicode, big integers, nesting
+    assert len(results["perf-post"].bad_input) == 18 and len(results["perf-many-params"].bad_input) == 5
+    assert results["perf-nested"].accounting.rows_per_request == 100  # 100 rows at the loaded depth
+
+
+def test_scenario_faults_are_caught_column_by_column(managed_db, tmp_path, fixture_env):
+    """A fixed echo, a stale now() and millisecond timestamps are ❌ columns; bad input answered 500 fails."""
+    results = _verify_scenarios("fixture-scenarios-faulty", managed_db, tmp_path)
+    echo = {c.column: c for c in results["perf-post"].columns}["echo"]
+    assert echo.verdict is Verdict.WRONG
+    minimal = results["perf-minimal"]
+    ts = {c.column: c for c in minimal.columns}["ts"]
+    assert ts.verdict is Verdict.WRONG
+    assert any(c.name.endswith("ts is this request's now()") and not c.ok for c in minimal.checks)
+    assert {c.column: c.verdict for c in results["perf-nested"].columns} == {"row_num": Verdict.EXACT,
+                                                                            "nested": Verdict.EXACT}
+    nested_bad = results["perf-nested"].bad_input
+    assert nested_bad and not any(case.ok for case in nested_bad) and {case.status for case in nested_bad} == {500}
+
+
+def test_millisecond_timestamps_alone_are_named_as_lost_microseconds(managed_db, tmp_path, fixture_env,
+                                                                     monkeypatch):
+    monkeypatch.setenv("FIXTURE_FAULTS", "ms_timestamps")
+    results = _verify_scenarios("fixture-scenarios", managed_db, tmp_path)
+    ts = {c.column: c for c in results["perf-minimal"].columns}["ts"]
+    assert ts.verdict is Verdict.WRONG and "microseconds are lost" in ts.reason
+    assert all(c.ok for c in results["perf-minimal"].checks)  # a fresh now() each time, only coarser

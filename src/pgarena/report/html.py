@@ -18,6 +18,7 @@ import jinja2
 
 from pgarena.analysis.ranking import UNRANKED, cost
 from pgarena.analysis.verdicts import baseline_of
+from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract import flags as F
 from pgarena.contract.values import Verdict
 from pgarena.report import figures
@@ -30,6 +31,7 @@ from pgarena.results.models import Cell, RunResults, StackInfo
 TEMPLATE = "report.html.j2"
 
 FLAG_MEANINGS = {
+    F.DEMONSTRATION: "a stack kept to show a mistake on purpose (stack.toml competes = false): shown, never ranked",
     F.FAILURES: "more than 1 % of requests failed (invalid, not ranked)",
     F.NOISY: "the RPS confidence interval ended wider than the target: more rounds would have helped (still "
              "ranked where its interval is clear of its neighbours)",
@@ -112,7 +114,8 @@ def cell_rows(family: Family, verdicts: Verdicts, results: RunResults) -> list[d
 def flags_present(results: RunResults) -> list[dict]:
     counts = Counter(flag for cell in results.cells for flag in cell.flags)
     failed = sum(1 for cell in results.cells if "failed" in cell_marks(cell))
-    rows = [{"flag": flag, "meaning": FLAG_MEANINGS.get(flag, ""), "cells": n, "not_ranked": flag in F.INVALID}
+    rows = [{"flag": flag, "meaning": FLAG_MEANINGS.get(flag, ""), "cells": n,
+             "not_ranked": flag in F.INVALID or flag == F.DEMONSTRATION}
             for flag, n in sorted(counts.items())]
     if failed:
         rows.append({"flag": "failed", "meaning": "the cell produced no measurement", "cells": failed, "not_ranked": True})
@@ -288,6 +291,14 @@ def environment(results: RunResults) -> dict:
     }
 
 
+def work_cost_table(results: RunResults) -> dict:
+    """Each stack's scenarios as shares of its own perf-minimal (analysis/workcost.py), for the Cost section."""
+    columns, rows = work_costs(results)
+    return {"columns": [column_label(*c) for c in columns],
+            "rows": [{"stack": r.stack, "vus": r.vus, "engine": r.engine, "minimal_rps": rounded(r.minimal_rps, 1),
+                      "shares": [rounded(r.shares.get(c), 3) for c in columns]} for r in rows]}
+
+
 def html_payload(results: RunResults) -> dict:
     """Everything the page shows, from results.json only: JSON-serialisable and deterministic."""
     verdicts = Verdicts(results)
@@ -317,6 +328,7 @@ def html_payload(results: RunResults) -> dict:
         "schedule": schedule_summary(results),
         "ceiling": {"rows": ceiling_rows(results), "note": ceiling_note(results)},
         "sections": sections,
+        "work_costs": work_cost_table(results),
         "slo": slo_tables(results),
         "verification": verification(results),
         "stacks": [_stack_row(s, results.config) for s in results.stacks],

@@ -56,6 +56,8 @@ def _why_unranked(cell: Cell) -> str:
     if "failed" in marks:
         return "failed"
     reasons = [f for f in cell.flags if f in F.INVALID]
+    if F.DEMONSTRATION in cell.flags:
+        reasons.append("a demonstration of a mistake, not a competitor")
     if relative_rate(cell):
         reasons.append("offered a share of its own peak (loads differ)")
     if not reasons and cell.summary is not None and cell.summary.rps_interval is None:

@@ -8,14 +8,22 @@ from collections import defaultdict
 from pgarena.analysis.ranking import BY_P99, NOT_RANKED, comparable_groups, efficiency_ranks, rank_basis
 from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX
 from pgarena.analysis.verdicts import run_verdicts
+from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
 from pgarena.contract.values import Verdict
 from pgarena.contract.workloads import (
+    COLUMNS,
     GRAPHQL,
     GRAPHQL_FIELDS,
     GRAPHQL_LIMIT,
+    NESTED_RECORDS,
+    PERF_LARGE_PAYLOAD,
+    PERF_MANY_PARAMS,
+    PERF_NESTED,
+    PERF_POST,
     PERF_TEST,
     PERF_TEST_COLUMNS,
+    SCENARIOS,
     STATIC,
     TX,
     USERS,
@@ -25,7 +33,7 @@ from pgarena.report import markdown_verdicts as mv
 from pgarena.report.markup import table
 from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 
-WORKLOAD_ORDER = (PERF_TEST, USERS, GRAPHQL, STATIC, TX)
+WORKLOAD_ORDER = (PERF_TEST, *SCENARIOS, USERS, GRAPHQL, STATIC, TX)
 
 
 def _num(value: float, digits: int = 0) -> str:
@@ -66,6 +74,14 @@ def _cell_title(cell: Cell) -> str:
         return f"users — {load}, limit {parameter}"
     if workload == GRAPHQL:
         return f"graphql — {load}, users(limit: {GRAPHQL_LIMIT})"
+    if workload == PERF_POST:
+        return f"perf-post — {load}, {parameter} record{'s' if parameter != 1 else ''} per request"
+    if workload == PERF_NESTED:
+        return f"perf-nested — {load}, {NESTED_RECORDS} records at depth {parameter}"
+    if workload == PERF_LARGE_PAYLOAD:
+        return f"perf-large-payload — {load}, {parameter} KiB"
+    if workload == PERF_MANY_PARAMS:
+        return f"perf-many-params — {load}, 20 query parameters"
     return f"{workload} — {load}"
 
 
@@ -136,6 +152,20 @@ def results_tables(results: RunResults) -> str:
         sections.append("_No open-model level was shared by every stack, so no table compares them at equal offered "
                         "load: give absolute rates (`--rates 1000,90%`) for that._")
     return "\n\n".join(sections) if sections else "_No load cells in this run._"
+
+
+def work_cost_section(results: RunResults) -> str:
+    """Each stack's throughput on every scenario as a share of its own perf-minimal (analysis/workcost.py)."""
+    columns, rows = work_costs(results)
+    if not rows:
+        return ""
+    body = [(r.stack, f"{r.vus}", r.engine, _num(r.minimal_rps),
+             *(f"{r.shares[c]:.2f}×" if c in r.shares else "–" for c in columns)) for r in rows]
+    text = ("Each stack's median 2xx/s on a scenario divided by its own perf-minimal 2xx/s at the same load "
+            "level (same generator): how much of its smallest round trip's throughput each kind of work leaves "
+            "it. A figure about the stack alone (ratios of medians; they describe, they do not rank).")
+    return text + "\n\n" + table(["Stack", "VUs", "Engine", "perf-minimal 2xx/s",
+                                   *(column_label(*c) for c in columns)], body, "lrlr" + "r" * len(columns))
 
 
 def cost_section(results: RunResults) -> str:
@@ -354,6 +384,7 @@ def verification_section(results: RunResults) -> str:
         _column_matrix(results.verifications, PERF_TEST_COLUMNS, PERF_TEST),
         _column_matrix(results.verifications, USERS_COLUMNS, USERS),
         _column_matrix(results.verifications, {f: t for f, (_, t) in GRAPHQL_FIELDS.items()}, GRAPHQL),
+        *(_column_matrix(results.verifications, COLUMNS[w], w) for w in SCENARIOS),
         _robustness_failures(results),
         "### Database accounting\n\n" + accounting_section(results) if accounting_section(results) else "",
     ]
@@ -507,7 +538,8 @@ def render_markdown(results: RunResults) -> str:
         "answered wrongly) / `pool-exceeded` (more connections than the pool size) / `generator-bound` (the generator used "
         ">90 % of its CPUs over the measured window, or the cell's request rate reached 90 % of the generator's "
         "measured headroom — it measured the generator, not the stack). Other flags: `columns-wrong` ranked "
-        "among all stacks only; `noisy`; `database-bound` PostgreSQL used >90 % of the server CPUs while the "
+        "among all stacks only; `demonstration` a stack kept to show a mistake on purpose (stack.toml `competes = "
+        "false`), shown but never ranked; `noisy`; `database-bound` PostgreSQL used >90 % of the server CPUs while the "
         "stack used <50 %; `timeouts` some requests hit the HTTP timeout. `Variants`: distinct requests the load "
         "drew from; `Window accounting`: did pg_stat_statements see the workload's statements for every "
         "measured window's answers (✅) or not (❌ a cache or an N+1). Method: docs/methodology.md.",
@@ -516,11 +548,13 @@ def render_markdown(results: RunResults) -> str:
         parts.append(f"> Run error: {results.error}")
     graphql = graphql_section(results)
     slo, cold, cost = slo_section(results), cold_start_section(results.stacks), cost_section(results)
+    work = work_cost_section(results)
     parts += [
         "## Results", results_tables(results),
         "## Schedule", mv.schedule_section(results),
         "## Database ceiling", mv.ceiling_section(results),
         *(["## Cost per request", cost] if cost else []),
+        *(["## What each kind of work costs (relative to the stack's own perf-minimal)", work] if work else []),
         *(["## Max sustainable throughput under the SLO", slo] if slo else []),
         *(["## GraphQL against REST on the same stack", graphql] if graphql else []),
         *(["## Cold start", cold] if cold else []),

@@ -70,6 +70,38 @@ def _tx_fields(**changes: object) -> bytes:
 _MISSING = object()
 
 
+def _scenario(path: str, **query: str | None) -> str:
+    return f"{path}?{urlencode({k: v for k, v in query.items() if v is not None})}" if query else path
+
+
+def _post(body: bytes | str, content_type: str | None = wl.JSON_CONTENT_TYPE, what: str = "",
+          expect: Expect = "400") -> Case:
+    data = body.encode() if isinstance(body, str) else body
+    return Case(f"perf-post: {what}", "POST", wl.PERF_POST_PATH, data, content_type, expect)
+
+
+def _post_fields(**changes: object) -> bytes:
+    fields: dict[str, object] = {"_records": 1, "_payload": {"a": 1}}
+    for key, value in changes.items():
+        if value is _MISSING:
+            fields.pop(key)
+        else:
+            fields[key] = value
+    return json.dumps(fields).encode()
+
+
+def _nested(records: str | None = "1", depth: str | None = "1") -> str:
+    return _scenario(wl.PERF_NESTED_PATH, _records=records, _depth=depth)
+
+
+def _large(size_kb: str | None) -> str:
+    return _scenario(wl.PERF_LARGE_PAYLOAD_PATH, _size_kb=size_kb)
+
+
+def _many(**changes: str | None) -> str:
+    return _scenario(wl.PERF_MANY_PARAMS_PATH, **{**wl.SEED_MANY_PARAMS, **changes})
+
+
 def _graphql(body: bytes | str, what: str, content_type: str = wl.JSON_CONTENT_TYPE) -> Case:
     data = body.encode() if isinstance(body, str) else body
     return Case(f"graphql: {what}", "POST", wl.GRAPHQL_PATH, data, content_type, "graphql-error")
@@ -138,6 +170,57 @@ CASES: dict[str, list[Case]] = {
         _graphql(json.dumps({"query": "{ users(limit: 5) { nope } }"}), "unknown field"),
         _graphql("{", "malformed JSON"),
     ],
+    wl.PERF_MINIMAL: [],
+    wl.PERF_POST: [
+        _post(_post_fields(), content_type="text/plain", what="wrong content type"),
+        _post(_post_fields(), content_type=None, what="no content type"),
+        _post("{", what="malformed JSON"),
+        _post("", what="empty body"),
+        _post("[1, 2]", what="a JSON array"),
+        _post(_post_fields(_records=_MISSING), what="_records missing"),
+        _post(_post_fields(_records="5"), what="_records as a string"),
+        _post(_post_fields(_records=1.5), what="_records fractional"),
+        _post(_post_fields(_records=True), what="_records boolean"),
+        _post(_post_fields(_records=None), what="_records null"),
+        _post(_post_fields(_records=0), what="_records zero"),
+        _post(_post_fields(_records=1001), what="_records above 1000"),
+        _post(_post_fields(_records=99999999999999999999), what="_records huge"),
+        _post(_post_fields(_payload=_MISSING), what="_payload missing"),
+        _post(_post_fields(_payload=None), what="_payload null"),
+        _post(_post_fields(_payload=[1, 2]), what="_payload an array"),
+        _post(_post_fields(_payload="text"), what="_payload a string"),
+        _post(_post_fields(_payload={"q": INJECTION_SLEEP}), what="SQL-shaped text in the payload (must be echoed)",
+              expect="echo"),
+    ],
+    wl.PERF_NESTED: [
+        Case("_records missing", "GET", _nested(records=None)),
+        Case("_records not a number", "GET", _nested(records="abc")),
+        Case("_records zero", "GET", _nested(records="0")),
+        Case("_records above 1000", "GET", _nested(records="1001")),
+        Case("_records fractional", "GET", _nested(records="1.5")),
+        Case("_records huge", "GET", _nested(records="99999999999999999999")),
+        Case("_depth missing", "GET", _nested(depth=None)),
+        Case("_depth zero", "GET", _nested(depth="0")),
+        Case("_depth above 3", "GET", _nested(depth="4")),
+        Case("_depth not a number", "GET", _nested(depth="deep")),
+    ],
+    wl.PERF_LARGE_PAYLOAD: [
+        Case("_size_kb missing", "GET", _large(None)),
+        Case("_size_kb empty", "GET", _large("")),
+        Case("_size_kb not a number", "GET", _large("abc")),
+        Case("_size_kb zero", "GET", _large("0")),
+        Case("_size_kb negative", "GET", _large("-1")),
+        Case("_size_kb above 1024", "GET", _large("1025")),
+        Case("_size_kb fractional", "GET", _large("1.5")),
+        Case("_size_kb huge", "GET", _large("99999999999999999999")),
+    ],
+    wl.PERF_MANY_PARAMS: [
+        Case("_p2 (int) not a number", "GET", _many(_p2="abc")),
+        Case("_p3 (bool) not a boolean", "GET", _many(_p3="maybe")),
+        Case("_p4 (numeric) not a number", "GET", _many(_p4="x")),
+        Case("_p7 (int) out of range", "GET", _many(_p7="2147483648")),
+        Case("_p1 SQL-shaped (must be bound)", "GET", _many(_p1=INJECTION_SLEEP), expect="echo"),
+    ],
 }
 """Every workload's hostile requests (docs/verification.md lists them)."""
 
@@ -163,9 +246,19 @@ def _judge(case: Case, response: httpx.Response, elapsed_s: float) -> str | None
     if elapsed_s > SLOW_ANSWER_S:
         return f"answered after {elapsed_s:.1f} s: the string ran as SQL"
     rows_ok = isinstance(body, list) and body and isinstance(body[0], dict)
-    if response.status_code == 200 and rows_ok and str(body[0].get("text_val", "")).startswith(INJECTION_SLEEP):
+    if response.status_code == 200 and rows_ok and _echoed(case.path, body[0]):
         return None
     return f"HTTP {response.status_code}, expected 200 echoing the text: {response.text[:100]}"
+
+
+def _echoed(path: str, row: dict) -> bool:
+    """The injection-shaped text came back as data: perf-test's text_val, perf-post's echo, or (perf-many-params,
+    whose answer is a checksum) a complete answer."""
+    if path.startswith(wl.PERF_POST_PATH):
+        return isinstance(row.get("echo"), dict) and row["echo"].get("q") == INJECTION_SLEEP
+    if path.startswith(wl.PERF_MANY_PARAMS_PATH):
+        return row.get("param_count") == 20 and isinstance(row.get("checksum"), str)
+    return str(row.get("text_val", "")).startswith(INJECTION_SLEEP)
 
 
 def run_battery(client: httpx.Client, workload: str) -> tuple[list[BadInputCase], int]:

@@ -94,3 +94,19 @@ def test_injection_shaped_text_counts_as_echoed_only_when_it_came_back_as_data()
     assert not badinput._echoed(post.path, {"echo": {"q": "something else"}})
     assert badinput._echoed(many.path, {"param_count": 20, "checksum": "abc"})
     assert not badinput._echoed(many.path, {"error": "x"})
+
+
+def test_a_run_raises_its_open_file_limit_to_the_hard_limit():
+    """500 VUs need ~1,000 descriptors between generator and stack: the soft limit follows the hard one."""
+    import resource
+    import subprocess
+    import sys
+
+    code = ("import resource; from pgarena.system.process import raise_open_files_limit; "
+            "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE); "
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard)); "
+            "print(raise_open_files_limit() == resource.getrlimit(resource.RLIMIT_NOFILE), "
+            "resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True"]
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[1] > 0

@@ -38,6 +38,7 @@ from pgarena.results.store import load as load_results
 from pgarena.system import reaper
 from pgarena.system.envelope import NOT_PINNED_EXTERNAL, pinned_to, process_affinity
 from pgarena.system.environment import collect
+from pgarena.system.process import raise_open_files_limit
 
 
 def new_run_id() -> str:
@@ -142,6 +143,7 @@ def execute(
     if engine is not None:
         engine.binary  # noqa: B018 — raises EngineUnavailable early, before any build
     progress = progress or RunProgress()
+    raise_open_files_limit()  # generators and stacks inherit it: one descriptor per connection above 100 VUs
     if config.seed is None and resume is None:
         config = config.model_copy(update={"seed": new_seed()})  # stored in results.config: --seed repeats it
     if resume is None:

@@ -392,3 +392,24 @@ def first_line(argv: list[str]) -> str:
         return ""
     text = (out.stdout or out.stderr).strip()
     return text.splitlines()[0] if text else ""
+
+
+MIN_OPEN_FILES = 4096
+"""Open files a run needs at least: 500 VUs are 500 sockets in the generator and 500 in the stack, plus
+pools, logs and pipes; a soft limit of 1,024 (a common default) would fail above ~500 VUs."""
+
+
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise this process's soft open-file limit to its hard limit (children inherit it): generators and
+    stacks above 100 VUs need one descriptor per connection. Returns (soft, hard) after the change."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1_048_576)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft, hard

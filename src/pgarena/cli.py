@@ -160,7 +160,9 @@ def list_stacks(
     for s in stacks:
         d = s.definition
         grid.add_row(d.id, d.language, f"{d.framework} {d.framework_version}", f"{d.driver} {d.driver_version}",
-                     d.pooler, ", ".join(d.workloads), "yes" if s.available else f"no — {s.unavailable_reason}")
+                     d.pooler, ", ".join(d.workloads),
+                     ("yes" if s.available else f"no — {s.unavailable_reason}")
+                     + ("" if d.competes else " (a demonstration: never ranked)"))
     out.print(grid)
     for e in errors:
         err.print(f"[red]{e.stack_id}[/]: {e.message}", highlight=False)

@@ -67,7 +67,9 @@ def column_types(db: Database, workload: str) -> dict[str, str]:
 
 def _rows(db: Database, sql: str, args: list[Any]) -> list[dict[str, Any]]:
     with db.connect() as conn:
-        row = conn.execute(f"SELECT coalesce(json_agg(t), '[]')::text FROM {sql} t", args).fetchone()
+        # NOTE: a subquery, not `FROM f() t`: for a function with one output column `t` would be that
+        # column (json_agg of strings), not the row
+        row = conn.execute(f"SELECT coalesce(json_agg(t), '[]')::text FROM (SELECT * FROM {sql}) t", args).fetchone()
     return parse_json(row[0])
 
 

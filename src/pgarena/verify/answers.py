@@ -78,9 +78,7 @@ def judge_answer(workload: str, expected: Any, *, status: int, content_type: str
         stamp = parsed.get("timestamp") if isinstance(parsed, dict) else None
         if not isinstance(parsed, dict) or parsed.get("status") != "ok" or not _is_int(stamp):
             return f"not {{status: ok, timestamp: int ms}}: {body[:80]!r}"
-        if not sent_ms - STATIC_TOLERANCE_MS <= stamp <= received_ms + STATIC_TOLERANCE_MS:
-            return f"timestamp {stamp} outside the request's time {sent_ms:.0f}–{received_ms:.0f} ms"
-        return None
+        return _outside_request_time(f"timestamp {stamp}", stamp, sent_ms, received_ms)
     if workload == wl.PERF_MINIMAL:
         return _judge_minimal(parsed, body, sent_ms, received_ms, known_wrong)
     if workload == wl.TX:
@@ -108,7 +106,12 @@ def _judge_minimal(parsed: Any, body: bytes, sent_ms: float, received_ms: float,
         return f"ts {row.get('ts')!r} is not an ISO 8601 timestamp"
     if stamp.tzinfo is None:
         return f"ts {row.get('ts')!r} has no offset"
-    stamp_ms = stamp.timestamp() * 1000
-    if not sent_ms - STATIC_TOLERANCE_MS <= stamp_ms <= received_ms + STATIC_TOLERANCE_MS:
-        return f"ts {row.get('ts')} outside the request's time {sent_ms:.0f}–{received_ms:.0f} ms"
-    return None
+    return _outside_request_time(f"ts {row.get('ts')}", stamp.timestamp() * 1000, sent_ms, received_ms)
+
+
+def _outside_request_time(what: str, stamp_ms: float, sent_ms: float, received_ms: float) -> str | None:
+    """Why a clock reading in an answer is not this request's (None: it lies within the request's send →
+    receive interval ± STATIC_TOLERANCE_MS; a cached answer carries an older one)."""
+    if sent_ms - STATIC_TOLERANCE_MS <= stamp_ms <= received_ms + STATIC_TOLERANCE_MS:
+        return None
+    return f"{what} outside the request's time {sent_ms:.0f}–{received_ms:.0f} ms"

@@ -43,68 +43,65 @@ class Case:
     expect: Expect = "400"
 
 
+def _query(path: str, **query: str | None) -> str:
+    """`path` with the given query parameters (None: left out)."""
+    return f"{path}?{urlencode({k: v for k, v in query.items() if v is not None})}" if query else path
+
+
 def _perf(**changes: str | None) -> str:
-    query = {"_records": "1", **wl.SEED_PERF_TEST_VALUES, **changes}
-    return f"{wl.PERF_TEST_PATH}?{urlencode({k: v for k, v in query.items() if v is not None})}"
+    return _query(wl.PERF_TEST_PATH, **{"_records": "1", **wl.SEED_PERF_TEST_VALUES, **changes})
 
 
 def _users(limit: str | None) -> str:
     return wl.USERS_PATH if limit is None else f"{wl.USERS_PATH}?{urlencode({'limit': limit})}"
 
 
-def _tx(body: bytes | str, content_type: str | None = wl.JSON_CONTENT_TYPE, what: str = "") -> Case:
-    data = body.encode() if isinstance(body, str) else body
-    return Case(f"tx: {what}", "POST", wl.TX_PATH, data, content_type)
-
-
-def _tx_fields(**changes: object) -> bytes:
-    fields: dict[str, object] = {"aid": 1, "tid": 1, "bid": 1, "delta": 1}
-    for key, value in changes.items():
-        if value is _MISSING:
-            fields.pop(key)
-        else:
-            fields[key] = value
-    return json.dumps(fields).encode()
-
-
 _MISSING = object()
 
 
-def _scenario(path: str, **query: str | None) -> str:
-    return f"{path}?{urlencode({k: v for k, v in query.items() if v is not None})}" if query else path
+def _json_fields(valid: dict[str, object], changes: dict[str, object]) -> bytes:
+    """A JSON body: the valid fields with `changes` applied (a value of _MISSING leaves the field out)."""
+    fields = {**valid, **changes}
+    return json.dumps({key: value for key, value in fields.items() if value is not _MISSING}).encode()
+
+
+def _body_case(workload: str, path: str, body: bytes | str, content_type: str | None, what: str,
+               expect: Expect = "400") -> Case:
+    data = body.encode() if isinstance(body, str) else body
+    return Case(f"{workload}: {what}", "POST", path, data, content_type, expect)
+
+
+def _tx(body: bytes | str, content_type: str | None = wl.JSON_CONTENT_TYPE, what: str = "") -> Case:
+    return _body_case("tx", wl.TX_PATH, body, content_type, what)
+
+
+def _tx_fields(**changes: object) -> bytes:
+    return _json_fields({"aid": 1, "tid": 1, "bid": 1, "delta": 1}, changes)
 
 
 def _post(body: bytes | str, content_type: str | None = wl.JSON_CONTENT_TYPE, what: str = "",
           expect: Expect = "400") -> Case:
-    data = body.encode() if isinstance(body, str) else body
-    return Case(f"perf-post: {what}", "POST", wl.PERF_POST_PATH, data, content_type, expect)
+    return _body_case("perf-post", wl.PERF_POST_PATH, body, content_type, what, expect)
 
 
 def _post_fields(**changes: object) -> bytes:
-    fields: dict[str, object] = {"_records": 1, "_payload": {"a": 1}}
-    for key, value in changes.items():
-        if value is _MISSING:
-            fields.pop(key)
-        else:
-            fields[key] = value
-    return json.dumps(fields).encode()
+    return _json_fields({"_records": 1, "_payload": {"a": 1}}, changes)
 
 
 def _nested(records: str | None = "1", depth: str | None = "1") -> str:
-    return _scenario(wl.PERF_NESTED_PATH, _records=records, _depth=depth)
+    return _query(wl.PERF_NESTED_PATH, _records=records, _depth=depth)
 
 
 def _large(size_kb: str | None) -> str:
-    return _scenario(wl.PERF_LARGE_PAYLOAD_PATH, _size_kb=size_kb)
+    return _query(wl.PERF_LARGE_PAYLOAD_PATH, _size_kb=size_kb)
 
 
 def _many(**changes: str | None) -> str:
-    return _scenario(wl.PERF_MANY_PARAMS_PATH, **{**wl.SEED_MANY_PARAMS, **changes})
+    return _query(wl.PERF_MANY_PARAMS_PATH, **{**wl.SEED_MANY_PARAMS, **changes})
 
 
 def _graphql(body: bytes | str, what: str, content_type: str = wl.JSON_CONTENT_TYPE) -> Case:
-    data = body.encode() if isinstance(body, str) else body
-    return Case(f"graphql: {what}", "POST", wl.GRAPHQL_PATH, data, content_type, "graphql-error")
+    return _body_case("graphql", wl.GRAPHQL_PATH, body, content_type, what, "graphql-error")
 
 
 CASES: dict[str, list[Case]] = {

@@ -24,6 +24,7 @@ from pgarena.verify import badinput, http, txcheck
 from pgarena.verify.rows import ColumnTally, content_checks, get, rows_case
 from pgarena.verify.rows import send as send_request
 from pgarena.verify.scenarios import verify_scenario
+from pgarena.verify.windowcheck import rows_per_request
 
 STATIC_CLOCK_TOLERANCE_MS = 5 * 60 * 1000
 """How far the static timestamp may be from pgarena's clock (same machine: generous)."""
@@ -182,14 +183,6 @@ def _accounting_sender(client: httpx.Client, workload: str, parameter: int | Non
     return send, answered
 
 
-ACCOUNTING_ROWS = {wl.TX: 5, wl.STATIC: None}
-"""Rows per request the accounting expects (tx: 3 updates, 1 select, 1 insert), else the load parameter."""
-
-
-def _rows_per_request(workload: str, parameter: int | None) -> int | None:
-    return wl.expected_rows(workload, parameter) if workload in wl.SCENARIOS else parameter
-
-
 def verify_stack(
     base_url: str,
     stack_id: str,
@@ -254,8 +247,7 @@ def verify_stack(
             elif all(c.ok for c in verification.checks):
                 burst, answered = _accounting_sender(client, workload, parameter)
                 verification.accounting = accounting.measure(
-                    db, workload, burst, rows_per_request=ACCOUNTING_ROWS.get(workload, _rows_per_request(workload,
-                                                                                                       parameter)))
+                    db, workload, burst, rows_per_request=rows_per_request(workload, parameter))
                 tx_200 += answered[0]
             if tx_before is not None:
                 verification.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(db), tx_200)

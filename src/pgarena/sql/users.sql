@@ -2,6 +2,7 @@
 --
 -- Every column is a pure function of id, so the table is byte-identical on every load and
 -- on every machine (created_at is an absolute UTC instant, not now()).
+DROP TABLE IF EXISTS pgarena.posts;  -- posts.sql's table references users (issue 13)
 DROP TABLE IF EXISTS pgarena.users;
 CREATE TABLE pgarena.users (
     id integer PRIMARY KEY,

@@ -184,3 +184,45 @@ def test_millisecond_timestamps_alone_are_named_as_lost_microseconds(managed_db,
     ts = {c.column: c for c in results["perf-minimal"].columns}["ts"]
     assert ts.verdict is Verdict.WRONG and "microseconds are lost" in ts.reason
     assert all(c.ok for c in results["perf-minimal"].checks)  # a fresh now() each time, only coarser
+
+
+NESTED = ["users-posts", "graphql-nested"]
+
+
+def _verify_nested(managed_db, tmp_path):
+    from pgarena.config.run import build_config
+    from pgarena.db.data import load_workload_data
+
+    load_workload_data(managed_db, NESTED)
+    config = build_config(project_dir=tmp_path, overrides={"pool_size": 4, "workers": 1})
+    stack = next(s for s in load_stacks(FIXTURE_STACKS)[0] if s.id == "fixture-nested")
+    port = free_port()
+    values = stack_values(config, managed_db, stack, port)
+    with ServerProcess(stack.definition.run.command, cwd=stack.directory,
+                       env=stack_environment(values, stack.definition.run.env), log_path=tmp_path / "run.log") as srv:
+        wait_until_healthy(srv, f"http://127.0.0.1:{port}/api/static", 30)
+        results = verify_stack(f"http://127.0.0.1:{port}", "fixture-nested", NESTED, managed_db, perf_test_rows=[1],
+                               users_limits=[20], timeout_s=10, exit_code=srv.exit_code)
+    return {v.workload: v for v in results}
+
+
+def test_the_nested_list_verifies_and_a_batched_stack_costs_constant_statements(managed_db, tmp_path, fixture_env):
+    """graphql-nested and users-posts: exact users and posts, the bad-input battery, 2 statements at any limit."""
+    results = _verify_nested(managed_db, tmp_path)
+    for workload, v in results.items():
+        assert v.ok, (workload, [c for c in v.checks if not c.ok])
+        assert {c.column: c.verdict for c in v.columns} == dict.fromkeys(("id", "username", "posts"), Verdict.EXACT)
+        assert v.bad_input and all(case.ok for case in v.bad_input), (workload, [c for c in v.bad_input if not c.ok])
+        assert v.accounting is not None and v.accounting.statements_by_limit == {5: 2.0, 20: 2.0}, v.accounting
+        assert v.accounting.n_plus_one is False and v.accounting.verdict is not Verdict.WRONG
+    assert any("users(limit: 3) posts(limit: 2)" in c.name for c in results["graphql-nested"].checks)
+
+
+def test_n_plus_one_is_flagged_with_its_counts_and_not_made_invalid(managed_db, tmp_path, fixture_env, monkeypatch):
+    monkeypatch.setenv("FIXTURE_FAULTS", "n_plus_one")
+    results = _verify_nested(managed_db, tmp_path)
+    for workload, v in results.items():
+        assert v.ok, (workload, [c for c in v.checks if not c.ok])  # the answers are right
+        a = v.accounting
+        assert a is not None and a.n_plus_one is True and a.statements_by_limit == {5: 6.0, 20: 21.0}, a
+        assert a.verdict is Verdict.EQUIVALENT and a.reason.startswith("N+1: 6 statements per request at limit 5")

@@ -14,7 +14,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlencode
 
 WorkloadName = Literal["perf-test", "users", "static", "tx", "graphql", "perf-minimal", "perf-post", "perf-nested",
-                       "perf-large-payload", "perf-many-params"]
+                       "perf-large-payload", "perf-many-params", "graphql-nested", "users-posts"]
 """Every workload pgarena knows, in the order tables list them: the one place the names are defined."""
 WORKLOAD_NAMES: tuple[str, ...] = get_args(WorkloadName)
 
@@ -28,6 +28,10 @@ PERF_POST = "perf-post"
 PERF_NESTED = "perf-nested"
 PERF_LARGE_PAYLOAD = "perf-large-payload"
 PERF_MANY_PARAMS = "perf-many-params"
+GRAPHQL_NESTED = "graphql-nested"
+USERS_POSTS = "users-posts"
+NESTED_LISTS = (GRAPHQL_NESTED, USERS_POSTS)
+"""Issue 13's nested list (users with their posts), GraphQL and its REST twin: where N+1 shows."""
 SCENARIOS = (PERF_MINIMAL, PERF_POST, PERF_NESTED, PERF_LARGE_PAYLOAD, PERF_MANY_PARAMS)
 """Seed 000's newer scenarios: functions that touch no table, so what differs is the framework's own work."""
 
@@ -41,6 +45,7 @@ PERF_POST_PATH = "/api/perf-post"
 PERF_NESTED_PATH = "/api/perf-nested"
 PERF_LARGE_PAYLOAD_PATH = "/api/perf-large-payload"
 PERF_MANY_PARAMS_PATH = "/api/perf-many-params"
+USERS_POSTS_PATH = "/api/users-posts"
 JSON_CONTENT_TYPE = "application/json"
 
 TX_SCALE = 10
@@ -53,6 +58,18 @@ TX_BODIES_PER_FILE = 100_000
 GRAPHQL_LIMIT = 20
 GRAPHQL_QUERY = "{ users(limit: %d) { id username fullName } }"
 """Seed 002's query; compared with GET /api/users?limit=20 on the same stack."""
+NESTED_LIMIT = 20
+"""Users per graphql-nested / users-posts answer under load."""
+NESTED_POSTS_LIMIT = 5
+"""Posts per user in both (users-posts: fixed by the contract; graphql-nested: `posts(limit: 5)`)."""
+POSTS_LIMIT_RANGE = (1, 100)
+"""Valid `posts(limit)` of graphql-nested."""
+GRAPHQL_NESTED_QUERY = "{ users(limit: %d) { id username posts(limit: %d) { id title } } }"
+NESTED_PROBE_LIMITS = (5, NESTED_LIMIT)
+"""Users limits of the N+1 probe: statements per request at both; a count that grows with the limit is N+1."""
+REST_GRAPHQL_PAIRS: tuple[tuple[str, int | None, str], ...] = (("users", GRAPHQL_LIMIT, "graphql"),
+                                                               ("users-posts", None, "graphql-nested"))
+"""(REST workload, its parameter, GraphQL workload): the same data over both transports on one stack."""
 
 PERF_TEST_PARAMETERS: tuple[tuple[str, str], ...] = (
     ("_records", "int"),
@@ -192,6 +209,9 @@ VARIED_MANY_PARAMS: tuple[dict[str, str], ...] = (
 )
 """A full set with unicode, extreme and URL-hostile values, and one with only `_p1` (the rest SQL NULL)."""
 
+NESTED_COLUMNS = {"id": "int4", "username": "varchar", "posts": "json"}
+"""graphql-nested's data.users and users-posts' rows: `posts` is judged whole, as JSON ([{id, title}, ...] in
+order), like a json column."""
 PERF_MINIMAL_COLUMNS = {"status": "text", "ts": "timestamptz"}
 PERF_POST_COLUMNS = {"row_num": "int4", "echo": "jsonb", "computed": "text"}
 PERF_NESTED_COLUMNS = {"row_num": "int4", "nested": "jsonb"}
@@ -207,6 +227,11 @@ class Request:
     path: str
     body: bytes | None = None
     content_type: str | None = None
+
+
+def is_graphql(workload: str) -> bool:
+    """A workload answered by a GraphQL endpoint: `{"data": {"users": [...]}}`, GraphQL's media types allowed."""
+    return workload in (GRAPHQL, GRAPHQL_NESTED)
 
 
 def is_json_content_type(value: str | None, *, graphql: bool = False) -> bool:
@@ -251,6 +276,15 @@ def graphql_request(limit: int = GRAPHQL_LIMIT) -> Request:
     return Request("POST", GRAPHQL_PATH, graphql_body(limit), JSON_CONTENT_TYPE)
 
 
+def graphql_nested_request(limit: int = NESTED_LIMIT, posts_limit: int = NESTED_POSTS_LIMIT) -> Request:
+    body = json.dumps({"query": GRAPHQL_NESTED_QUERY % (limit, posts_limit)}).encode()
+    return Request("POST", GRAPHQL_PATH, body, JSON_CONTENT_TYPE)
+
+
+def users_posts_request(limit: int = NESTED_LIMIT) -> Request:
+    return Request("GET", f"{USERS_POSTS_PATH}?{urlencode({'limit': limit})}")
+
+
 def perf_minimal_request() -> Request:
     return Request("GET", PERF_MINIMAL_PATH)
 
@@ -292,6 +326,10 @@ def load_request(workload: str, parameter: int | None) -> Request:
         return tx_request(tx_body(1, 1, 1, 0))
     if workload == GRAPHQL:
         return graphql_request()
+    if workload == GRAPHQL_NESTED:
+        return graphql_nested_request()
+    if workload == USERS_POSTS:
+        return users_posts_request()
     if workload == PERF_MINIMAL:
         return perf_minimal_request()
     if workload == PERF_MANY_PARAMS:
@@ -309,6 +347,8 @@ def expected_rows(workload: str, parameter: int | None) -> int | None:
         return parameter
     if workload == GRAPHQL:
         return GRAPHQL_LIMIT
+    if workload in NESTED_LISTS:
+        return NESTED_LIMIT
     return {PERF_MINIMAL: 1, PERF_POST: parameter, PERF_NESTED: NESTED_RECORDS, PERF_LARGE_PAYLOAD: 1,
             PERF_MANY_PARAMS: 1}.get(workload)
 
@@ -316,13 +356,16 @@ def expected_rows(workload: str, parameter: int | None) -> int | None:
 DEFAULT_PATHS = {PERF_TEST: PERF_TEST_PATH, USERS: USERS_PATH, STATIC: STATIC_PATH, TX: TX_PATH,
                  GRAPHQL: GRAPHQL_PATH, PERF_MINIMAL: PERF_MINIMAL_PATH, PERF_POST: PERF_POST_PATH,
                  PERF_NESTED: PERF_NESTED_PATH, PERF_LARGE_PAYLOAD: PERF_LARGE_PAYLOAD_PATH,
-                 PERF_MANY_PARAMS: PERF_MANY_PARAMS_PATH}
-"""Where the contract puts each workload; a stack.toml's `routes` may move them."""
+                 PERF_MANY_PARAMS: PERF_MANY_PARAMS_PATH, GRAPHQL_NESTED: GRAPHQL_PATH, USERS_POSTS: USERS_POSTS_PATH}
+"""Where the contract puts each workload; a stack.toml's `routes` may move them (graphql-nested follows
+graphql's route unless it has its own: both are queries to one GraphQL endpoint)."""
 
 
 def routed(path: str, routes: Mapping[str, str]) -> str:
     """`path` (with its query) moved to the stack's route for its workload; query strings are merged."""
     base, _, query = path.partition("?")
+    if base == GRAPHQL_PATH and GRAPHQL_NESTED in routes and GRAPHQL not in routes:
+        routes = {**routes, GRAPHQL: routes[GRAPHQL_NESTED]}
     for workload, default in DEFAULT_PATHS.items():
         if base == default and workload in routes:
             target = routes[workload]
@@ -331,13 +374,14 @@ def routed(path: str, routes: Mapping[str, str]) -> str:
 
 
 PARAMETER_NAMES = {PERF_TEST: "rows", USERS: "limit", STATIC: None, TX: None, GRAPHQL: None, PERF_MINIMAL: None,
-                   PERF_POST: "records", PERF_NESTED: "depth", PERF_LARGE_PAYLOAD: "size_kb", PERF_MANY_PARAMS: None}
+                   PERF_POST: "records", PERF_NESTED: "depth", PERF_LARGE_PAYLOAD: "size_kb", PERF_MANY_PARAMS: None,
+                   GRAPHQL_NESTED: None, USERS_POSTS: None}
 """Name of each workload's load parameter (None: the workload has none)."""
 
 
 COLUMNS: dict[str, dict[str, str]] = {
     PERF_TEST: PERF_TEST_COLUMNS, USERS: USERS_COLUMNS, PERF_MINIMAL: PERF_MINIMAL_COLUMNS,
     PERF_POST: PERF_POST_COLUMNS, PERF_NESTED: PERF_NESTED_COLUMNS, PERF_LARGE_PAYLOAD: PERF_LARGE_PAYLOAD_COLUMNS,
-    PERF_MANY_PARAMS: PERF_MANY_PARAMS_COLUMNS,
+    PERF_MANY_PARAMS: PERF_MANY_PARAMS_COLUMNS, GRAPHQL_NESTED: NESTED_COLUMNS, USERS_POSTS: NESTED_COLUMNS,
 }
 """Every row-answer workload's columns and their PostgreSQL types (graphql: GRAPHQL_FIELDS)."""

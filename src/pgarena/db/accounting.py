@@ -22,6 +22,8 @@ from pgarena.contract.values import Verdict
 from pgarena.db.postgres import Database
 from pgarena.results.models import DbAccounting
 
+NESTED_BATCHED = 2
+"""graphql-nested / users-posts: users, then every user's posts in one query (a DataLoader, a batch mapping)."""
 ACCOUNTING_REQUESTS = 20
 """Requests in one accounting burst."""
 RELATIVE_TOLERANCE = 0.05
@@ -34,8 +36,11 @@ EXPECTED: dict[str, tuple[int, int]] = {
     wl.TX: (5, 2),
     wl.GRAPHQL: (1, 0),
     **{name: (1, 0) for name in wl.SCENARIOS},
+    **{name: (NESTED_BATCHED, 0) for name in wl.NESTED_LISTS},
 }
-"""Per request: (workload statements, allowed other statements). tx: 5 statements + BEGIN/COMMIT."""
+"""Per request: (workload statements, allowed other statements). tx: 5 statements + BEGIN/COMMIT.
+graphql-nested / users-posts: the count is the stack's choice (1 join, 2 batched, 1 + N unbatched); the
+lower bound 1 is what every request must cost (see measure_nested)."""
 
 OBJECTS: dict[str, re.Pattern] = {
     wl.PERF_TEST: re.compile(r"\bperf_test\b", re.I),
@@ -48,6 +53,7 @@ OBJECTS: dict[str, re.Pattern] = {
     wl.PERF_NESTED: re.compile(r"\bperf_nested\b", re.I),
     wl.PERF_LARGE_PAYLOAD: re.compile(r"\bperf_large_payload\b", re.I),
     wl.PERF_MANY_PARAMS: re.compile(r"\bperf_many_params\b", re.I),
+    **{name: re.compile(r"\b(users|posts)\b", re.I) for name in wl.NESTED_LISTS},
 }
 """What makes a statement a workload statement (static: any workload object at all)."""
 
@@ -158,3 +164,69 @@ def measure(db: Database, workload: str, send: Callable[[int], None], requests: 
     for index in range(requests):
         send(index)
     return judge(workload, before, read_counts(db), requests, rows_per_request)
+
+
+NESTED_PROBE_REQUESTS = 10
+"""Requests per users limit of the N+1 probe."""
+
+
+def judge_nested(workload: str, counts: dict[int, tuple[StatementCounts, StatementCounts]],
+                 requests: int) -> DbAccounting:
+    """graphql-nested / users-posts over the N+1 probe: `counts` maps each users limit to the readings
+    around its burst. Statements per request must be at least 1 at every limit (fewer: answers not from the
+    database, ❌). A count that grows with the limit by at least one statement per extra user's worth is
+    N+1: ⚠️ with the counts, never ❌ — it is the stack's honest behaviour (issue 13)."""
+    limits = sorted(counts)
+    per_limit: dict[int, float] = {}
+    other_calls = 0
+    others: dict[str, int] = {}
+    rows = 0.0
+    for limit in limits:
+        calls, nrows, other, tops = split_calls(workload, *counts[limit])
+        per_limit[limit] = round(calls / requests, 3)
+        other_calls += other
+        for query, n in tops.items():
+            others[query] = others.get(query, 0) + n
+        rows = nrows / requests if calls else 0.0
+    low, high = limits[0], limits[-1]
+    other_per_request = other_calls / (requests * len(limits))
+    grows = per_limit[high] - per_limit[low] >= 0.5 * (high - low)
+    verdict, reason = Verdict.EXACT, None
+    if min(per_limit.values()) < 1 - RELATIVE_TOLERANCE:
+        verdict = Verdict.WRONG
+        reason = (f"{min(per_limit.values()):.2f} workload statements per request: answers not from the database "
+                  "(a cache?)")
+    elif grows:
+        verdict = Verdict.EQUIVALENT
+        reason = ("N+1: " + ", ".join(f"{per_limit[limit]:g} statements per request at limit {limit}"
+                                       for limit in limits) + " — one query per user")
+    elif other_per_request > RELATIVE_TOLERANCE:
+        verdict = Verdict.EQUIVALENT
+        top = sorted(others.items(), key=lambda item: -item[1])[:3]
+        reason = f"{other_per_request:.2f} other statements per request: " + "; ".join(f"{q} ×{n}" for q, n in top)
+    return DbAccounting(
+        requests=requests * len(limits),
+        workload_statements_per_request=per_limit[high],
+        rows_per_request=round(rows, 3),
+        other_statements_per_request=round(other_per_request, 3),
+        expected_statements_per_request=NESTED_BATCHED,
+        allowed_other_statements_per_request=0,
+        top_other_statements=dict(sorted(others.items(), key=lambda item: -item[1])[:5]),
+        verdict=verdict,
+        reason=reason,
+        statements_by_limit=per_limit,
+        n_plus_one=grows,
+    )
+
+
+def measure_nested(db: Database, workload: str, send: Callable[[int, int], None],
+                   requests: int = NESTED_PROBE_REQUESTS) -> DbAccounting:
+    """The N+1 probe: `requests` requests at each users limit of wl.NESTED_PROBE_LIMITS through
+    `send(limit, i)`, accounted per limit."""
+    counts = {}
+    for limit in wl.NESTED_PROBE_LIMITS:
+        before = read_counts(db)
+        for index in range(requests):
+            send(limit, index)
+        counts[limit] = (before, read_counts(db))
+    return judge_nested(workload, counts, requests)

@@ -65,7 +65,8 @@ def workload_script(workload: str, parameter: int | None) -> PgbenchScript | Non
     """The statements one request of `workload` runs, as a pgbench script (None: no database work).
 
     perf-test: the function with the seed's 16 bound parameters; users / graphql: the ordered page of the
-    users table; tx: pgbench's built-in TPC-B-like transaction, which is exactly the tx workload (update the
+    users table; graphql-nested / users-posts: that page and its posts, batched (a stack that issues one query
+    per user is below this ceiling by its own choice); tx: pgbench's built-in TPC-B-like transaction, which is exactly the tx workload (update the
     account, read it back, update teller and branch, insert history, in one transaction).
     """
     if workload == wl.PERF_TEST:
@@ -81,6 +82,13 @@ def workload_script(workload: str, parameter: int | None) -> PgbenchScript | Non
         return PgbenchScript(sql, None, ("-D", f"limit={limit}"), sql.strip().rstrip(";").replace(":limit", str(limit)))
     if workload == wl.TX:
         return PgbenchScript(None, "tpcb-like", (), "pgbench's built-in TPC-B-like transaction")
+    if workload in wl.NESTED_LISTS:  # the batched plan: the users page, then all their posts in one statement
+        sql = ("SELECT id, username FROM users ORDER BY id LIMIT :limit;\n"
+               "SELECT u.id AS user_id, p.id, p.title FROM (SELECT id FROM users ORDER BY id LIMIT :limit) u "
+               "CROSS JOIN LATERAL (SELECT id, title FROM posts WHERE user_id = u.id ORDER BY id LIMIT :posts) p;\n")
+        return PgbenchScript(sql, None, ("-D", f"limit={wl.NESTED_LIMIT}", "-D", f"posts={wl.NESTED_POSTS_LIMIT}"),
+                             f"users LIMIT {wl.NESTED_LIMIT}, then their first {wl.NESTED_POSTS_LIMIT} posts each "
+                             "in one statement (2 statements, the batched plan)")
     if workload in wl.SCENARIOS:
         return _scenario_script(workload, parameter)
     return None

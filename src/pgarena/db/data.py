@@ -35,8 +35,11 @@ def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
                     raise PostgresError(f"cannot create extension {extension}: {exc}") from None
         if "perf-test" in workloads:
             conn.execute(packaged_sql("perf_test.sql"))
-        if "users" in workloads or "graphql" in workloads:
+        nested = any(name in workloads for name in ("graphql-nested", "users-posts"))
+        if nested or "users" in workloads or "graphql" in workloads:
             conn.execute(packaged_sql("users.sql"))
+        if nested:
+            conn.execute(packaged_sql("posts.sql"))
         if any(name.startswith("perf-") and name != "perf-test" for name in workloads):
             conn.execute(packaged_sql("scenarios.sql"))
         conn.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(

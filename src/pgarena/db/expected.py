@@ -46,6 +46,20 @@ def expected_users(db: Database, limit: int) -> list[dict[str, Any]]:
     return parse_json(row[0])
 
 
+def expected_users_posts(db: Database, limit: int, posts_limit: int) -> list[dict[str, Any]]:
+    """The first `limit` users by id, each `{id, username, posts: [{id, title}, ...]}` with its first
+    `posts_limit` posts by id, as PostgreSQL's own JSON (graphql-nested's data.users, users-posts' answer)."""
+    with db.connect() as conn:
+        row = conn.execute(
+            "SELECT coalesce(json_agg(json_build_object('id', u.id, 'username', u.username, 'posts', "
+            "(SELECT coalesce(json_agg(json_build_object('id', p.id, 'title', p.title) ORDER BY p.id), '[]') "
+            "FROM (SELECT id, title FROM posts WHERE user_id = u.id ORDER BY id LIMIT %s) p)) ORDER BY u.id), "
+            "'[]')::text FROM (SELECT id, username FROM users ORDER BY id LIMIT %s) u",
+            [posts_limit, limit],
+        ).fetchone()
+    return parse_json(row[0])
+
+
 def column_types(db: Database, workload: str) -> dict[str, str]:
     """The result columns of a workload's query and their type names, as the database reports them."""
     sql = {

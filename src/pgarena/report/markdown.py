@@ -16,6 +16,10 @@ from pgarena.contract.workloads import (
     GRAPHQL,
     GRAPHQL_FIELDS,
     GRAPHQL_LIMIT,
+    GRAPHQL_NESTED,
+    NESTED_LIMIT,
+    NESTED_LISTS,
+    NESTED_POSTS_LIMIT,
     NESTED_RECORDS,
     PERF_LARGE_PAYLOAD,
     PERF_MANY_PARAMS,
@@ -28,12 +32,14 @@ from pgarena.contract.workloads import (
     TX,
     USERS,
     USERS_COLUMNS,
+    USERS_POSTS,
 )
 from pgarena.report import markdown_verdicts as mv
+from pgarena.report import restgraphql
 from pgarena.report.markup import table
 from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 
-WORKLOAD_ORDER = (PERF_TEST, *SCENARIOS, USERS, GRAPHQL, STATIC, TX)
+WORKLOAD_ORDER = (PERF_TEST, *SCENARIOS, USERS, GRAPHQL, USERS_POSTS, GRAPHQL_NESTED, STATIC, TX)
 
 
 def _num(value: float, digits: int = 0) -> str:
@@ -74,6 +80,10 @@ def _cell_title(cell: Cell) -> str:
         return f"users — {load}, limit {parameter}"
     if workload == GRAPHQL:
         return f"graphql — {load}, users(limit: {GRAPHQL_LIMIT})"
+    if workload == GRAPHQL_NESTED:
+        return f"graphql-nested — {load}, users(limit: {NESTED_LIMIT}) posts(limit: {NESTED_POSTS_LIMIT})"
+    if workload == USERS_POSTS:
+        return f"users-posts — {load}, limit {NESTED_LIMIT}, {NESTED_POSTS_LIMIT} posts each"
     if workload == PERF_POST:
         return f"perf-post — {load}, {parameter} record{'s' if parameter != 1 else ''} per request"
     if workload == PERF_NESTED:
@@ -284,30 +294,6 @@ def _invariants(cell: Cell) -> str:
     return f"❌ {inv.problem}"
 
 
-def graphql_section(results: RunResults) -> str:
-    """REST `users?limit=20` and GraphQL `users(limit: 20)` side by side, per stack that serves both."""
-    by_key = {(c.stack, c.workload, c.parameter, c.vus): c for c in results.cells if c.summary}
-    rows = []
-    for (stack, workload, _, vus), gql in sorted(by_key.items()):
-        if workload != GRAPHQL:
-            continue
-        rest = by_key.get((stack, USERS, GRAPHQL_LIMIT, vus))
-        if rest is None:
-            continue
-        g, r = gql.summary, rest.summary
-        assert g is not None and r is not None
-        rows.append((stack, vus, f"{_num(r.rps.median)}/s", f"{_num(g.rps.median)}/s",
-                     f"{g.rps.median / r.rps.median:.2f}", _ms(r.latency_p99_ms.median), _ms(g.latency_p99_ms.median),
-                     _cost(r.stack_cpu_us_per_request, None).split(" +")[0],
-                     _cost(g.stack_cpu_us_per_request, None).split(" +")[0]))
-    if not rows:
-        return ""
-    return ("Seed 002 projected REST-direct against GraphQL; here both are measured on the same process: "
-            f"`GET /api/users?limit={GRAPHQL_LIMIT}` against `{{ users(limit: {GRAPHQL_LIMIT}) {{ id username fullName }} }}`.\n\n"
-            + table(["Stack", "VUs", "REST req/s", "GraphQL req/s", "GraphQL / REST", "REST p99", "GraphQL p99",
-                     "REST stack CPU µs/req", "GraphQL stack CPU µs/req"], rows, "lrrrrrrrr"))
-
-
 def accounting_section(results: RunResults) -> str:
     rows, reasons = [], []
     for v in results.verifications:
@@ -384,7 +370,7 @@ def verification_section(results: RunResults) -> str:
         _column_matrix(results.verifications, PERF_TEST_COLUMNS, PERF_TEST),
         _column_matrix(results.verifications, USERS_COLUMNS, USERS),
         _column_matrix(results.verifications, {f: t for f, (_, t) in GRAPHQL_FIELDS.items()}, GRAPHQL),
-        *(_column_matrix(results.verifications, COLUMNS[w], w) for w in SCENARIOS),
+        *(_column_matrix(results.verifications, COLUMNS[w], w) for w in (*SCENARIOS, *NESTED_LISTS)),
         _robustness_failures(results),
         "### Database accounting\n\n" + accounting_section(results) if accounting_section(results) else "",
     ]
@@ -546,7 +532,7 @@ def render_markdown(results: RunResults) -> str:
     ]
     if results.error:
         parts.append(f"> Run error: {results.error}")
-    graphql = graphql_section(results)
+    graphql = restgraphql.section(results)
     slo, cold, cost = slo_section(results), cold_start_section(results.stacks), cost_section(results)
     work = work_cost_section(results)
     parts += [
@@ -556,7 +542,7 @@ def render_markdown(results: RunResults) -> str:
         *(["## Cost per request", cost] if cost else []),
         *(["## What each kind of work costs (relative to the stack's own perf-minimal)", work] if work else []),
         *(["## Max sustainable throughput under the SLO", slo] if slo else []),
-        *(["## GraphQL against REST on the same stack", graphql] if graphql else []),
+        *(["## REST against GraphQL on the same stack", graphql] if graphql else []),
         *(["## Cold start", cold] if cold else []),
         "## Verification", verification_section(results),
         "## Stacks", stacks_section(results.stacks),

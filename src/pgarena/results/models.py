@@ -189,6 +189,11 @@ class DbAccounting(_Model):
     top_other_statements: dict[str, int] = Field(default_factory=dict, description="query text → calls")
     verdict: Verdict
     reason: str | None = None
+    statements_by_limit: dict[int, float] | None = Field(None, description=(
+        "graphql-nested / users-posts: workload statements per request at each users limit of the N+1 probe"))
+    n_plus_one: bool | None = Field(None, description=(
+        "graphql-nested / users-posts: statements per request grow with the limit (one query per user); shown, "
+        "never invalid"))
 
 
 class WorkloadVerification(_Model):

@@ -18,7 +18,7 @@ from pgarena.verify import http
 from pgarena.verify.checks import answer_ok
 
 READ_WORKLOADS = (wl.PERF_TEST, wl.USERS, wl.STATIC, wl.GRAPHQL, wl.PERF_MINIMAL, wl.PERF_NESTED,
-                  wl.PERF_LARGE_PAYLOAD, wl.PERF_MANY_PARAMS)
+                  wl.PERF_LARGE_PAYLOAD, wl.PERF_MANY_PARAMS, wl.USERS_POSTS, wl.GRAPHQL_NESTED)
 
 
 def cold_start_workload(workloads: list[str]) -> str | None:

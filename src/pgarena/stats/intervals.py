@@ -181,3 +181,23 @@ def rank_with_ties(items: Sequence[tuple[K, float, float, float]]) -> list[tuple
         best, worst = min(1 + above, position), max(n - below, position)
         labels.append((items[i][0], str(best) if best == worst else f"{best}–{worst}"))
     return labels
+
+
+def welch_log_ratio(a: Sequence[float], b: Sequence[float],
+                    level: float = DEFAULT_CONFIDENCE_LEVEL) -> tuple[float, float, float] | None:
+    """(ratio, low, high): the ratio of the geometric means of two independent samples of positive figures
+    (e.g. one stack's RPS per window on two workloads measured at different times) with its confidence
+    interval — Welch's unequal-variance t-interval on the difference of the log means, with the
+    Welch–Satterthwaite degrees of freedom rounded down (Welch, Biometrika 34, 1947). None with fewer than 2
+    positive values on either side. Two samples with no spread give a zero-width interval."""
+    logs_a = [math.log(v) for v in a if v > 0]
+    logs_b = [math.log(v) for v in b if v > 0]
+    if len(logs_a) < 2 or len(logs_b) < 2:
+        return None
+    diff = statistics.fmean(logs_a) - statistics.fmean(logs_b)
+    va, vb = statistics.variance(logs_a) / len(logs_a), statistics.variance(logs_b) / len(logs_b)
+    if va + vb == 0:
+        return math.exp(diff), math.exp(diff), math.exp(diff)
+    df = (va + vb) ** 2 / (va ** 2 / (len(logs_a) - 1) + vb ** 2 / (len(logs_b) - 1))
+    half = t_critical(level, max(1, math.floor(df))) * math.sqrt(va + vb)
+    return math.exp(diff), math.exp(diff - half), math.exp(diff + half)

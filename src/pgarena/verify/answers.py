@@ -2,7 +2,7 @@
 
 It applies the rules verification applies (verify.py, values.py) to a single answer:
 
-- perf-test, users, graphql: status 200, a JSON content type, the expected number of rows, and every
+- perf-test, users, graphql, graphql-nested, users-posts: status 200, a JSON content type, the expected number of rows, and every
   column of every row no worse than ⚠️ equivalent by values.judge against PostgreSQL's own JSON;
 - static: `{"status": "ok", "timestamp": <int ms>}` with the timestamp between the request's send and
   receive times, ± STATIC_TOLERANCE_MS (a cached answer carries an old timestamp);
@@ -42,7 +42,7 @@ def judge_rows(workload: str, expected: list[dict], body: Any, known_wrong: Coll
     known inexactness (e.g. JavaScript's millisecond timestamps) is reported once, not turned into failed
     checks under load. Every other column still must be exact or equivalent."""
     rows = body
-    if workload == wl.GRAPHQL:
+    if wl.is_graphql(workload):
         try:
             rows = body["data"]["users"]
         except (KeyError, TypeError):
@@ -68,7 +68,7 @@ def judge_answer(workload: str, expected: Any, *, status: int, content_type: str
     request's wall-clock send and receive times in milliseconds since the epoch (static only)."""
     if status != 200:
         return f"status {status}"
-    if not wl.is_json_content_type(content_type, graphql=workload == wl.GRAPHQL):
+    if not wl.is_json_content_type(content_type, graphql=wl.is_graphql(workload)):
         return f"content type {content_type!r}"
     try:
         parsed = parse_json(body)

@@ -52,8 +52,24 @@ def _perf(**changes: str | None) -> str:
     return _query(wl.PERF_TEST_PATH, **{"_records": "1", **wl.SEED_PERF_TEST_VALUES, **changes})
 
 
-def _users(limit: str | None) -> str:
-    return wl.USERS_PATH if limit is None else f"{wl.USERS_PATH}?{urlencode({'limit': limit})}"
+def _users(limit: str | None, path: str = wl.USERS_PATH) -> str:
+    return path if limit is None else f"{path}?{urlencode({'limit': limit})}"
+
+
+def _limit_cases(path: str) -> list[Case]:
+    """The `limit` battery of users and users-posts (1..10000, required, an integer)."""
+    return [
+        Case("limit missing", "GET", _users(None, path)),
+        Case("limit empty", "GET", _users("", path)),
+        Case("limit not a number", "GET", _users("abc", path)),
+        Case("limit negative", "GET", _users("-5", path)),
+        Case("limit zero", "GET", _users("0", path)),
+        Case("limit above 10000", "GET", _users("10001", path)),
+        Case("limit huge", "GET", _users("99999999999999999999", path)),
+        Case("limit fractional", "GET", _users("2.5", path)),
+        Case("limit SQL-shaped", "GET", _users(INJECTION_DROP, path)),
+        Case("limit pg_sleep-shaped", "GET", _users(INJECTION_SLEEP, path)),
+    ]
 
 
 _MISSING = object()
@@ -100,8 +116,13 @@ def _many(**changes: str | None) -> str:
     return _query(wl.PERF_MANY_PARAMS_PATH, **{**wl.SEED_MANY_PARAMS, **changes})
 
 
-def _graphql(body: bytes | str, what: str, content_type: str = wl.JSON_CONTENT_TYPE) -> Case:
-    return _body_case("graphql", wl.GRAPHQL_PATH, body, content_type, what, "graphql-error")
+def _graphql(body: bytes | str, what: str, content_type: str = wl.JSON_CONTENT_TYPE,
+             workload: str = wl.GRAPHQL) -> Case:
+    return _body_case(workload, wl.GRAPHQL_PATH, body, content_type, what, "graphql-error")
+
+
+def _graphql_nested(query: str, what: str) -> Case:
+    return _graphql(json.dumps({"query": query}), what, workload=wl.GRAPHQL_NESTED)
 
 
 CASES: dict[str, list[Case]] = {
@@ -127,17 +148,16 @@ CASES: dict[str, list[Case]] = {
         Case("_uuid missing", "GET", _perf(_uuid=None)),
         Case("_text SQL-shaped (must be echoed)", "GET", _perf(_text=INJECTION_SLEEP), expect="echo"),
     ],
-    wl.USERS: [
-        Case("limit missing", "GET", _users(None)),
-        Case("limit empty", "GET", _users("")),
-        Case("limit not a number", "GET", _users("abc")),
-        Case("limit negative", "GET", _users("-5")),
-        Case("limit zero", "GET", _users("0")),
-        Case("limit above 10000", "GET", _users("10001")),
-        Case("limit huge", "GET", _users("99999999999999999999")),
-        Case("limit fractional", "GET", _users("2.5")),
-        Case("limit SQL-shaped", "GET", _users(INJECTION_DROP)),
-        Case("limit pg_sleep-shaped", "GET", _users(INJECTION_SLEEP)),
+    wl.USERS: _limit_cases(wl.USERS_PATH),
+    wl.USERS_POSTS: _limit_cases(wl.USERS_POSTS_PATH),
+    wl.GRAPHQL_NESTED: [
+        _graphql_nested(wl.GRAPHQL_NESTED_QUERY % (20, 0), "posts limit zero"),
+        _graphql_nested(wl.GRAPHQL_NESTED_QUERY % (20, 101), "posts limit above 100"),
+        _graphql_nested(wl.GRAPHQL_NESTED_QUERY % (0, 5), "users limit zero"),
+        _graphql_nested("{ users(limit: 5) { id posts { id } } }", "posts limit missing"),
+        _graphql_nested('{ users(limit: 5) { id posts(limit: "x") { id } } }', "posts limit a string"),
+        _graphql_nested("{ users(limit: 5) { id posts(limit: 5) { nope } } }", "unknown post field"),
+        _graphql("{", "malformed JSON", workload=wl.GRAPHQL_NESTED),
     ],
     wl.STATIC: [],
     wl.TX: [

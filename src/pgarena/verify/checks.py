@@ -30,7 +30,7 @@ SAMPLE_INTERVAL_S = 0.25
 
 def rows_in(body: object, workload: str) -> int | None:
     """How many rows an answer holds (GraphQL: data.users)."""
-    if workload == wl.GRAPHQL:
+    if wl.is_graphql(workload):
         try:
             body = body["data"]["users"]  # type: ignore[index]
         except (KeyError, TypeError):

@@ -7,7 +7,8 @@ set of distinct requests that the contract allows (docs/methodology.md, "Request
   parameter, so every answer still has that many rows;
 - users: 1 variant — the contract's only parameter is `limit`, which is the cell's parameter (there is
   no offset or start id to vary);
-- static and graphql: 1 variant (nothing to vary; graphql's query is seed 002's);
+- static, graphql, graphql-nested and users-posts: 1 variant (nothing to vary; graphql's query is seed
+  002's, the nested ones the contract's load request);
 - tx: the random bodies of the cell's bodies file (TX_BODIES_PER_FILE of them).
 
 The generator picks one variant at random for each request (oha `--urls-from-file`, k6 a SharedArray).
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pgarena.contract import workloads as wl
-from pgarena.db.expected import expected_answer, expected_perf_test, expected_users
+from pgarena.db.expected import expected_answer, expected_perf_test, expected_users, expected_users_posts
 from pgarena.db.postgres import Database
 
 PERF_TEST_VARIANTS = 64
@@ -91,6 +92,9 @@ def read_variants(db: Database, workload: str, parameter: int | None) -> list[Va
         rows = expected_users(db, wl.GRAPHQL_LIMIT)
         expected = [{field: row[column] for field, (column, _) in wl.GRAPHQL_FIELDS.items()} for row in rows]
         return [Variant(wl.graphql_request(), expected)]
+    if workload in wl.NESTED_LISTS:
+        return [Variant(wl.load_request(workload, parameter),
+                        expected_users_posts(db, wl.NESTED_LIMIT, wl.NESTED_POSTS_LIMIT))]
     if workload in wl.SCENARIOS:  # perf-minimal: None, its ts is judged against the clock like static's
         return [Variant(wl.load_request(workload, parameter), expected_answer(db, workload, parameter))]
     return [Variant(wl.static_request())]

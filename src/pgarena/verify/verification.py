@@ -21,6 +21,7 @@ from pgarena.db.expected import expected_perf_test, expected_users
 from pgarena.db.postgres import Database
 from pgarena.results.models import Check, RunResults, WorkloadVerification
 from pgarena.verify import badinput, http, txcheck
+from pgarena.verify.nested import verify_nested
 from pgarena.verify.rows import ColumnTally, content_checks, get, rows_case
 from pgarena.verify.rows import send as send_request
 from pgarena.verify.scenarios import verify_scenario
@@ -183,6 +184,15 @@ def _accounting_sender(client: httpx.Client, workload: str, parameter: int | Non
     return send, answered
 
 
+def _nested_sender(client: httpx.Client, workload: str) -> Callable[[int, int], None]:
+    """Sends one request of the N+1 probe at a users limit (posts: the load's 5 per user)."""
+    def send(limit: int, index: int) -> None:
+        send_request(client, wl.graphql_nested_request(limit) if workload == wl.GRAPHQL_NESTED
+                     else wl.users_posts_request(limit))
+
+    return send
+
+
 def verify_stack(
     base_url: str,
     stack_id: str,
@@ -220,11 +230,13 @@ def verify_stack(
                 verification, tx_200 = verify_tx(client, db)
             elif workload == wl.GRAPHQL:
                 verification = verify_graphql(client, db)
+            elif workload in wl.NESTED_LISTS:
+                verification = verify_nested(client, db, workload)
             elif workload in wl.SCENARIOS:
                 verification = verify_scenario(client, db, workload, scenario_params.get(workload, [None]))
             else:
                 verification = verify_static(client)
-            users_before = _users_count(db) if workload in (wl.USERS, wl.PERF_TEST) else None
+            users_before = _users_count(db) if workload in (wl.USERS, wl.PERF_TEST, *wl.NESTED_LISTS) else None
             battery_before = txcheck.snapshot(db) if workload == wl.TX else None
             verification.bad_input, battery_200 = badinput.run_battery(client, workload)
             if battery_before is not None:
@@ -244,6 +256,8 @@ def verify_stack(
                          wl.GRAPHQL: wl.GRAPHQL_LIMIT}.get(workload, scenario_params.get(workload, [None])[0])
             if accounting_off:
                 verification.accounting_unavailable = accounting_off
+            elif all(c.ok for c in verification.checks) and workload in wl.NESTED_LISTS:
+                verification.accounting = accounting.measure_nested(db, workload, _nested_sender(client, workload))
             elif all(c.ok for c in verification.checks):
                 burst, answered = _accounting_sender(client, workload, parameter)
                 verification.accounting = accounting.measure(

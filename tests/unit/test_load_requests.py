@@ -98,9 +98,12 @@ def test_tx_sampler_sends_each_body_once(recorder, monkeypatch):
     sampler = AnswerSampler(base_url, "tx", [Variant(wl.tx_request(b)) for b in bodies],
                             [("Host", None), ("Content-Length", None), ("Content-Type", "application/json")], 5,
                             reuse=False)
-    with sampler:
-        deadline = threading.Event()
-        deadline.wait(0.3)
+    with sampler:  # two bodies, each sent once: wait until both were (bounded: a busy machine is slow)
+        for _ in range(500):
+            if len(sampler.samples) >= 2:
+                break
+            threading.Event().wait(0.01)
+        threading.Event().wait(0.05)  # a third send, if the sampler wrongly repeated a body, would show here
     assert len(sampler.samples) == 2 and sampler.answered_2xx == 2 and sampler.unknown == 0
     checked, failed, first = sampler.judge()
     assert checked == failed == 2 and "abalance" in first  # the recorder does not answer like a tx

@@ -204,6 +204,9 @@ class RunConfig(BaseModel):
         "run named by `shared_rates_from`"))
     shared_rates_from: str | None = Field(None, description="the earlier run the shared levels were set from")
     open_connections: int = Field(DEFAULT_OPEN_CONNECTIONS, ge=1, description="open model: most requests in flight")
+    db_rtt_ms: list[float] = Field(default_factory=list, description=(
+        "round trips added between each stack and PostgreSQL, a load dimension like VUs (Toxiproxy; empty: the "
+        "stacks connect directly)"))
     slo_p99_ms: float | None = Field(None, gt=0, description="max-sustainable search: p99 bound (None = no search)")
     slo_max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, lt=1)
     slo_budget_steps: int = Field(8, ge=1, description="measured windows the search may use per stack × workload")
@@ -280,6 +283,18 @@ class RunConfig(BaseModel):
         if not values or any(not low <= value <= high for value in values):
             raise ValueError(f"{option} takes values from {low} to {high}, got {values}")
         return values
+
+    @field_validator("db_rtt_ms", mode="before")
+    @classmethod
+    def _rtt_levels(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        levels = [parse_rtt(v) if isinstance(v, str) else v for v in value]
+        if any(not isinstance(v, int | float) or v < 0 or v > 1000 for v in levels):
+            raise ValueError("db_rtt_ms: round trips from 0 to 1000 ms")
+        if len(set(levels)) != len(levels):
+            raise ValueError("db_rtt_ms: each round trip once")
+        return levels
 
     @field_validator("workload_vus")
     @classmethod
@@ -461,6 +476,18 @@ def build_config(
     values.update(given)
     values.setdefault("workers", len(values["server_cpus"]))
     return RunConfig.model_validate(values)
+
+
+RTT_PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|us|µs|s)?\s*")
+
+
+def parse_rtt(text: str) -> float:
+    """A round trip as milliseconds: '2ms', '0.5ms', '500us', '0' (a bare number is milliseconds)."""
+    match = RTT_PATTERN.fullmatch(text)
+    if not match:
+        raise ValueError(f"a round trip is a number with ms, us or s (e.g. 0.5ms, 2ms), got '{text}'")
+    value = float(match.group(1))
+    return value * {"s": 1000.0, "us": 0.001, "µs": 0.001}.get(match.group(2) or "ms", 1.0)
 
 
 def workload_parameters(config: RunConfig, workload: str) -> list[int | None]:

@@ -73,13 +73,24 @@ def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
 def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
     """Every cell of one stack, in the order they run."""
     cells = []
+    for rtt in config.db_rtt_ms or [None]:
+        cells += _cells_at(config, stack, engine, rtt)
+    if not stack.definition.competes:
+        for cell in cells:
+            cell.flags.append(DEMONSTRATION)
+    return cells
+
+
+def _cells_at(config: RunConfig, stack: Stack, engine: str, rtt: float | None) -> list[Cell]:
+    """The cells of one stack at one database round trip (None: direct)."""
+    cells = []
     for workload in config.workloads:
         if workload not in stack.definition.workloads:
             continue
         for parameter in workload_parameters(config, workload):
             common = dict(stack=stack.id, workload=workload, parameter_name=wl.PARAMETER_NAMES[workload],
                           parameter=parameter, engine=engine, warmup_seconds=config.warmup_s,
-                          duration_seconds=config.duration_s)
+                          duration_seconds=config.duration_s, db_rtt_ms=rtt)
             for vus in workload_vus(config, workload):
                 cells.append(Cell(vus=vus, **common))
             for spec in config.arrival_rates:  # after the closed cells whose peak a relative rate scales
@@ -91,17 +102,15 @@ def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
                 cells.append(Cell(vus=config.open_connections, model="open",
                                   arrival_rate_spec=spec + SHARED_SPEC_SUFFIX,
                                   arrival_rate=round(parse_rate(spec)[0] * base, 1), **common))
-    if not stack.definition.competes:
-        for cell in cells:
-            cell.flags.append(DEMONSTRATION)
     return cells
 
 
-def closed_peak(cells: list[Cell], stack: str, workload: str, parameter: int | None) -> float | None:
+def closed_peak(cells: list[Cell], stack: str, workload: str, parameter: int | None,
+                db_rtt_ms: float | None = None) -> float | None:
     """The highest median RPS of the measured closed-model cells of one stack × workload × parameter."""
     peaks = [c.summary.rps.median for c in cells
              if c.stack == stack and c.workload == workload and c.parameter == parameter and c.model == "closed"
-             and c.status == "ok" and c.summary is not None]
+             and c.status == "ok" and c.summary is not None and c.db_rtt_ms == db_rtt_ms]
     return max(peaks) if peaks else None
 
 
@@ -110,7 +119,7 @@ def resolve_rate(cell: Cell, cells: list[Cell]) -> None:
     if cell.model != "open" or cell.arrival_rate is not None:
         return
     value, _ = parse_rate(cell.arrival_rate_spec or "")
-    peak = closed_peak(cells, cell.stack, cell.workload, cell.parameter)
+    peak = closed_peak(cells, cell.stack, cell.workload, cell.parameter, cell.db_rtt_ms)
     if peak is None:
         raise ValueError(f"no measured closed-model cell to take {cell.arrival_rate_spec} of")
     cell.arrival_rate = round(value * peak, 1)

@@ -73,6 +73,8 @@ def _cell_title(cell: Cell) -> str:
         load = f"open model, {cell.arrival_rate or 0:,.0f} req/s offered to every stack{origin}, ≤ {cell.vus} in flight"
     else:
         load = f"{cell.vus} Virtual User{'s' if cell.vus != 1 else ''}"
+    if cell.db_rtt_ms is not None:
+        load += f", database {cell.db_rtt_ms:g} ms away"
     workload, parameter = cell.workload, cell.parameter
     if workload == PERF_TEST:
         return f"perf-test — {load}, {parameter} Record{'s' if parameter != 1 else ''}"
@@ -108,11 +110,11 @@ def results_tables(results: RunResults) -> str:
     groups = comparable_groups(results.cells)
 
     def order(key: tuple) -> tuple:
-        workload, parameter, model, _level, engine = key
+        workload, parameter, model = key[:3]
         first = groups[key][0]
         level = first.vus if model == "closed" else (first.arrival_rate or 0)
-        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, model, level, parameter or 0,
-                engine)
+        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, first.db_rtt_ms or 0, model,
+                level, parameter or 0, first.engine)
 
     verdicts = run_verdicts(results)
     sections = []

@@ -287,6 +287,8 @@ class Repetition(_Model):
                                                       "once per process; kept for older results)")
     stack_pss_peak_bytes: int | None = Field(
         None, description="peak of the tree's summed PSS (Linux: shared pages split among their sharers)")
+    proxy_cpu_seconds: float | None = Field(None, description=(
+        "--db-rtt: CPU time of the Toxiproxy process over the window (counted apart from the stack's)"))
     peak_connections: int | None = Field(
         None, description="most database connections the stack held during this repetition")
     generator_cpu_seconds: float
@@ -393,6 +395,8 @@ class Cell(_Model):
     model: Literal["closed", "open"] = "closed"
     arrival_rate: float | None = Field(None, description="open model: requests per second offered")
     arrival_rate_spec: str | None = Field(None, description="open model: the level as configured ('90%', '2000')")
+    db_rtt_ms: float | None = Field(None, description=(
+        "round trip added between the stack and PostgreSQL (--db-rtt, through Toxiproxy); None: direct"))
     engine: str
     warmup_seconds: float = Field(description="the least warm-up asked for (see `warmup` for what ran)")
     duration_seconds: float
@@ -415,10 +419,11 @@ class Cell(_Model):
     error: str | None = None
 
     @property
-    def key(self) -> tuple[str, str, int | None, str, float]:
+    def key(self) -> tuple:
         """Identifies the cell within a run (and across runs, for compare and resume)."""
         level = self.vus if self.model == "closed" else (self.arrival_rate_spec or self.arrival_rate)
-        return (self.stack, self.workload, self.parameter, self.model, str(level))
+        key = (self.stack, self.workload, self.parameter, self.model, str(level))
+        return key if self.db_rtt_ms is None else (*key, f"rtt={self.db_rtt_ms:g}ms")
 
     @property
     def level_label(self) -> str:

@@ -66,11 +66,15 @@ class ConnectionPoller:
     """
 
     def __init__(self, admin_url: str, role: str, interval_s: float = POLL_INTERVAL_S,
-                 ports: Callable[[], set[int]] | None = None) -> None:
+                 ports: Callable[[], set[int]] | None = None, direct: bool = False) -> None:
         self._admin_url = admin_url
         self._role = role
         self._ports = ports
         """When given, only connections from these client ports count (one stack among several on the role)."""
+        self._direct = direct
+        """Count the stack's own connections (`ports()`) without pg_stat_activity: a stack behind a TCP proxy
+        (--db-rtt) connects to the proxy, which opens exactly one server connection for each of its clients,
+        so PostgreSQL sees the proxy's ports, not the stack's."""
         self._interval_s = interval_s
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -89,7 +93,9 @@ class ConnectionPoller:
                 if self._conn is None:
                     self._conn = psycopg.connect(self._admin_url, autocommit=True, connect_timeout=5,
                                                  application_name=ADMIN_APPLICATION_NAME)
-                if self._ports is None:
+                if self._direct and self._ports is not None:
+                    row = (len(self._ports()),)
+                elif self._ports is None:
                     row = self._conn.execute(COUNT_SQL, (self._role, ADMIN_APPLICATION_NAME)).fetchone()
                 else:
                     # NOTE: the stack's ports are read before and after pg_stat_activity, and a connection counts

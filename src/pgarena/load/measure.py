@@ -197,6 +197,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         errors=outcome.errors, status_codes=outcome.status_codes,
         stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
         db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
+        proxy_cpu_seconds=exact.get("proxy"),
         stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
         stack_pss_peak_bytes=stack_usage.pss_peak_bytes if stack_usage else None,
         generator_cpu_seconds=window.generator_cpu_seconds,

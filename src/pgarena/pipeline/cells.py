@@ -77,7 +77,8 @@ def mark_invalid_answers(ctx: RunContext, cell: Cell) -> None:
 
 def cell_title(cell: Cell) -> str:
     """'perf-test rows1 @ 50 VUs' for logs and the progress line."""
-    return f"{cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} @ {cell.level_label}".replace("  ", " ")
+    title = f"{cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} @ {cell.level_label}".replace("  ", " ")
+    return title if cell.db_rtt_ms is None else f"{title}, db RTT {cell.db_rtt_ms:g} ms"
 
 
 def run_cell(ctx: RunContext, live: LiveStack, cell: Cell, warmed: set[str]) -> None:
@@ -112,6 +113,7 @@ def run_cell(ctx: RunContext, live: LiveStack, cell: Cell, warmed: set[str]) -> 
         title = cell_title(cell)
         ctx.log(f"[{live.id}] {title} ({ctx.progress.position()})")
         ctx.progress.cell_started(live.id, title)
+        live.use_network(cell)
         try:
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=live.server,  # type: ignore[arg-type]
                          base_url=live.base_url, run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, cpu=live.cpu,

@@ -15,6 +15,7 @@ from pgarena.db.postgres import (
 from pgarena.load.engines import Engine
 from pgarena.pipeline.progress import RunProgress
 from pgarena.results.models import (
+    Cell,
     RunResults,
     StackInfo,
 )
@@ -64,10 +65,17 @@ class LiveStack:
     """Workloads whose verification passed: only these are loaded."""
     stack_cpu_seconds: Callable[[], float] | None = None
     """Exact cumulative CPU seconds of the stack's cgroup (None without cgroups)."""
-    warmed: set[str] = field(default_factory=set)
-    """Workloads that had the stack's first warm-up until steady (interleaved schedule)."""
+    warmed: set[tuple[str, float | None]] = field(default_factory=set)
+    """(workload, database round trip) that had the stack's first warm-up until steady (interleaved schedule)."""
     connections: ConnectionPoller | None = None
     """The stack's pg_stat_activity poller (its own connections only, by client port)."""
+    set_db_rtt: Callable[[float | None], None] | None = None
+    """--db-rtt: puts the stack's database round trip at a cell's level (its Toxiproxy proxy's latency)."""
+
+    def use_network(self, cell: Cell) -> None:
+        """The cell's network conditions, before its warm-up and each of its windows."""
+        if self.set_db_rtt is not None:
+            self.set_db_rtt(cell.db_rtt_ms)
 
     @property
     def id(self) -> str:

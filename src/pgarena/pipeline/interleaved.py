@@ -145,8 +145,9 @@ class InterleavedRun:
         config = self.ctx.config
         for key, cell in phase.cells.items():
             live = self.lives[key[0]]
-            if cell.workload in live.warmed or cell.repetitions or live.crashed():
+            if (cell.workload, cell.db_rtt_ms) in live.warmed or cell.repetitions or live.crashed():
                 continue
+            live.use_network(cell)
             minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
             poller = live.connections
             if poller is not None:
@@ -168,7 +169,7 @@ class InterleavedRun:
                          + ("" if cell.warmup.steady else " (not steady at the cap)"))
             live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, cell.warmup.seconds)
             live.info.warmup_steady = cell.warmup.steady and live.info.warmup_steady is not False
-            live.warmed.add(cell.workload)
+            live.warmed.add((cell.workload, cell.db_rtt_ms))
 
     def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
         from pgarena.pipeline.cells import known_wrong_columns
@@ -209,6 +210,7 @@ class InterleavedRun:
             from pgarena.pipeline.plan import resolve_rate
 
             resolve_rate(cell, ctx.results.cells)
+            live.use_network(cell)
             rep = measure_repetition(self._cell_run(live, cell), engine=ctx.engine, config=config, db=ctx.db,  # type: ignore[arg-type]
                                      server=live.server, base_url=live.base_url, routes=live.routes, cpu=live.cpu,
                                      round_index=slot.round, rewarm_s=config.rewarm_seconds)

@@ -12,6 +12,7 @@ import java.time.LocalDateTime;
 import java.time.OffsetDateTime;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import org.springframework.format.annotation.DateTimeFormat;
 import org.springframework.format.annotation.DateTimeFormat.ISO;
@@ -36,6 +37,12 @@ public class ApiController {
 
     public record TxResponse(int abalance) {}
 
+    /** A user of users-posts with its first {@link #POSTS_PER_USER} posts. */
+    public record UserPosts(int id, String username, List<Repository.Post> posts) {}
+
+    /** users-posts shows each user's first five posts (the contract's twin of graphql-nested's posts(limit: 5)). */
+    static final int POSTS_PER_USER = 5;
+
     private final Repository repository;
     private final TpcbService tpcb;
 
@@ -52,6 +59,15 @@ public class ApiController {
     @GetMapping("/users")
     public List<Repository.User> users(@RequestParam("limit") @Min(1) @Max(10_000) int limit) {
         return repository.users(limit);
+    }
+
+    /** Two statements at any limit: the users (the same query as /api/users), then all their posts at once. */
+    @GetMapping("/users-posts")
+    public List<UserPosts> usersPosts(@RequestParam("limit") @Min(1) @Max(10_000) int limit) {
+        List<Repository.User> users = repository.users(limit);
+        Map<Integer, List<Repository.Post>> posts =
+                repository.postsByUser(users.stream().map(Repository.User::id).toList(), POSTS_PER_USER);
+        return users.stream().map(u -> new UserPosts(u.id(), u.username(), posts.get(u.id()))).toList();
     }
 
     @GetMapping("/perf-test")

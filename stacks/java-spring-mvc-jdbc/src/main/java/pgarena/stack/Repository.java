@@ -1,6 +1,8 @@
 package pgarena.stack;
 
 import com.fasterxml.jackson.annotation.JsonRawValue;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies.SnakeCaseStrategy;
+import com.fasterxml.jackson.databind.annotation.JsonNaming;
 import java.math.BigDecimal;
 import java.sql.Array;
 import java.sql.ResultSet;
@@ -10,18 +12,32 @@ import java.time.LocalDate;
 import java.time.LocalDateTime;
 import java.time.LocalTime;
 import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import org.springframework.jdbc.core.simple.JdbcClient;
 
-/** Read-only queries of the users, perf-test and perf-* workloads. */
+/**
+ * Read-only queries of the users, users-posts, GraphQL, perf-test and perf-* workloads. The row records are written
+ * by Jackson with snake_case names (@JsonNaming, per type: a global naming strategy would also rename the fields
+ * Spring for GraphQL reads from a GraphQL request, such as operationName).
+ */
 @org.springframework.stereotype.Repository
 public class Repository {
 
-    /** A row of {@code users}; serialized by Jackson with snake_case names (application.properties). */
+    /** A row of {@code users}; in GraphQL, the User type (its createdAt is formatted by GraphQlController). */
+    @JsonNaming(SnakeCaseStrategy.class)
     public record User(int id, String username, String fullName, String email, short age, OffsetDateTime createdAt) {}
 
+    /** A row of {@code posts}, the columns the users-posts and graphql-nested answers show. */
+    @JsonNaming(SnakeCaseStrategy.class)
+    public record Post(int id, String title) {}
+
     /** A row of {@code perf_test(...)}: the PostgreSQL JDBC driver's Java types, as JDBC 4.2 maps them. */
+    @JsonNaming(SnakeCaseStrategy.class)
     public record PerfRow(
             int rowNum,
             String textVal,
@@ -48,22 +64,35 @@ public class Repository {
             Integer nullableInt) {}
 
     /** A row of {@code perf_minimal()}. */
+    @JsonNaming(SnakeCaseStrategy.class)
     public record MinimalRow(String status, OffsetDateTime ts) {}
 
     /** A row of {@code perf_post(...)}: echo is the jsonb's text, written into the response as is. */
+    @JsonNaming(SnakeCaseStrategy.class)
     public record PostRow(int rowNum, @JsonRawValue String echo, String computed) {}
 
     /** A row of {@code perf_nested(...)}. */
+    @JsonNaming(SnakeCaseStrategy.class)
     public record NestedRow(int rowNum, @JsonRawValue String nested) {}
 
     /** The row of {@code perf_large_payload(...)}. */
+    @JsonNaming(SnakeCaseStrategy.class)
     public record LargeRow(String data) {}
 
     /** The row of {@code perf_many_params(...)}. */
+    @JsonNaming(SnakeCaseStrategy.class)
     public record ManyParamsRow(int paramCount, String checksum) {}
 
     private static final String USERS_SQL =
             "SELECT id, username, full_name, email, age, created_at FROM users ORDER BY id LIMIT ?";
+
+    /**
+     * Each user's first posts by id, for many users in one statement: the user ids go in as one int[] parameter,
+     * and the LATERAL subquery reads each user's posts from the (user_id, id) index.
+     */
+    private static final String POSTS_BY_USER_SQL = "SELECT u.id AS user_id, p.id, p.title "
+            + "FROM unnest(?::int[]) AS u(id) "
+            + "CROSS JOIN LATERAL (SELECT id, title FROM posts WHERE user_id = u.id ORDER BY id LIMIT ?) AS p";
 
     /** json, jsonb and the arrays are bound as text and cast by PostgreSQL, which owns their literal syntax. */
     private static final String PERF_TEST_SQL =
@@ -96,6 +125,24 @@ public class Repository {
                         rs.getShort("age"),
                         rs.getObject("created_at", OffsetDateTime.class)))
                 .list();
+    }
+
+    /**
+     * The first {@code limit} posts (by id) of each of {@code userIds}, in one statement; a user without posts maps
+     * to an empty list. Each list keeps the statement's row order, which is the LATERAL subquery's ORDER BY id.
+     */
+    public Map<Integer, List<Post>> postsByUser(Collection<Integer> userIds, int limit) {
+        Map<Integer, List<Post>> posts = new HashMap<>(userIds.size() * 2);
+        for (Integer userId : userIds) {
+            posts.put(userId, new ArrayList<>(limit));
+        }
+        jdbc.sql(POSTS_BY_USER_SQL)
+                .param(1, userIds.toArray(new Integer[0])) // pgjdbc binds an Integer[] as int4[]
+                .param(2, limit, Types.INTEGER)
+                .query(rs -> {
+                    posts.get(rs.getInt("user_id")).add(new Post(rs.getInt("id"), rs.getString("title")));
+                });
+        return posts;
     }
 
     public List<PerfRow> perfTest(int records, String text, int intValue, long bigintValue, BigDecimal numericValue,

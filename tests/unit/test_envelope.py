@@ -202,3 +202,10 @@ def test_profiles_cap_the_warmup_and_a_seed_is_kept(tmp_path: Path) -> None:
     assert build_config(profile="standard", project_dir=tmp_path).warmup_cap_s == 60
     config = build_config(project_dir=tmp_path, overrides={"seed": 42, "warmup_cap_s": 5})
     assert config.seed == 42 and config.warmup_cap_s == 5 and config.redacted()["seed"] == 42
+
+
+def test_the_ipv4_mapped_loopback_of_a_dual_stack_jvm_is_not_wide() -> None:
+    mapped = ["[::ffff:127.0.0.1]:8080", "::ffff:127.0.0.1:8081"]
+    assert wide_addresses(mapped, "127.0.0.1") == []
+    assert wide_addresses(["[::ffff:10.0.0.2]:8080", "[::1]:8081"], "127.0.0.1") == ["[::ffff:10.0.0.2]:8080",
+                                                                                       "[::1]:8081"]

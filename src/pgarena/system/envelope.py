@@ -7,6 +7,7 @@ where the report claims is recorded as such instead of assumed (docs/methodology
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -46,8 +47,21 @@ def listen_addresses(root_pid: int) -> list[str]:
 
 
 def wide_addresses(addresses: Sequence[str], host: str = LOOPBACK) -> list[str]:
-    """The listening addresses bound to anything but `host` (the loopback address the stack was given)."""
-    return [a for a in addresses if a.rsplit(":", 1)[0] != host]
+    """The listening addresses bound to anything but `host` (the loopback address the stack was given).
+
+    An IPv6 socket bound to the IPv4-mapped form of `host` (`::ffff:127.0.0.1`, as a JVM on a dual-stack
+    system reports it) accepts exactly the connections to `host`: it is not wide."""
+    def same(address: str) -> bool:
+        bound = address.rsplit(":", 1)[0].strip("[]")
+        try:
+            ip = ipaddress.ip_address(bound)
+        except ValueError:
+            return bound == host
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        return str(ip) == host
+
+    return [a for a in addresses if not same(a)]
 
 
 def record_listening(info: StackInfo, root_pid: int, host: str, log: Callable[[str], None]) -> None:

@@ -20,8 +20,15 @@ import psutil
 import pytest
 
 from pgarena.system import toxiproxy
-from pgarena.system.toxiproxy import (EchoServer, Toxiproxy, ToxiproxyError, ToxiproxyUnavailable, connect,
-                                      measure_overhead, round_trip_ns)
+from pgarena.system.toxiproxy import (
+    EchoServer,
+    Toxiproxy,
+    ToxiproxyError,
+    ToxiproxyUnavailable,
+    connect,
+    measure_overhead,
+    round_trip_ns,
+)
 
 PAYLOAD = b"ping" * 16
 IO_TIMEOUT_S = 5.0

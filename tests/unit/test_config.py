@@ -403,3 +403,14 @@ def test_managed_database_settings_need_the_managed_database(tmp_path, four_cpus
         build_config(project_dir=tmp_path, overrides={"admin_database_url": URL})
     with pytest.raises(ValidationError):
         build_config(project_dir=tmp_path, overrides={"db_port": 70000})
+
+
+def test_db_rtt_levels_parse_units_and_refuse_what_toxiproxy_cannot_do(tmp_path):
+    from pgarena.config.run import build_config, parse_rtt
+
+    assert [parse_rtt(t) for t in ("0", "2ms", "1 ms", "3000us", "0.002s")] == [0.0, 2.0, 1.0, 3.0, 2.0]
+    config = build_config(project_dir=tmp_path, overrides={"db_rtt_ms": ["0", "1ms", "2ms"]})
+    assert config.db_rtt_ms == [0.0, 1.0, 2.0]
+    for bad in (["0.5ms"], ["2ms", "2"], ["fast"], ["-1ms"]):
+        with pytest.raises(ValueError):
+            build_config(project_dir=tmp_path, overrides={"db_rtt_ms": bad})

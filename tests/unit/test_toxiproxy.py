@@ -11,8 +11,14 @@ import pytest
 
 from pgarena.load.engines.base import tool_cache_dir
 from pgarena.system import toxiproxy
-from pgarena.system.toxiproxy import (Toxiproxy, ToxiproxyUnavailable, percentile, rtt_split_ms,
-                                      summarize_round_trips, toxic_body)
+from pgarena.system.toxiproxy import (
+    Toxiproxy,
+    ToxiproxyUnavailable,
+    percentile,
+    rtt_split_ms,
+    summarize_round_trips,
+    toxic_body,
+)
 
 
 def test_default_cache_dir_is_the_tool_cache_of_the_load_engines(monkeypatch, tmp_path):

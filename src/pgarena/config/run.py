@@ -291,9 +291,12 @@ class RunConfig(BaseModel):
             return value
         levels = [parse_rtt(v) if isinstance(v, str) else v for v in value]
         if any(not isinstance(v, int | float) or v < 0 or v > 1000 for v in levels):
-            raise ValueError("db_rtt_ms: round trips from 0 to 1000 ms")
+            raise ValueError("round trips from 0 to 1000 ms")
         if len(set(levels)) != len(levels):
-            raise ValueError("db_rtt_ms: each round trip once")
+            raise ValueError("each round trip once")
+        if any(v != int(v) for v in levels):
+            raise ValueError("whole milliseconds only (Toxiproxy's latency toxic counts whole ms; a "
+                             "sub-millisecond delay needs the kernel's netem qdisc, which this kernel lacks)")
         return levels
 
     @field_validator("workload_vus")

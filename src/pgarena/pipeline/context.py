@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import Stack
@@ -47,6 +48,8 @@ class RunContext:
     """Cells already in results.json (a resumed run): not measured again."""
     registry: reaper.PidRegistry | None = None
     """Where the processes of this run are recorded (run_dir/pids.json), so a killed run's are found."""
+    network: Any = None
+    """--db-rtt: the run's DbNetwork (pipeline/network.py), None when stacks connect directly."""
     variants_cache: dict = field(default_factory=dict)
     """Read workloads' request variants with their expected answers, per (workload, parameter)."""
 

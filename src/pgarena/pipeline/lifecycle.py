@@ -41,6 +41,10 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
         info.status, info.reason = "config_error", refusal
         return None
     values = stack_values(config, ctx.db, stack, port)
+    proxy = ctx.network.route(stack.id) if ctx.network is not None else None
+    if proxy is not None:
+        values = ctx.network.proxied(values, proxy)
+        scope.callback(proxy.delete)
     info.database_levelled = level_database(ctx.db)
     ctx.log(f"[{stack.id}] database: {info.database_levelled}")
     if definition.build:
@@ -66,10 +70,12 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     meters = {"stack": group.cpu_seconds} if group else {}
     if ctx.db_group:
         meters["db"] = ctx.db_group.cpu_seconds
+    if ctx.network is not None:
+        meters["proxy"] = ctx.network.server.cpu_seconds
     cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
 
-    db_port = ctx.db.port
-    poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user,
+    db_port = ctx.db.port if proxy is None else proxy.port
+    poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user, direct=proxy is not None,
                                                   ports=lambda: tree_db_ports(server.pid, db_port)))
 
     def at_stop() -> None:  # runs before the server is stopped (an ExitStack unwinds last-in first-out)
@@ -84,7 +90,8 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
         return None
     return LiveStack(stack=stack, info=info, server=server, cpu=cpu, base_url=f"http://127.0.0.1:{values['port']}",
                      routes=dict(definition.routes), loadable=loadable,
-                     stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller)
+                     stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller,
+                     set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None)
 
 
 def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,

@@ -210,6 +210,10 @@ def execute(
             todo = {sid: [c for c in cells if c.key not in done_keys] for sid, cells in planned.items()}
             progress.begin(sum(len(c) for c in planned.values()), already_done=sum(
                 len(planned[sid]) - len(todo[sid]) for sid in planned))
+            if kind == "run" and config.db_rtt_ms:
+                from pgarena.pipeline.network import DbNetwork
+
+                ctx.network = DbNetwork(ctx, scope)
             if kind == "run":
                 cpu_accounting(ctx, scope)
                 if config.headroom and results.generator_headroom is None:

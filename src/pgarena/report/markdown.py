@@ -35,7 +35,7 @@ from pgarena.contract.workloads import (
     USERS_POSTS,
 )
 from pgarena.report import markdown_verdicts as mv
-from pgarena.report import restgraphql
+from pgarena.report import network, restgraphql
 from pgarena.report.markup import table
 from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 
@@ -459,6 +459,8 @@ def environment_section(results: RunResults) -> str:
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
         ("Generator headroom", _headroom(results)),
         ("Fairness knobs", f"pool size {cfg.get('pool_size')} connections per stack, {cfg.get('workers')} worker(s)"),
+        ("Network", network.topology_text(results).removeprefix("Network: ") or "loopback, stacks connect to PostgreSQL "
+                                                                                  "directly"),
         *([("pgarena CPUs", f"{env.pgarena_cpus} (its own process and sampler threads)")] if env.pgarena_cpus else []),
         *([("Stack order", f"shuffled, seed {cfg.get('seed')}: {', '.join(results.stack_order)}")]
           if cfg.get("seed") is not None and results.stack_order else []),
@@ -545,6 +547,7 @@ def render_markdown(results: RunResults) -> str:
         *(["## What each kind of work costs (relative to the stack's own perf-minimal)", work] if work else []),
         *(["## Max sustainable throughput under the SLO", slo] if slo else []),
         *(["## REST against GraphQL on the same stack", graphql] if graphql else []),
+        *(["## Throughput by database round trip", network.rtt_section(results)] if network.rtt_section(results) else []),
         *(["## Cold start", cold] if cold else []),
         "## Verification", verification_section(results),
         "## Stacks", stacks_section(results.stacks),

@@ -384,6 +384,19 @@ class Warmup(_Model):
     peak_connections: int | None = Field(None, description="most database connections the stack held during it")
 
 
+class NetworkInfo(_Model):
+    """How the stacks reached PostgreSQL when a round trip was added (--db-rtt)."""
+
+    mode: Literal["toxiproxy"]
+    description: str
+    proxy: str = Field(description="the proxy and its version")
+    proxy_cpus: list[int] = Field(description="CPUs the proxy was pinned to (its CPU is counted apart)")
+    db_rtt_ms: list[float] = Field(description="the configured round trips, the run's load dimension")
+    overhead: list[dict[str, float | int]] = Field(default_factory=list, description=(
+        "per configured round trip: what the proxy added to request/response round trips against the same "
+        "round trips straight to an echo server (median and p99 µs) and its CPU µs per round trip"))
+
+
 class Cell(_Model):
     """stack × workload × parameter × load level, measured `repetitions` times."""
 
@@ -538,6 +551,7 @@ class RunResults(_Model):
     cells: list[Cell] = Field(default_factory=list)
     slo_searches: list[SloSearchResult] = Field(default_factory=list)
     generator_headroom: Headroom | None = None
+    network: NetworkInfo | None = Field(None, description="--db-rtt: the proxy between stacks and PostgreSQL")
     schedule: ScheduleRecord | None = None
     ceilings: list[DbCeiling] = Field(default_factory=list, description="the database's own ceiling per workload")
     ceiling_unavailable: str | None = Field(None, description="why the ceiling was not measured")

@@ -1,0 +1,40 @@
+"""The report's network parts (--db-rtt): how the stacks reached PostgreSQL, and throughput by round trip."""
+
+from __future__ import annotations
+
+from pgarena.analysis.rtt import rtt_rows
+from pgarena.report.markup import table
+from pgarena.results.models import RunResults
+
+
+def topology_text(results: RunResults) -> str:
+    """One paragraph: the proxy, its CPUs, and what it added at each configured round trip."""
+    n = results.network
+    if n is None:
+        return ""
+    measured = "; ".join(
+        f"at {o['configured_rtt_ms']:g} ms +{o['added_median_us']:,.0f} µs median (p99 +{o['added_p99_us']:,.0f} µs), "
+        f"{o['cpu_us_per_round_trip']:,.0f} µs of its CPU per round trip" for o in n.overhead)
+    return (f"Network: {n.description}. {n.proxy}, pinned to CPU {', '.join(map(str, n.proxy_cpus))} (the generator's; "
+            f"its CPU is counted apart, per window). Measured before the stacks started, against the same round "
+            f"trips straight to an echo server: {measured or 'not measured'}.")
+
+
+def rtt_section(results: RunResults) -> str:
+    """Each stack's median 2xx/s at every round trip and its share of the smallest one's."""
+    rtts, rows = rtt_rows(results)
+    if not rows:
+        return ""
+    body = []
+    for r in rows:
+        cells = []
+        for rtt in rtts:
+            share = r.share(rtt)
+            cells.append("–" if share is None else f"{r.rps[rtt]:,.0f} ({share:.2f}×)")
+        label = r.workload + (f" {r.parameter}" if r.parameter is not None else "")
+        body.append((r.stack, label, f"{r.vus} ({r.engine})", *cells))
+    return ("Median 2xx/s at each round trip between the stack and PostgreSQL, and in brackets its share of the "
+            "stack's own figure at the smallest round trip: how much a network hop costs each stack (drivers that "
+            "pipeline, prepare or batch lose less). The paired ratios between stacks at each round trip are in the "
+            "results tables above.\n\n"
+            + table(["Stack", "Workload", "VUs", *(f"{rtt:g} ms" for rtt in rtts)], body, "lll" + "r" * len(rtts)))

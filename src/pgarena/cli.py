@@ -212,7 +212,7 @@ def run(
     stacks: StacksOpt = None,
     workloads: WorkloadsOpt = None,
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
-    engine: Annotated[str, typer.Option(help="load generator: oha or k6")] = cfg.DEFAULT_ENGINE,
+    engine: Annotated[Optional[str], typer.Option(help="load generator: oha (default) or k6")] = None,
     repetitions: Annotated[Optional[int], typer.Option(
         help="measured windows per cell (exact, unless --max-repetitions is given: then the minimum)")] = None,
     max_repetitions: Annotated[Optional[int], typer.Option(

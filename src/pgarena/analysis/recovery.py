@@ -24,9 +24,12 @@ The definitions (every published figure means exactly this):
   from answers after it), so answers that resume at once read as the time to the next bin edge (under
   one bin; 0.0 when the end is on an edge). None: no 2xx answer until the timeline's end.
 - recovered_after_s: from the fault's end to the start of the first bin b₀ (starting at or after the
-  end) such that b₀ and the bins after it, `sustain_s` in all, each hold a 2xx rate within ±`tolerance`
-  of baseline_rps (|rate − baseline| ≤ tolerance · baseline, both sides: a catch-up burst above the
-  baseline, while a backlog drains, is not yet recovery). None when no such run lies wholly within the
+  end) such that the 2xx rate over `sustain_s` of bins starting at b₀, and at each of the bins after it
+  for `sustain_s` more, is within ±`tolerance` of baseline_rps (|rate − baseline| ≤ tolerance · baseline,
+  both sides: a catch-up burst above the baseline, while a backlog drains, is not yet recovery). The rate
+  is taken over a second, not per 100 ms bin: a steady stack's single bins scatter more than ±10 % on a
+  busy machine, its one-second rate does not; needing it to hold for a second more keeps a burst and a
+  dip from averaging out. None when no such run lies wholly within the
   timeline: the stack did not recover within it — a finding (`status` "never-recovered").
 - failed_requests: non-2xx answers plus requests without an answer (connection refused, reset,
   timeout, other) that ended from the start of the bin holding the fault's start until the end of the
@@ -194,8 +197,8 @@ class Recovery:
     baseline_s: float
     """Seconds of bins the baseline covers."""
     baseline_within_share: float
-    """Share of the baseline's own bins within tolerance of baseline_rps (how steady 100 ms bins are at
-    this rate; 1.0 = every bin)."""
+    """Share of the one-second rates inside the baseline within tolerance of baseline_rps (how steady the
+    load is at this rate; 1.0 = every one)."""
     baseline_failed: int | None
     """Failed requests in the baseline bins (None: unanswered ones not recorded)."""
     first_ok_after_s: float | None
@@ -277,16 +280,20 @@ def recovery(timeline: Timeline, fault_start_s: float, fault_end_s: float, *,
         raise RecoveryUndefined(
             f"the fault starts {fault_start_s:g} s into the timeline: {start_bin * b:g} s of whole bins "
             f"before it, the baseline needs {window_bins * b:g} s (baseline_window_s)")
-    if timeline.bins - after_bin < sustain_bins:
+    if timeline.bins - after_bin < 2 * sustain_bins - 1:
         raise RecoveryUndefined(
             f"the fault ends {timeline.duration_s - fault_end_s:g} s before the timeline does: judging "
-            f"recovery needs at least {sustain_bins * b:g} s (sustain_s) after it")
+            f"recovery needs at least {2 * sustain_bins * b:g} s (twice sustain_s) after it")
 
     ok = timeline.ok_2xx
     baseline = range(start_bin - window_bins, start_bin)
     per_bin = sum(ok[k] for k in baseline) / window_bins  # 2xx per bin
-    within = [abs(count - per_bin) <= tolerance * per_bin + _EPS for count in ok]
+    # the 2xx rate over each second (sustain_bins) starting at bin k; k is within when it is within tolerance
+    means = [sum(ok[k:k + sustain_bins]) / sustain_bins if k + sustain_bins <= timeline.bins else math.nan
+             for k in range(timeline.bins)]
+    within = [not math.isnan(m) and abs(m - per_bin) <= tolerance * per_bin + _EPS for m in means]
     failed = timeline.failed()
+    steady_positions = range(start_bin - window_bins, start_bin - sustain_bins + 1)  # seconds inside the baseline
 
     first_ok = next((k for k in range(after_bin, timeline.bins) if ok[k] > 0), None)
     runs = _runs_within(within[after_bin:], sustain_bins)
@@ -295,7 +302,7 @@ def recovery(timeline: Timeline, fault_start_s: float, fault_end_s: float, *,
         status: Status = "no-baseline"
     elif recovered_bin is not None:
         status = "recovered"
-    elif _runs_within([within[k] for k in baseline], sustain_bins):
+    elif _runs_within([within[k] for k in steady_positions], sustain_bins):
         status = "never-recovered"
     else:
         status = "unsteady-baseline"
@@ -313,7 +320,8 @@ def recovery(timeline: Timeline, fault_start_s: float, fault_end_s: float, *,
         sustain_s=sustain_bins * b,
         baseline_rps=per_bin / b,
         baseline_s=_seconds(window_bins * b),
-        baseline_within_share=sum(within[k] for k in baseline) / window_bins if per_bin > 0 else 0.0,
+        baseline_within_share=(sum(within[k] for k in steady_positions) / len(steady_positions)
+                               if per_bin > 0 and len(steady_positions) else 0.0),
         baseline_failed=sum(failed[k] for k in baseline) if failed is not None else None,
         first_ok_after_s=_seconds(max(0.0, first_ok * b - fault_end_s)) if first_ok is not None else None,
         recovered_after_s=(_seconds(max(0.0, recovered_bin * b - fault_end_s))

@@ -76,8 +76,13 @@ class Profile(BaseModel):
     arrival_rates: list[str] = Field(default_factory=list, description="open-model levels (see RunConfig)")
     slo_p99_ms: float | None = Field(None, description="search max sustainable RPS under this p99 (None: no search)")
     workloads: list[str] | None = Field(None, description="the profile's workloads (None: all)")
+    faults: list[FaultName] = Field(default_factory=list, description="resilience: faults injected per stack")
+    engine: Engine | None = Field(None, description="the profile's load generator (None: the default)")
+    schedule: Literal["interleaved", "sequential"] | None = None
+    db_rtt_ms: list[float] = Field(default_factory=list)
 
 
+FaultName = Literal["pg-restart", "terminate", "stall", "reset"]
 SEED_SCENARIO_PARAMETERS: dict[str, list[int]] = {
     "post_records": [10, 100], "nested_depths": [1, 2, 3], "payload_kb": [100, 500]}
 """Seed 000's server profile for its newer scenarios: perf-post with 10 and 100 records, perf-nested 100 records
@@ -131,6 +136,27 @@ PROFILES: dict[str, Profile] = {
             **SEED_SCENARIO_PARAMETERS,
             workload_vus=SEED_SCENARIO_VUS,
             workloads=["perf-test", *SCENARIOS],
+        ),
+        Profile(
+            name="resilience",
+            description=("per stack: its closed-model peak on users and tx, then each fault (PostgreSQL restart, "
+                         "its connections terminated, the database stalled, connections reset) in a 20 s k6 window "
+                         "at half that peak"),
+            warmup_s=1,
+            warmup_cap_s=15,
+            duration_s=2,
+            repetitions=3,
+            max_repetitions=6,
+            cell_budget_s=12,
+            target_rel_half_width=0.10,
+            vus=[50],
+            perf_test_rows=[1],
+            users_limits=[20],
+            workloads=["users", "tx"],
+            faults=["pg-restart", "terminate", "stall", "reset"],
+            engine="k6",
+            schedule="sequential",  # a fault hits the shared database: one stack up at a time
+            db_rtt_ms=[0],  # behind Toxiproxy at no added delay, for the reset fault
         ),
         Profile(
             name="full",
@@ -204,6 +230,8 @@ class RunConfig(BaseModel):
         "run named by `shared_rates_from`"))
     shared_rates_from: str | None = Field(None, description="the earlier run the shared levels were set from")
     open_connections: int = Field(DEFAULT_OPEN_CONNECTIONS, ge=1, description="open model: most requests in flight")
+    faults: list[FaultName] = Field(default_factory=list, description=(
+        "resilience: faults injected into each stack's steady load after its cells (pipeline/resilience.py)"))
     db_rtt_ms: list[float] = Field(default_factory=list, description=(
         "round trips added between each stack and PostgreSQL, a load dimension like VUs (Toxiproxy; empty: the "
         "stacks connect directly)"))
@@ -343,6 +371,15 @@ class RunConfig(BaseModel):
         return limits
 
     @model_validator(mode="after")
+    def _faults_need_k6_and_one_stack_at_a_time(self) -> RunConfig:
+        if self.faults and self.engine != "k6":
+            raise ValueError("the resilience faults need --engine k6 (its JSON output records every request, "
+                             "failed ones included; oha's records answered requests only)")
+        if self.faults and self.schedule != "sequential":
+            raise ValueError("the resilience faults need --schedule sequential (a fault hits the shared database)")
+        return self
+
+    @model_validator(mode="after")
     def _repetition_bounds(self) -> RunConfig:
         if self.max_repetitions < self.repetitions:
             raise ValueError(f"max_repetitions ({self.max_repetitions}) is below repetitions ({self.repetitions})")
@@ -471,6 +508,11 @@ def build_config(
     }
     if base.workloads is not None:
         values["workloads"] = base.workloads
+    for name in ("engine", "schedule"):
+        if getattr(base, name) is not None:
+            values[name] = getattr(base, name)
+    if base.faults:
+        values["faults"], values["db_rtt_ms"] = base.faults, base.db_rtt_ms
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     if "vus" in given and "workload_vus" not in given:
         given["workload_vus"] = {}  # --vus is every workload's levels, the profile's per-workload ones too

@@ -18,9 +18,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -148,6 +148,10 @@ class Database:
     """PID of the server's postmaster when it runs on this machine (for CPU accounting)."""
     stats_url: str | None = None
     """URL pgarena reads pg_stat_statements with (--admin-database-url; None = admin_url)."""
+    data_dir: Path | None = None
+    """Managed cluster: its data directory (postmaster.pid names the running server)."""
+    restart: Callable[[], int] | None = field(default=None, compare=False, repr=False)
+    """Managed cluster: `pg_ctl restart -m fast`, returning the new postmaster's pid (resilience runs)."""
 
     @property
     def url(self) -> str:
@@ -306,7 +310,19 @@ class ManagedCluster:
             admin_url=admin_url,
             managed=True,
             postmaster_pid=pid,
+            data_dir=self.data_dir,
+            restart=self.restart,
         )
+
+    def restart(self) -> int:
+        """`pg_ctl restart -m fast` (the server's own options, its log kept), the new postmaster pinned like the
+        first; its pid."""
+        done = self._ctl("-l", str(self.log_path), "-m", "fast", "-w", "-t", "60", "restart")
+        if done.returncode != 0:
+            raise PostgresError(f"pg_ctl restart failed: {done.stderr.strip()}")
+        pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
+        self._pin(pid)
+        return pid
 
     def _clear_stale_home(self) -> None:
         """Remove the cluster folder a killed run left in `workdir` (a resumed run), unless a server uses it."""

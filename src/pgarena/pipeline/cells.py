@@ -47,6 +47,10 @@ def sequential_cells(ctx: RunContext, live: LiveStack) -> None:
         if config.slo_p99_ms is not None and last_of_workload and cell.workload in live.loadable and not searched:
             slo_search(ctx, live.id, cell.workload, live.base_url, live.routes)
             save(ctx.results, ctx.run_dir)
+    if config.faults and not any(r.stack == live.id for r in ctx.results.resilience):
+        from pgarena.pipeline.resilience import run_faults
+
+        run_faults(ctx, live)
 
 
 def headroom_rps(ctx: RunContext) -> float | None:

@@ -72,6 +72,8 @@ class LiveStack:
     """(workload, database round trip) that had the stack's first warm-up until steady (interleaved schedule)."""
     connections: ConnectionPoller | None = None
     """The stack's pg_stat_activity poller (its own connections only, by client port)."""
+    db_proxy: Any = None
+    """--db-rtt / resilience: the stack's Toxiproxy proxy to the database (system/toxiproxy.Proxy)."""
     set_db_rtt: Callable[[float | None], None] | None = None
     """--db-rtt: puts the stack's database round trip at a cell's level (its Toxiproxy proxy's latency)."""
 

@@ -91,7 +91,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     return LiveStack(stack=stack, info=info, server=server, cpu=cpu, base_url=f"http://127.0.0.1:{values['port']}",
                      routes=dict(definition.routes), loadable=loadable,
                      stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller,
-                     set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None)
+                     set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None, db_proxy=proxy)
 
 
 def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,

@@ -21,7 +21,7 @@ from pgarena.analysis.verdicts import baseline_of
 from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract import flags as F
 from pgarena.contract.values import Verdict
-from pgarena.report import figures, restgraphql
+from pgarena.report import figures, resilience, restgraphql
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
 from pgarena.report.html_verdicts import Verdicts, headline, ratio_payload
@@ -311,6 +311,7 @@ def html_payload(results: RunResults) -> dict:
             sections[name] += figs
     sections["slo"] = [f for i, s in enumerate(results.slo_searches, 1) if (f := figures.slo_figure(i, s))]
     sections["stacks"] = [f for f in [figures.cold_start_figure(results, colors)] if f]
+    sections["resilience"] = resilience.figures(results)
     cell_sources = Counter(c.summary.cpu_accounting for c in results.cells if c.summary is not None)
     return {
         "title": f"pgarena {results.kind} {results.run_id}",
@@ -330,6 +331,7 @@ def html_payload(results: RunResults) -> dict:
         "sections": sections,
         "work_costs": work_cost_table(results),
         "rest_graphql": restgraphql.payload(results),
+        "resilience": resilience.payload(results),
         "slo": slo_tables(results),
         "verification": verification(results),
         "stacks": [_stack_row(s, results.config) for s in results.stacks],

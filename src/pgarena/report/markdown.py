@@ -35,7 +35,7 @@ from pgarena.contract.workloads import (
     USERS_POSTS,
 )
 from pgarena.report import markdown_verdicts as mv
-from pgarena.report import network, restgraphql
+from pgarena.report import network, resilience, restgraphql
 from pgarena.report.markup import table
 from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 
@@ -548,6 +548,7 @@ def render_markdown(results: RunResults) -> str:
         *(["## Max sustainable throughput under the SLO", slo] if slo else []),
         *(["## REST against GraphQL on the same stack", graphql] if graphql else []),
         *(["## Throughput by database round trip", network.rtt_section(results)] if network.rtt_section(results) else []),
+        *(["## Resilience: faults under load", resilience.section(results)] if results.resilience else []),
         *(["## Cold start", cold] if cold else []),
         "## Verification", verification_section(results),
         "## Stacks", stacks_section(results.stacks),

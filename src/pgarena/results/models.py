@@ -384,6 +384,38 @@ class Warmup(_Model):
     peak_connections: int | None = Field(None, description="most database connections the stack held during it")
 
 
+class FaultResult(_Model):
+    """One fault injected into one stack's steady load (issue 14, pipeline/resilience.py; analysis/recovery.py
+    defines every figure)."""
+
+    stack: str
+    workload: str
+    parameter: int | None
+    fault: Literal["pg-restart", "terminate", "stall", "reset"]
+    description: str = Field(description="what was done, e.g. 'pg_ctl restart -m fast'")
+    engine: str
+    rate_rps: float | None = Field(None, description="the open-model arrival rate of the window (None: not run)")
+    peak_rps: float | None = Field(None, description="the stack's closed-model peak the rate is a share of")
+    window_seconds: float | None = None
+    fault_start_s: float | None = Field(None, description="seconds from the window's start")
+    fault_end_s: float | None = None
+    status: Literal["recovered", "never-recovered", "no-baseline", "unsteady-baseline", "not-run"]
+    baseline_rps: float | None = None
+    failed_requests: int | None = Field(None, description="non-2xx and unanswered requests from the fault's start "
+                                                          "until recovery (None: not measured)")
+    unanswered: int | None = None
+    errors_by_kind: dict[str, int] = Field(default_factory=dict)
+    first_ok_after_s: float | None = Field(None, description="fault end → first 2xx answer (resolution: one bin)")
+    recovered_after_s: float | None = Field(None, description="fault end → 2xx/s back within 10 % for 1 s")
+    recovered_without_restart: bool | None = Field(None, description=(
+        "after the window the stack, not restarted, answered its health path and a verified request correctly"))
+    bin_seconds: float = 0.1
+    timeline_ok: list[int] = Field(default_factory=list, description="2xx answers per bin")
+    timeline_failed: list[int] = Field(default_factory=list, description="failed requests per bin")
+    tx_invariants: TxInvariants | None = Field(None, description="tx: TPC-B consistency across the window")
+    reason: str | None = Field(None, description="why it was not run or not measured")
+
+
 class NetworkInfo(_Model):
     """How the stacks reached PostgreSQL when a round trip was added (--db-rtt)."""
 
@@ -552,6 +584,7 @@ class RunResults(_Model):
     slo_searches: list[SloSearchResult] = Field(default_factory=list)
     generator_headroom: Headroom | None = None
     network: NetworkInfo | None = Field(None, description="--db-rtt: the proxy between stacks and PostgreSQL")
+    resilience: list[FaultResult] = Field(default_factory=list, description="the resilience profile's faults")
     schedule: ScheduleRecord | None = None
     ceilings: list[DbCeiling] = Field(default_factory=list, description="the database's own ceiling per workload")
     ceiling_unavailable: str | None = Field(None, description="why the ceiling was not measured")

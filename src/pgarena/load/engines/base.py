@@ -43,6 +43,8 @@ class LoadSpec:
     urls_file: Path | None = None
     """One absolute URL per line; each request takes one at random (the cell's variants). `url` is then
     the first of them."""
+    timeline_path: Path | None = None
+    """k6: also write every request to this file (`--out json=`), for a resilience timeline."""
 
 
 @dataclass(frozen=True)

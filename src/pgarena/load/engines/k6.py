@@ -83,6 +83,8 @@ class K6Engine(Engine):
         if spec.content_type:
             env["PGARENA_CONTENT_TYPE"] = spec.content_type
         argv = [str(self.binary), "run", "--quiet", "--no-color", "--no-usage-report", "--no-thresholds"]
+        if spec.timeline_path is not None:
+            argv += ["--out", f"json={spec.timeline_path}"]
         for key, value in env.items():
             argv += ["-e", f"{key}={value}"]
         return [*argv, str(self.script_path(workdir))]

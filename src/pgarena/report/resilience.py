@@ -1,0 +1,109 @@
+"""The report's resilience section (issue 14): per fault, the stacks ranked by recovery time, and a timeline
+per stack × workload × fault (2xx answers and failed requests in 100 ms bins, the fault shaded)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pgarena.analysis.recovery import NOT_RANKED, Recovery, rank_by_recovery
+from pgarena.report.markup import table
+from pgarena.results.models import FaultResult, RunResults
+
+INTRO = (
+    "Under steady open-model load at half of each stack's own closed-model peak (k6, whose per-request output "
+    "records failures too), each fault was injected 7 s into a 20 s window; the stacks were not restarted. "
+    "**Failed**: non-2xx answers and requests without an answer from the fault until recovery. **First 2xx**: from "
+    "the fault's end to the first correct answer. **Recovered**: from the fault's end until the 2xx rate over a "
+    "second is back within 10 % of the rate before the fault, and stays there for a second more; *never* is a "
+    "finding. **Answers again**: after the window the stack, not restarted, answered correctly. Resolution: "
+    "one 100 ms bin; stacks closer than that tie. Definitions: src/pgarena/analysis/recovery.py.")
+
+
+def _as_recovery(r: FaultResult) -> Recovery | None:
+    """Enough of a Recovery for the ranking (status and recovered_after_s)."""
+    if r.status not in ("recovered", "never-recovered"):
+        return None
+    return Recovery(status=r.status, fault_start_s=r.fault_start_s or 0.0, fault_end_s=r.fault_end_s or 0.0,
+                    bin_s=r.bin_seconds, tolerance=0.1, sustain_s=1.0, baseline_rps=r.baseline_rps or 0.0,
+                    baseline_s=5.0, baseline_within_share=1.0, baseline_failed=None,
+                    first_ok_after_s=r.first_ok_after_s, recovered_after_s=r.recovered_after_s,
+                    failed_requests=r.failed_requests, failed_until_s=0.0)
+
+
+def ranked_rows(results: RunResults) -> list[tuple[str, str, list[tuple[str, FaultResult]]]]:
+    """(workload, fault, [(rank, result)] in rank order) for every fault of the run."""
+    groups: dict[tuple[str, str], list[FaultResult]] = defaultdict(list)
+    for r in results.resilience:
+        groups[(r.workload, r.fault)].append(r)
+    out = []
+    for (workload, fault), items in groups.items():
+        rankable = [(r, rec) for r in items if (rec := _as_recovery(r)) is not None]
+        ranks = {id(x.key): x.rank for x in rank_by_recovery((r, rec) for r, rec in rankable)}
+        order = [x.key for x in rank_by_recovery((r, rec) for r, rec in rankable)]
+        rest = [r for r in items if _as_recovery(r) is None]
+        out.append((workload, fault, [(ranks.get(id(r), NOT_RANKED), r) for r in [*order, *rest]]))
+    return out
+
+
+def _s(value: float | None, never: str = "–") -> str:
+    return never if value is None else f"{value:.1f} s"
+
+
+def _row(rank: str, r: FaultResult) -> tuple[str, ...]:
+    failed = "not measured" if r.failed_requests is None else f"{r.failed_requests:,}"
+    recovered = ("**never**" if r.status == "never-recovered" else
+                 _s(r.recovered_after_s) if r.status == "recovered" else f"– ({r.status}{': ' + r.reason if r.reason else ''})")
+    tx = "–" if r.tx_invariants is None else ("✅ hold" if r.tx_invariants.holds else f"❌ {r.tx_invariants.problem}")
+    again = "–" if r.recovered_without_restart is None else ("yes" if r.recovered_without_restart else "**no**")
+    rate = "–" if r.rate_rps is None else f"{r.rate_rps:,.0f}"
+    return (rank, r.stack, rate, failed, _s(r.first_ok_after_s, "none"), recovered, again, tx)
+
+
+def section(results: RunResults) -> str:
+    groups = ranked_rows(results)
+    if not groups:
+        return ""
+    parts = [INTRO]
+    for workload, fault, rows in groups:
+        description = rows[0][1].description
+        parts.append(f"### {fault} on {workload} — {description}\n\n" + table(
+            ["#", "Stack", "Load req/s", "Failed", "First 2xx", "Recovered", "Answers again", "TPC-B invariants"],
+            [_row(rank, r) for rank, r in rows], "llrrrrll"))
+    return "\n\n".join(parts)
+
+
+def figures(results: RunResults) -> list[dict]:
+    """One timeline chart per stack × workload × fault that has one (Plotly figure dicts, like figures.py)."""
+    out = []
+    for r in results.resilience:
+        if not r.timeline_ok:
+            continue
+        x = [round(i * r.bin_seconds, 2) for i in range(len(r.timeline_ok))]
+        rate = 1 / r.bin_seconds
+        data = [{"type": "scatter", "mode": "lines", "name": "2xx/s", "x": x,
+                 "y": [v * rate for v in r.timeline_ok], "line": {"color": "#2a7"},
+                 "hovertemplate": "%{x:.1f} s: %{y:,.0f} 2xx/s<extra></extra>"}]
+        if r.timeline_failed:
+            data.append({"type": "bar", "name": "failed/s", "x": x, "y": [v * rate for v in r.timeline_failed],
+                         "marker": {"color": "#d33"}, "hovertemplate": "%{x:.1f} s: %{y:,.0f} failed/s<extra></extra>"})
+        shapes = [{"type": "rect", "xref": "x", "yref": "paper", "x0": r.fault_start_s, "x1": max(
+            (r.fault_end_s or 0), (r.fault_start_s or 0) + r.bin_seconds), "y0": 0, "y1": 1,
+                   "fillcolor": "#888", "opacity": 0.2, "line": {"width": 0}}]
+        slug = f"{r.stack}-{r.workload}-{r.fault}"
+        out.append({"id": f"resilience-{slug}", "kind": "resilience",
+                    "title": f"{r.stack} · {r.fault} on {r.workload}", "data": data, "notes": [],
+                    "layout": {"title": {"text": f"{r.stack} · {r.fault} on {r.workload}"}, "width": 760,
+                               "height": 300, "showlegend": True, "shapes": shapes,
+                               "xaxis": {"title": {"text": "seconds into the window (fault shaded)"}},
+                               "yaxis": {"title": {"text": "per second (100 ms bins)"}}}})
+    return out
+
+
+def payload(results: RunResults) -> dict:
+    """The section for the HTML page: the same tables as rows of cells."""
+    return {"intro": INTRO.replace("**", ""),
+            "columns": ["#", "Stack", "Load req/s", "Failed", "First 2xx", "Recovered", "Answers again",
+                        "TPC-B invariants"],
+            "groups": [{"title": f"{fault} on {workload} — {rows[0][1].description}",
+                        "rows": [[c.replace("**", "") for c in _row(rank, r)] for rank, r in rows]}
+                       for workload, fault, rows in ranked_rows(results)]}

@@ -52,6 +52,8 @@ FAULT_LOAD_SHARE = 0.5
 WINDOW_S = 20.0
 FAULT_AT_S = 7.0
 """The fault starts this far into the window: k6's start-up (≈ 0.5 s) plus the 5 s baseline before it."""
+BASELINE_S = 5.0
+"""Seconds of steady load before the fault whose 2xx rate is the reference."""
 STALL_S = 3.0
 RESET_S = 2.0
 RECOVERY_CHECK_S = 30.0
@@ -182,7 +184,7 @@ def _measure(result: FaultResult, path, origin: float, start: float, end: float)
     result.timeline_ok = list(timeline.ok_2xx)
     result.timeline_failed = list(timeline.failed())
     try:
-        rec = recovery(timeline, start, end)
+        rec = recovery(timeline, start, end, baseline_window_s=BASELINE_S)
     except RecoveryUndefined as exc:
         result.reason = str(exc)
         return

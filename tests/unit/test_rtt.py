@@ -47,3 +47,34 @@ def test_behind_a_proxy_connections_are_counted_on_the_stack_side():
     poller._conn = object()  # never used in direct mode
     poller._poll()
     assert poller.peak == 3 and poller.error is None
+
+
+def test_the_resilience_profile_needs_k6_and_one_stack_at_a_time(tmp_path):
+    import pytest
+
+    config = build_config(profile="resilience", project_dir=tmp_path)
+    assert config.engine == "k6" and config.schedule == "sequential" and config.db_rtt_ms == [0.0]
+    assert config.faults == ["pg-restart", "terminate", "stall", "reset"]
+    for overrides in ({"engine": "oha"}, {"schedule": "interleaved"}):
+        with pytest.raises(ValueError, match="resilience faults need"):
+            build_config(profile="resilience", project_dir=tmp_path, overrides=overrides)
+
+
+def test_the_resilience_section_ranks_by_recovery_and_shows_never_as_a_finding():
+    from pgarena.report.resilience import figures, section
+    from pgarena.results.models import FaultResult
+
+    def fault(stack, status, after, failed):
+        return FaultResult(stack=stack, workload="users", parameter=20, fault="stall", description="SIGSTOP 3 s",
+                           engine="k6", rate_rps=100, peak_rps=200, status=status, recovered_after_s=after,
+                           failed_requests=failed, first_ok_after_s=0.1, recovered_without_restart=True,
+                           fault_start_s=7.0, fault_end_s=10.0, timeline_ok=[10] * 200, timeline_failed=[0] * 200)
+
+    run = make_run("r", [ranked(make_cell("a", [100, 101, 99]))]).model_copy(update={"resilience": [
+        fault("slow", "recovered", 2.5, 40), fault("stuck", "never-recovered", None, 900),
+        fault("quick", "recovered", 0.3, 5)]})
+    text = section(run)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "Stack" not in line and "---" not in line]
+    assert [r.split(" | ")[1] for r in rows] == ["quick", "slow", "stuck"]
+    assert rows[0].startswith("| 1 |") and "**never**" in rows[2] and rows[2].startswith("| 3 |")
+    assert len(figures(run)) == 3 and figures(run)[0]["layout"]["shapes"][0]["x1"] == 10.0

@@ -110,3 +110,20 @@ def pytest_sessionfinish(session, exitstatus):
                         "tests/conftest.py with the reason.")
     if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def require_load_path(engine: str) -> None:
+    """Skip (with the reason) unless `engine` and Toxiproxy are installed or Toxiproxy can be built here: the
+    runs through a proxy between the stacks and PostgreSQL (--db-rtt, the resilience profile) need both."""
+    from pgarena.load.engines import EngineUnavailable, get_engine
+    from pgarena.system import toxiproxy
+
+    try:
+        get_engine(engine).binary  # noqa: B018
+    except EngineUnavailable as exc:
+        pytest.skip(f"{engine} not installed: {exc}")
+    if toxiproxy.locate() is None:
+        try:
+            toxiproxy.install()
+        except (toxiproxy.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
+            pytest.skip(f"toxiproxy {toxiproxy.TOXIPROXY_VERSION} is not installed and cannot be built here: {exc}")

@@ -6,26 +6,16 @@ from __future__ import annotations
 import pytest
 
 from pgarena.config.run import build_config
-from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load
-from pgarena.system import toxiproxy
-from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
+from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_load_path
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
 
 
 def test_a_round_trip_is_a_load_dimension_and_shows_in_the_answers(tmp_path, fixture_env):
-    try:
-        get_engine("oha").binary  # noqa: B018
-    except EngineUnavailable as exc:
-        pytest.skip(f"oha not installed: {exc}")
-    if toxiproxy.locate() is None:
-        try:
-            toxiproxy.install()
-        except (toxiproxy.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
-            pytest.skip(f"toxiproxy {toxiproxy.TOXIPROXY_VERSION} is not installed and cannot be built here: {exc}")
+    require_load_path("oha")
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "rtt", "stacks": ["fixture-good"],
         "workloads": ["users"], "users_limits": [5], "vus": [2], "repetitions": 2, "warmup_s": 1.0,

@@ -6,26 +6,16 @@ from __future__ import annotations
 import pytest
 
 from pgarena.config.run import build_config
-from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline import resilience, runner
 from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load
-from pgarena.system import toxiproxy
-from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
+from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_load_path
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
 
 
 def test_each_fault_gets_a_timeline_a_recovery_and_the_stack_answers_again(tmp_path, fixture_env, monkeypatch):
-    try:
-        get_engine("k6").binary  # noqa: B018
-    except EngineUnavailable as exc:
-        pytest.skip(f"k6 not installed: {exc}")
-    if toxiproxy.locate() is None:
-        try:
-            toxiproxy.install()
-        except (toxiproxy.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
-            pytest.skip(f"toxiproxy {toxiproxy.TOXIPROXY_VERSION} is not installed and cannot be built here: {exc}")
+    require_load_path("k6")
     # a shorter window than the profile's: 2 s of baseline, the fault at 3 s, 5 s after it
     monkeypatch.setattr(resilience, "WINDOW_S", 9.0)
     monkeypatch.setattr(resilience, "FAULT_AT_S", 3.0)

@@ -85,7 +85,7 @@ def test_build_config_with_each_profile(tmp_path, four_cpus, name):
     assert cfg.workers == 3, "one worker per server CPU by default"
     assert cfg.stacks_dir == tmp_path / "stacks"
     assert cfg.results_dir == tmp_path / "results"
-    assert cfg.engine == DEFAULT_ENGINE
+    assert cfg.engine == (profile.engine or DEFAULT_ENGINE)
     assert cfg.pool_size == DEFAULT_POOL_SIZE
     assert cfg.http_timeout_s == DEFAULT_HTTP_TIMEOUT_S
     assert cfg.workloads == (profile.workloads or list(WORKLOAD_NAMES))

@@ -4,9 +4,9 @@
 building and running this stack needs no Python: `fraiseql compile fraiseql.toml` and `fraiseql run
 fraiseql.toml` read schema.json through fraiseql.toml's `[includes]`.
 
-The views both types read are created by views.sql (schema fraiseql_bench, over pgarena.users and
-pgarena.posts): FraiseQL reads every entity as one JSONB `data` column, snake_case keys, and maps the
-camelCase GraphQL field names (fullName, createdAt) onto them.
+The view User reads, v_user, is created by views.sql over pgarena's users and posts: FraiseQL reads
+every entity as one JSONB `data` column, snake_case keys, and maps the camelCase GraphQL field names
+(fullName, createdAt) onto them. Post has no view of its own: posts are read from their user's document.
 """
 
 from pathlib import Path
@@ -23,7 +23,7 @@ class Post:
     title: str
 
 
-@fraiseql.type(sql_source="fraiseql_bench.v_user")
+@fraiseql.type(sql_source="v_user")
 class User:
     """A row of pgarena.users, with the user's first five posts by id (see views.sql)."""
 
@@ -36,7 +36,7 @@ class User:
     posts: list[Post]
 
 
-@fraiseql.query(sql_source="fraiseql_bench.v_user", auto_params={"limit": True})
+@fraiseql.query(sql_source="v_user", auto_params={"limit": True})
 def users(limit: int) -> list[User]:
     """The first `limit` users by id (FraiseQL orders a page by the view's `id` column)."""
     ...

@@ -2,17 +2,15 @@
 -- applies it with psql before it starts the server.
 --
 -- FraiseQL reads an entity as one jsonb column `data` (snake_case keys) of a view, plus the native `id`
--- column it orders a page by. These are plain read-only views in a schema of this stack's own; pgarena's
--- tables (users, posts, found through the role's search path) are not changed.
+-- column it orders a page by. v_user is a plain read-only view over pgarena's tables (users, posts); like
+-- the tables it is named unqualified, so it is created in the first schema of the role's search path,
+-- pgarena, where the stacks' role may create objects (it may not create schemas when pgarena runs
+-- against a --database-url). pgarena's tables are not changed.
 --
 -- NOTE: FraiseQL serves a nested list out of its parent's `data` (GraphQL `posts` and the REST select
 -- both read the key `posts` below) and has no arguments on nested fields, so the page of posts is the
 -- view's: each user's first five posts by id, read through the (user_id, id) index.
-SET client_min_messages = warning;  -- no "already exists, skipping" notice on every start
-
-CREATE SCHEMA IF NOT EXISTS fraiseql_bench;
-
-CREATE OR REPLACE VIEW fraiseql_bench.v_user AS
+CREATE OR REPLACE VIEW v_user AS
 SELECT
     u.id,
     jsonb_build_object(

@@ -47,6 +47,8 @@ def test_stack_builds_and_verifies(stack, verified):
         pytest.skip(stack.unavailable_reason)
     results, output = verified
     info = results.stack(stack.id)
+    if info.status == "unavailable":  # known only once the server runs: a stack that needs a newer PostgreSQL
+        pytest.skip(info.reason)
     assert info.status == "ok", f"{info.status}: {info.reason}\n{info.log_tail}"
     declared = list(stack.definition.workloads)
     got = {v.workload: v for v in results.verifications if v.stack == stack.id}

@@ -441,3 +441,28 @@ def test_health_path_errors_say_what_is_allowed(tmp_path, value, expected):
 def test_health_workload_must_be_one_the_stack_declares(tmp_path):
     message = config_error(write_stack(tmp_path, "demo", minimal(run='command = "x"\nhealth_path = "workload:users"')))
     assert "names workload 'users', which the stack does not declare" in message
+
+
+def test_a_stack_that_needs_a_newer_postgresql_is_made_unavailable_before_its_build():
+    from pgarena.pipeline.runner import _too_old_for
+
+    stacks, _ = load_stacks(REAL_STACKS_DIR)
+    fraiseql = next(s for s in stacks if s.id == "rust-fraiseql")
+    assert fraiseql.definition.min_postgres == 18
+
+    class Results:
+        def __init__(self):
+            from pgarena.pipeline.plan import stack_info
+
+            self.infos = {s.id: stack_info(s) for s in stacks}
+
+        def stack(self, stack_id):
+            return self.infos[stack_id]
+
+    results, planned, lines = Results(), {s.id: [] for s in stacks}, []
+    out = _too_old_for(stacks, "15.18 (Debian 15.18-0+deb12u1)", results, planned, lines.append)
+    after = next(s for s in out if s.id == "rust-fraiseql")
+    assert not after.available and "needs PostgreSQL 18 or newer; this run's server is 15.18" in after.unavailable_reason
+    assert results.stack("rust-fraiseql").status == "unavailable" and "rust-fraiseql" not in planned
+    assert all(s.available == t.available for s, t in zip(stacks, out) if s.id != "rust-fraiseql")
+    assert _too_old_for(stacks, "18.4", Results(), {}, lines.append) == stacks

@@ -151,6 +151,9 @@ class StackDef(_Strict):
     workloads: list[WorkloadName] = Field(min_length=1)
     requires: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    min_postgres: int | None = Field(None, ge=9, description=(
+        "the oldest PostgreSQL major version the stack runs against; against an older server it is unavailable, "
+        "with the reason, before it is built"))
     competes: bool = Field(True, description=(
         "false for a stack kept to show a mistake (an anti-pattern on purpose): it is measured and shown, "
         "listed apart, and never ranked"))

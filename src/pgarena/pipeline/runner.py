@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from dataclasses import replace
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Literal
@@ -198,6 +199,7 @@ def execute(
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version
+            stacks = _too_old_for(stacks, version, results, planned, log)
             results.database = DatabaseInfo(
                 mode="managed" if db.managed else "external", version=version,
                 settings_profile=SETTINGS_PROFILE_NAME if db.managed else None, settings=settings,
@@ -258,6 +260,27 @@ def execute(
         finally:
             registry.close()
     return run_dir
+
+
+def _too_old_for(stacks: list[Stack], version: str, results: RunResults, planned: dict[str, list[Cell]],
+                 log: Log) -> list[Stack]:
+    """The stacks with those that need a newer PostgreSQL than this run's server made unavailable (not built)."""
+    try:
+        major = int(version.split(".")[0].split()[0])
+    except ValueError:
+        return stacks
+    out = []
+    for stack in stacks:
+        need = stack.definition.min_postgres
+        if stack.available and need is not None and major < need:
+            reason = f"unavailable here: needs PostgreSQL {need} or newer; this run's server is {version.split()[0]}"
+            stack = replace(stack, unavailable_reason=reason)
+            info = results.stack(stack.id)
+            info.status, info.reason = "unavailable", reason
+            planned.pop(stack.id, None)
+            log(f"[{stack.id}] {reason}")
+        out.append(stack)
+    return out
 
 
 def _write_outputs(results: RunResults, run_dir: Path) -> None:

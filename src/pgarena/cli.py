@@ -162,12 +162,14 @@ def list_stacks(
         grid.add_row(d.id, d.language, f"{d.framework} {d.framework_version}", f"{d.driver} {d.driver_version}",
                      d.pooler, ", ".join(d.workloads),
                      ("yes" if s.available else f"no — {s.unavailable_reason}")
+                     + ("" if d.min_postgres is None else f" (needs PostgreSQL {d.min_postgres} or newer)")
                      + ("" if d.competes else " (a demonstration: never ranked)"))
     out.print(grid)
     for e in errors:
         err.print(f"[red]{e.stack_id}[/]: {e.message}", highlight=False)
-    out.print("Workloads: perf-test (GET /api/perf-test), users (GET /api/users?limit=N), static (GET /api/static); "
-              "see docs/contract.md")
+    from pgarena.contract.workloads import WORKLOAD_NAMES
+
+    out.print(f"Workloads: {', '.join(WORKLOAD_NAMES)}; routes and answers in docs/contract.md")
 
 
 @app.command()

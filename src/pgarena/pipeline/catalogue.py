@@ -17,8 +17,7 @@ def stacks_catalogue(stacks: list) -> str:
                      d.server, d.pooler, yes_no(d.prepared_statements), ", ".join(d.workloads),
                      "?" if lines is None else f"{lines.total:,}",
                      ("yes" if stack.available else stack.unavailable_reason)
-                     + ("" if d.min_postgres is None else f" (needs PostgreSQL {d.min_postgres} or newer: "
-                                                           "unavailable against 15, the version here)")))
+                     + ("" if d.min_postgres is None else f" (needs PostgreSQL {d.min_postgres} or newer)")))
     text = table(["Stack", "Language", "Framework", "Driver", "Server", "Pooler", "Prepared statements", "Workloads",
                   "Lines of code", "Available here"], rows, "llllllllrl")
     notes = [f"- **{s.id}**: {note}" for s in stacks for note in s.definition.notes]

@@ -25,7 +25,7 @@ SEED_002_PROJECTION = {"rps": 1.15, "p99": 0.86}
 
 @dataclass(frozen=True)
 class Side:
-    """One transport's cell: medians over its windows."""
+    """One transport's cell: geometric means over its windows (CPU and RSS: the cell's summary)."""
 
     workload: str
     rps: float
@@ -49,11 +49,20 @@ class RestGraphqlPair:
     p99_ratio: tuple[float, float, float] | None
 
 
+def _geometric_mean(values: list[float]) -> float:
+    positive = [v for v in values if v > 0]
+    return statistics.geometric_mean(positive) if positive else 0.0
+
+
 def _side(cell: Cell) -> Side:
+    """The cell's figures as the ratios use them: geometric means over its windows (so a figure and the ratio
+    beside it agree: the ratio of two geometric means is the centre of Welch's interval on the logs)."""
     s = cell.summary
     assert s is not None
-    return Side(cell.workload, s.rps.median, statistics.median(r.latency.p50_ms for r in cell.repetitions),
-                s.latency_p99_ms.median, s.stack_cpu_us_per_request, s.stack_rss_peak_bytes)
+    reps = cell.repetitions
+    return Side(cell.workload, _geometric_mean([r.rps for r in reps]),
+                _geometric_mean([r.latency.p50_ms for r in reps]), _geometric_mean([r.latency.p99_ms for r in reps]),
+                s.stack_cpu_us_per_request, s.stack_rss_peak_bytes)
 
 
 def rest_graphql_pairs(results: RunResults) -> list[RestGraphqlPair]:

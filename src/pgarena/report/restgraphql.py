@@ -17,8 +17,9 @@ INTRO = (
     "Each row is one stack serving the same data over REST and over GraphQL in the same process, at the same load "
     "level: `GET /api/users?limit=20` against `{ users(limit: 20) { id username fullName } }` (seed 002's query), "
     "and `GET /api/users-posts?limit=20` against `{ users(limit: 20) { id username posts(limit: 5) { id title } } }`. "
-    "**REST vs GraphQL** is REST / GraphQL − 1 with its 95 % interval (Welch's t-interval on the log of each "
-    "window's figure: the two cells were measured at different times). Seed 002 *projected* "
+    "Req/s, p50 and p99 are geometric means over each cell's windows; **REST vs GraphQL** is their ratio − 1 with "
+    "its 95 % interval (Welch's t-interval on the log of each window's figure: the two cells were measured at "
+    "different times, not in the same rounds). Seed 002 *projected* "
     f"{SEED_002_PROJECTION['rps'] - 1:+.0%} req/s and {SEED_002_PROJECTION['p99'] - 1:+.0%} p99 for REST direct "
     "execution on FraiseQL, without measuring it; here both sides are measured.")
 

@@ -76,6 +76,9 @@ DbPortOpt = Annotated[Optional[int], typer.Option("--db-port", help="managed dat
 DbUserOpt = Annotated[Optional[str], typer.Option("--db-user", help="managed database: the stacks' role (default: pgarena)")]
 DbPasswordOpt = Annotated[Optional[str], typer.Option("--db-password", help="managed database: that role's password")]
 DbNameOpt = Annotated[Optional[str], typer.Option("--db-name", help="managed database: its name (default: pgarena)")]
+PostgresBinOpt = Annotated[Optional[Path], typer.Option(
+    "--postgres-bin", help="managed database: folder of initdb, pg_ctl and postgres (e.g. PostgreSQL 18 from "
+                           "`make postgres18`; default: PATH, pg_config, /usr/lib/postgresql/*/bin)")]
 StacksDirOpt = Annotated[Path, typer.Option(help="folder of stack definitions")]
 ResultsDirOpt = Annotated[Path, typer.Option(help="where run folders are written")]
 
@@ -184,6 +187,7 @@ def verify(
     db_user: DbUserOpt = None,
     db_password: DbPasswordOpt = None,
     db_name: DbNameOpt = None,
+    postgres_bin: PostgresBinOpt = None,
     pool_size: Annotated[Optional[int], typer.Option(help="connections per stack")] = None,
     workers: Annotated[Optional[int], typer.Option(help="workers per stack")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
@@ -198,7 +202,7 @@ def verify(
     """
     config = _config(profile, stacks=_names(stacks), workloads=_names(workloads), database_url=database_url,
                      admin_database_url=admin_database_url, allow_overwrite=allow_overwrite or None, db_port=db_port,
-                     db_user=db_user, db_password=db_password, db_name=db_name, pool_size=pool_size, workers=workers, run_id=run_id, stacks_dir=stacks_dir,
+                     db_user=db_user, db_password=db_password, db_name=db_name, postgres_bin=postgres_bin, pool_size=pool_size, workers=workers, run_id=run_id, stacks_dir=stacks_dir,
                      results_dir=results_dir)
     run_dir = _execute(config, "verify")
     failing = failed_stacks(load(run_dir))
@@ -264,6 +268,7 @@ def run(
     db_user: DbUserOpt = None,
     db_password: DbPasswordOpt = None,
     db_name: DbNameOpt = None,
+    postgres_bin: PostgresBinOpt = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
@@ -312,7 +317,7 @@ def run(
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
         http_timeout_s=http_timeout, database_url=database_url, admin_database_url=admin_database_url,
         allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,
-        db_name=db_name, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
+        db_name=db_name, postgres_bin=postgres_bin, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
         schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline,
     )
     _print_outputs(_execute(config, "run"))

@@ -260,6 +260,8 @@ class RunConfig(BaseModel):
                                 description="managed database: the stacks' role (None = pgarena; pg_* is reserved)")
     db_password: str | None = Field(None, min_length=1, description="managed database: that role's password")
     db_name: str | None = Field(None, min_length=1, description="managed database: its name (None = pgarena)")
+    postgres_bin: Path | None = Field(None, description=(
+        "managed database: the folder of its server binaries (None: PATH, pg_config, /usr/lib/postgresql/*/bin)"))
     stacks_dir: Path
     results_dir: Path
     run_id: str | None = None
@@ -395,7 +397,7 @@ class RunConfig(BaseModel):
     @model_validator(mode="after")
     def _managed_only_settings(self) -> RunConfig:
         given = [f"--db-{k.removeprefix('db_')}" for k in ("db_port", "db_user", "db_password", "db_name")
-                 if getattr(self, k) is not None]
+                 if getattr(self, k) is not None] + (["--postgres-bin"] if self.postgres_bin is not None else [])
         if self.database_url and given:
             raise ValueError(f"{', '.join(given)} only configure{'s' if len(given) == 1 else ''} the managed "
                              "database; not usable with --database-url")

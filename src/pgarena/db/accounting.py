@@ -17,8 +17,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import psycopg
+
 from pgarena.contract import workloads as wl
 from pgarena.contract.values import Verdict
+from pgarena.db import namespace
 from pgarena.db.postgres import Database
 from pgarena.results.models import DbAccounting
 
@@ -56,6 +59,38 @@ OBJECTS: dict[str, re.Pattern] = {
     **{name: re.compile(r"\b(users|posts)\b", re.I) for name in wl.NESTED_LISTS},
 }
 """What makes a statement a workload statement (static: any workload object at all)."""
+
+TABLES: dict[str, tuple[str, ...]] = {wl.USERS: ("users",), wl.GRAPHQL: ("users",),
+                                      **{name: ("users", "posts") for name in wl.NESTED_LISTS}}
+"""The tables a workload reads: a stack may read them through views of its own (FraiseQL's v_user)."""
+VIEWS_SQL = """
+WITH RECURSIVE deps(oid) AS (
+    SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = %s AND c.relname = ANY(%s)
+  UNION
+    SELECT r.ev_class FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid JOIN deps ON d.refobjid = deps.oid
+    WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class <> deps.oid
+)
+SELECT DISTINCT c.relname FROM pg_class c JOIN deps ON deps.oid = c.oid WHERE c.relkind IN ('v', 'm')
+"""
+"""Every view (or materialized view) that reads the given tables of schema pgarena, through other views too."""
+
+
+def object_pattern(db: Database, workload: str) -> re.Pattern:
+    """OBJECTS[workload], widened by the views that read the workload's tables now (a stack that reads
+    `users` through a view of its own still queries the table on every request)."""
+    base = OBJECTS[workload]
+    tables = TABLES.get(workload)
+    if not tables:
+        return base
+    try:
+        with db.connect_stats() as conn:
+            names = sorted(row[0] for row in conn.execute(VIEWS_SQL, (namespace.SCHEMA, list(tables))))
+    except psycopg.Error:
+        return base
+    if not names:
+        return base
+    return re.compile(f"(?:{base.pattern})|\\b(?:{'|'.join(re.escape(n) for n in names)})\\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -99,11 +134,11 @@ def read_counts(db: Database) -> StatementCounts:
     return StatementCounts({query: (int(calls), int(nrows)) for query, calls, nrows in rows})
 
 
-def split_calls(workload: str, before: StatementCounts,
-                after: StatementCounts) -> tuple[int, int, int, dict[str, int]]:
+def split_calls(workload: str, before: StatementCounts, after: StatementCounts,
+                pattern: re.Pattern | None = None) -> tuple[int, int, int, dict[str, int]]:
     """(workload statement calls, their rows, other statement calls, other query text → calls) between two
-    readings; a workload statement is one naming the workload's objects (OBJECTS)."""
-    pattern = OBJECTS[workload]
+    readings; a workload statement is one naming the workload's objects (`pattern`, default OBJECTS)."""
+    pattern = pattern or OBJECTS[workload]
     workload_calls = workload_rows = other_calls = 0
     others: dict[str, int] = {}
     for query, (calls, nrows) in after.by_query.items():
@@ -121,10 +156,10 @@ def split_calls(workload: str, before: StatementCounts,
 
 
 def judge(workload: str, before: StatementCounts, after: StatementCounts, requests: int,
-          rows_per_request: int | None) -> DbAccounting:
+          rows_per_request: int | None, pattern: re.Pattern | None = None) -> DbAccounting:
     """Statements and rows per request over a burst, with a verdict and its reason."""
     expected_calls, allowed_other = EXPECTED[workload]
-    workload_calls, workload_rows, other_calls, others = split_calls(workload, before, after)
+    workload_calls, workload_rows, other_calls, others = split_calls(workload, before, after, pattern)
     per_request = workload_calls / requests
     other_per_request = other_calls / requests
     rows = workload_rows / requests if workload_calls else 0.0
@@ -163,7 +198,7 @@ def measure(db: Database, workload: str, send: Callable[[int], None], requests: 
     before = read_counts(db)
     for index in range(requests):
         send(index)
-    return judge(workload, before, read_counts(db), requests, rows_per_request)
+    return judge(workload, before, read_counts(db), requests, rows_per_request, object_pattern(db, workload))
 
 
 NESTED_PROBE_REQUESTS = 10
@@ -171,7 +206,7 @@ NESTED_PROBE_REQUESTS = 10
 
 
 def judge_nested(workload: str, counts: dict[int, tuple[StatementCounts, StatementCounts]],
-                 requests: int) -> DbAccounting:
+                 requests: int, pattern: re.Pattern | None = None) -> DbAccounting:
     """graphql-nested / users-posts over the N+1 probe: `counts` maps each users limit to the readings
     around its burst. Statements per request must be at least 1 at every limit (fewer: answers not from the
     database, ❌). A count that grows with the limit by at least one statement per extra user's worth is
@@ -182,7 +217,7 @@ def judge_nested(workload: str, counts: dict[int, tuple[StatementCounts, Stateme
     others: dict[str, int] = {}
     rows = 0.0
     for limit in limits:
-        calls, nrows, other, tops = split_calls(workload, *counts[limit])
+        calls, nrows, other, tops = split_calls(workload, *counts[limit], pattern)
         per_limit[limit] = round(calls / requests, 3)
         other_calls += other
         for query, n in tops.items():
@@ -229,4 +264,4 @@ def measure_nested(db: Database, workload: str, send: Callable[[int, int], None]
         for index in range(requests):
             send(limit, index)
         counts[limit] = (before, read_counts(db))
-    return judge_nested(workload, counts, requests)
+    return judge_nested(workload, counts, requests, object_pattern(db, workload))

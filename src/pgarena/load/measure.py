@@ -8,6 +8,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from pgarena.config.run import RunConfig
 from pgarena.contract import workloads as wl
@@ -107,6 +108,8 @@ class CellRun:
     headers: list[tuple[str, str | None]] = field(default_factory=list)
     """The generator's request headers, which the sampler sends too."""
     tx_changes: txcheck.TxSnapshot | None = None
+    object_pattern: Any = None
+    """What makes a statement the workload's (accounting.object_pattern, read once before the first window)."""
     answered_200: int = 0
     unknown_outcome: int = 0
 
@@ -128,9 +131,10 @@ def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, b
                                               routes=routes, raw_dir=raw_dir, label=label, log=log,
                                               cache=variants_cache, known_wrong=known_wrong)
     cell.window_accounting_unavailable = accounting.available(db)
+    pattern = accounting.object_pattern(db, cell.workload) if cell.window_accounting_unavailable is None else None
     return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label, cases=cases,
                    tx_avoid=tx_avoid, headers=engine.request_headers(spec), known_wrong=tuple(known_wrong),
-                   tx_changes=txcheck.ZERO if cell.workload == wl.TX else None)
+                   tx_changes=txcheck.ZERO if cell.workload == wl.TX else None, object_pattern=pattern)
 
 
 def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
@@ -180,7 +184,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     record = None
     if before is not None:
         record = windowcheck.judge_window(
-            cell.workload, cell.parameter, before, accounting.read_counts(db),
+            cell.workload, cell.parameter, before, accounting.read_counts(db), pattern=run.object_pattern,
             answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
             unknown=outcome.errors.total + sampler.unknown, in_flight=spec.connections + 1)
     run.count(outcome)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from dataclasses import replace
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -195,7 +195,7 @@ def execute(
             db = scope.enter_context(provide_database(
                 run_dir, database_url=config.database_url, cpus=config.server_cpus,
                 admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
-                settings=settings, max_connections=max_connections, registry=registry))
+                settings=settings, max_connections=max_connections, registry=registry, bin_dir=config.postgres_bin))
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version

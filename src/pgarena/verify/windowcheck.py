@@ -22,6 +22,7 @@ failures (docs/methodology.md, "Database accounting per window").
 from __future__ import annotations
 
 import math
+import re
 
 from pgarena.contract import workloads as wl
 from pgarena.contract.values import Verdict, worst
@@ -57,9 +58,9 @@ def expected_bounds(statements_per_request: int, answered_2xx: int, unknown: int
 
 
 def judge_window(workload: str, parameter: int | None, before: StatementCounts, after: StatementCounts, *,
-                 answered_2xx: int, unknown: int, in_flight: int) -> WindowAccounting:
+                 answered_2xx: int, unknown: int, in_flight: int, pattern: re.Pattern | None = None) -> WindowAccounting:
     """The accounting record of one window from two pg_stat_statements readings and its answers."""
-    calls, rows, _, _ = accounting.split_calls(workload, before, after)
+    calls, rows, _, _ = accounting.split_calls(workload, before, after, pattern)
     per_request = accounting.EXPECTED[workload][0]
     if workload in wl.NESTED_LISTS:
         # how many statements a nested answer costs is the stack's choice (1 join, 2 batched, 1 + N): every

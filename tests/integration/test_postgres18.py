@@ -18,9 +18,12 @@ from pgarena.db.postgres import ADMIN_USER, provide_database
 
 pytestmark = pytest.mark.postgres
 
-PG18_DIR = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-            / "pgarena" / "tools" / "postgres-18.4.0")
-"""Where scripts/postgres18.sh installs (the same ${XDG_CACHE_HOME:-$HOME/.cache} rule)."""
+_CANDIDATES = [Path(p) for p in (os.environ.get("PGARENA_POSTGRES18_DIR"),) if p] + [
+    base / "pgarena" / "tools" / "postgres-18.4.0"
+    for base in (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"), Path("/var/cache"))]
+PG18_DIR = next((d for d in _CANDIDATES if (d / "bin" / "postgres").is_file()), _CANDIDATES[0])
+"""Where scripts/postgres18.sh installs: PGARENA_POSTGRES18_DIR, ${XDG_CACHE_HOME:-$HOME/.cache}/pgarena/tools, or
+/var/cache/pgarena/tools when root's home is closed to the postgres user."""
 PG18_BIN = PG18_DIR / "bin"
 TOOLS = ("initdb", "pg_ctl", "postgres")
 

@@ -142,3 +142,21 @@ def test_both_nested_workloads_have_a_bad_input_battery():
     nested = CASES["graphql-nested"]
     assert len(nested) == 7 and all(c.expect == "graphql-error" for c in nested)
     assert any("posts(limit: 101)" in (c.body or b"").decode() for c in nested)
+
+
+def test_right_json_without_a_json_content_type_is_loaded_flagged_and_not_rejudged_under_load():
+    from pgarena.contract.flags import CONTENT_TYPE
+    from pgarena.results.models import Check
+    from pgarena.verify.answers import judge_answer
+    from pgarena.verify.verification import loadable
+
+    checks = [Check(name="limit 20: status 200", ok=True), Check(name="limit 20: content type JSON", ok=False),
+              Check(name="limit 20: 20 rows", ok=True)]
+    assert loadable(checks) and not loadable([*checks, Check(name="limit 20: 20 rows", ok=False)])
+    v = WorkloadVerification(stack="s", workload="users", ok=True, checks=checks)
+    assert v.content_type_wrong
+    body = b'[{"id": 1, "username": "u", "posts": []}]'
+    expected = [{"id": 1, "username": "u", "posts": []}]
+    args = dict(status=200, content_type=None, body=body, sent_ms=0, received_ms=0)
+    assert judge_answer("users-posts", expected, **args) == "content type None"
+    assert judge_answer("users-posts", expected, known_wrong=(CONTENT_TYPE,), **args) is None

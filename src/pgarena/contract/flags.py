@@ -44,7 +44,12 @@ what it costs (e.g. a blocking driver inside async handlers). Shown beside the o
 INVALID = (FAILURES, DROPPED, CHECKS_FAILED, INVARIANTS_BROKEN, QUERIES_WRONG, VARIANTS_WRONG, GENERATOR_BOUND,
            POOL_EXCEEDED)
 """Flags that make a cell's figures not comparable: such cells are shown but never ranked."""
-INEXACT = (COLUMNS_WRONG,)
+CONTENT_TYPE_WRONG = "content-type-wrong"
+"""The stack's answers hold the right JSON but not `Content-Type: application/json` (e.g. no header at all):
+loaded and measured, ranked among all stacks only, like ❌ columns."""
+CONTENT_TYPE = "content-type"
+"""The name under which a wrong content type is passed with the ❌ columns not judged again under load."""
+INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG)
 """Flags of a valid cell whose answers are not all exact: ranked among all stacks only."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"

@@ -6,7 +6,7 @@ from contextlib import ExitStack
 
 from pgarena.config.run import RunConfig, workload_parameters
 from pgarena.config.stackdef import Stack
-from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
+from pgarena.contract.flags import CONTENT_TYPE, CONTENT_TYPE_WRONG, GENERATOR_BOUND_CPU_FRACTION
 from pgarena.contract.values import Verdict
 from pgarena.db.connections import ConnectionPoller, add_pool_flag
 from pgarena.load.engines.base import EngineOutputError
@@ -67,7 +67,9 @@ def headroom_rps(ctx: RunContext) -> float | None:
 def known_wrong_columns(ctx: RunContext, cell: Cell) -> tuple[str, ...]:
     """The ❌ columns verification found for the cell's stack and workload (not judged again under load)."""
     verification = ctx.results.verification(cell.stack, cell.workload)
-    return tuple(verification.wrong_columns) if verification else ()
+    if verification is None:
+        return ()
+    return (*verification.wrong_columns, *([CONTENT_TYPE] if verification.content_type_wrong else []))
 
 
 def mark_invalid_answers(ctx: RunContext, cell: Cell) -> None:
@@ -75,6 +77,8 @@ def mark_invalid_answers(ctx: RunContext, cell: Cell) -> None:
     verification = ctx.results.verification(cell.stack, cell.workload)
     if verification and verification.wrong_columns:
         cell.flags.append("columns-wrong")
+    if verification and verification.content_type_wrong:
+        cell.flags.append(CONTENT_TYPE_WRONG)
     if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
         cell.flags.append("queries-wrong")
 

@@ -157,7 +157,9 @@ def verification_line(v: WorkloadVerification) -> str:
         db += f" ({a.reason})" if a.reason else ""
     else:
         db = f", no database accounting ({v.accounting_unavailable})" if v.accounting_unavailable else ""
-    return f"ok, {columns}{bad}{db}"
+    content = ("content type wrong (loaded, flagged content-type-wrong), "
+               if v.content_type_wrong else "")
+    return f"ok, {content}{columns}{bad}{db}"
 
 
 def log_failure(ctx: RunContext, info: StackInfo) -> None:

@@ -39,6 +39,7 @@ FLAG_MEANINGS = {
     F.CHECKS_FAILED: "more than 1 % of the answers sampled under load were wrong (invalid, not ranked)",
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
     "columns-wrong": "the stack's answers have ❌ columns (ranked among all stacks only, not among the exact ones)",
+    "content-type-wrong": "the right JSON without Content-Type: application/json (ranked among all stacks only)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
@@ -150,6 +151,10 @@ def _status_title(results: RunResults, stack: str, workload: str) -> dict:
     if not v.ok:
         failed = [c for c in v.checks if not c.ok]
         return {"symbol": "❌", "text": failed[0].name if failed else "failed",
+                "title": "; ".join(f"{c.name}: {c.detail}" for c in failed)}
+    if v.content_type_wrong:
+        failed = [c for c in v.checks if not c.ok]
+        return {"symbol": "❌", "text": "no JSON content type (loaded, content-type-wrong)",
                 "title": "; ".join(f"{c.name}: {c.detail}" for c in failed)}
     wrong = [c for c in v.columns if c.verdict is Verdict.WRONG]
     if wrong:

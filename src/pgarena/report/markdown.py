@@ -356,7 +356,9 @@ def verification_section(results: RunResults) -> str:
                 continue
             if v.ok:
                 wrong = v.wrong_columns
-                row.append("✅ ok" if not wrong else f"❌ {len(wrong)} wrong column(s)")
+                marks = ([f"{len(wrong)} wrong column(s)"] if wrong else []) + (
+                    ["no JSON content type (loaded, `content-type-wrong`)"] if v.content_type_wrong else [])
+                row.append("❌ " + ", ".join(marks) if marks else "✅ ok")
             else:
                 failed = next((c for c in v.checks if not c.ok), None)
                 row.append(f"❌ {failed.name}: {failed.detail}" if failed else "❌")

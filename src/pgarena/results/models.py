@@ -213,6 +213,11 @@ class WorkloadVerification(_Model):
     def wrong_columns(self) -> list[str]:
         return [c.column for c in self.columns if c.verdict is Verdict.WRONG]
 
+    @property
+    def content_type_wrong(self) -> bool:
+        """A failed content-type check (the answer's JSON may still be right: see verify/verification.py)."""
+        return any(not c.ok and c.name.endswith(": content type JSON") for c in self.checks)
+
 
 class Latency(_Model):
     """Request latency of one repetition, in milliseconds, over every request of the window: a request

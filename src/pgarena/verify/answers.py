@@ -18,6 +18,7 @@ from collections.abc import Collection
 from typing import Any
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.flags import CONTENT_TYPE
 from pgarena.contract.values import Verdict, judge, parse_json
 
 STATIC_TOLERANCE_MS = 1000
@@ -68,7 +69,7 @@ def judge_answer(workload: str, expected: Any, *, status: int, content_type: str
     request's wall-clock send and receive times in milliseconds since the epoch (static only)."""
     if status != 200:
         return f"status {status}"
-    if not wl.is_json_content_type(content_type, graphql=wl.is_graphql(workload)):
+    if CONTENT_TYPE not in known_wrong and not wl.is_json_content_type(content_type, graphql=wl.is_graphql(workload)):
         return f"content type {content_type!r}"
     try:
         parsed = parse_json(body)

@@ -79,7 +79,7 @@ def test_every_stack_every_workload_with_oha(tmp_path):
     assert results.environment.engine_versions["oha"].startswith("oha 1.16")
 
     report = (tmp_path / "e2e" / "report.md").read_text()
-    results_part = report.split("## Verification")[0].split("## GraphQL against REST")[0]
+    results_part = report.split("## Verification")[0].split("## REST against GraphQL")[0]
     tables = re.split(r"^### ", results_part, flags=re.M)[1:]
     assert len(tables) == 12
     for table in tables:
@@ -87,7 +87,7 @@ def test_every_stack_every_workload_with_oha(tmp_path):
         for stack in expected:
             assert f"| {stack} |" in table, (stack, table[:80])
     assert report.count("✅ hold") == 2 * len(STACKS)
-    graphql = report.split("## GraphQL against REST on the same stack")[1].split("## ")[0]
+    graphql = report.split("## REST against GraphQL on the same stack")[1].split("## ")[0]
     assert graphql.count("| rust-actix-graphql |") == 2
     matrix = report.split("### perf-test columns")[1].split("###")[0]
     for stack in STACKS:

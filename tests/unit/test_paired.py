@@ -84,3 +84,11 @@ def test_ratios_to_a_reference():
     per_round = {"a": [200, 180, 220], "b": [100, 90, 110]}
     out = ratios_to(per_round, "a")
     assert out["a"] is None and out["b"] is not None and out["b"].ratio == pytest.approx(0.5)
+
+
+def test_a_cell_of_one_stack_is_settled_by_its_own_interval():
+    from pgarena.analysis.paired import settled
+
+    assert settled({"a": [100.0, 100.5, 99.5]}, target_rel_half_width=0.02)
+    assert not settled({"a": [100.0, 130.0, 80.0]}, target_rel_half_width=0.02)  # noisy: more rounds
+    assert not settled({"a": [100.0]}, target_rel_half_width=0.02)

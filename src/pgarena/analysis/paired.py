@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, t_critical
+from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, relative_half_width, t_critical
 
 RATIO_METHOD = "paired Student t-interval on the per-round log ratios (geometric mean of the ratios)"
 
@@ -156,7 +156,11 @@ def adjacent_pairs(per_round: Mapping[str, Sequence[float | None]],
 def settled(per_round: Mapping[str, Sequence[float | None]], *, target_rel_half_width: float,
             level: float = DEFAULT_CONFIDENCE_LEVEL) -> bool:
     """The interleaved stopping rule for one cell: every adjacent pair ordered or equivalent within the
-    target width (a cell of one stack is settled)."""
+    target width. A cell of one stack has no pair: it is settled when its own interval is within the target
+    (as a sequential cell), so a one-stack run still gets the profile's precision."""
+    if len(per_round) == 1:
+        values = [v for v in next(iter(per_round.values())) if v is not None]
+        return len(values) >= 2 and relative_half_width(values, level) <= target_rel_half_width
     return all(p.settled(target_rel_half_width) for p in adjacent_pairs(per_round, level))
 
 

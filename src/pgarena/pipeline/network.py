@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import replace
 
 from pgarena.pipeline.context import RunContext, RunError
 from pgarena.results.models import NetworkInfo
@@ -73,5 +74,5 @@ class DbNetwork:
 
     def proxied(self, values: dict[str, str], proxy: toxiproxy.Proxy) -> dict[str, str]:
         """A stack's launch values with the database behind `proxy`."""
-        url = self.db.url.replace(f"@{self.db.host}:{self.db.port}/", f"@{proxy.host}:{proxy.port}/", 1)
+        url = replace(self.db, host=proxy.host, port=proxy.port).url
         return {**values, "database_url": url, "db_host": proxy.host, "db_port": str(proxy.port)}

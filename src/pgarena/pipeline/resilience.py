@@ -24,6 +24,8 @@ import threading
 import time
 from dataclasses import replace
 
+import httpx
+
 from pgarena.analysis.recovery import RecoveryUndefined, recovery
 from pgarena.config.run import workload_parameters
 from pgarena.contract import workloads as wl
@@ -210,7 +212,7 @@ def _answers_again(ctx: RunContext, live: LiveStack, workload: str, parameter: i
                         return True
                 elif answer_ok(response, workload, expected_rows):
                     return True
-            except Exception:  # noqa: BLE001 — any failure to answer is "not yet"
+            except (httpx.HTTPError, ValueError):  # no answer, or no JSON: not yet
                 pass
             time.sleep(0.5)
     return False

@@ -231,3 +231,35 @@ def test_unowned_namespaces_and_host_links_are_leftovers():
         for name in _ours(prefix):
             subprocess.run(["ip", "netns", "delete", name], capture_output=True)
             subprocess.run(["ip", "link", "delete", name], capture_output=True)
+
+
+def test_a_host_link_reaches_every_role_and_goes_with_the_topology(tmp_path):
+    topology = netns.create(ROLES, state_file=tmp_path / "netns.json", host_link=True)
+    try:  # create() checked host → each role over TCP; here a server in the database namespace sees the host
+        assert _ours(topology.prefix) == sorted(topology.all_namespaces() + [topology.host_interface])
+        server = subprocess.Popen(netns.exec_prefix(topology, "database") + [
+            sys.executable, "-c", SERVER, topology.addresses["database"]], stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(_read_line(server))
+            with socket.create_connection((topology.addresses["database"], port), timeout=5) as conn:
+                assert conn.recv(100).decode() == topology.host_address
+        finally:
+            _stop(server)
+    finally:
+        netns.teardown(topology)
+    assert _ours(topology.prefix) == []  # the host's end went with the hub
+
+
+def test_the_reaper_removes_a_killed_runs_host_link(tmp_path):
+    state = tmp_path / "netns.json"
+    creator = subprocess.Popen([sys.executable, "-c", CREATOR.replace(
+        "state_file=state)", "state_file=state, host_link=True)"), str(state)], stdout=subprocess.PIPE, text=True,
+        cwd=PROJECT_DIR, env={**os.environ, "PYTHONPATH": str(PROJECT_DIR / "src")})
+    try:
+        prefix, _ = _read_line(creator).split()
+        assert f"{prefix}-hst" in _ours(prefix)
+    finally:
+        creator.send_signal(signal.SIGKILL)
+        creator.wait(timeout=STEP_TIMEOUT_S)
+    netns.reap_state_file(state)
+    assert _ours(prefix) == []

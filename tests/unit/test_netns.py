@@ -183,3 +183,19 @@ def test_error_names_the_command_and_its_stderr():
     assert str(error) == ("`ip` failed with exit code 2 (command: ip netns add x): "
                           "Cannot create namespace file: File exists")
     assert error.stderr == "Cannot create namespace file: File exists"
+
+
+def test_plan_with_a_host_link_gives_the_host_the_last_address():
+    topology = netns.plan(ROLES, "pga-1a2b3c", net("10.213.7.0/24"), owner_pid=1, host_link=True)
+    assert topology.host_address == "10.213.7.254"
+    assert topology.host_interface == "pga-1a2b3c-hst" and topology.host_hub_port == "pga-1a2b3c-hhst"
+    assert len(topology.host_hub_port) <= 15
+    again = Topology.from_dict(json.loads(json.dumps(topology.as_dict())))
+    assert again.host_address == "10.213.7.254"
+    plain = netns.plan(ROLES, "pga-1a2b3c", net("10.213.7.0/24"), owner_pid=1)
+    assert plain.host_address is None and plain.host_interface is None and "host" not in plain.as_dict()
+
+
+def test_plan_refuses_a_role_named_like_the_host_link():
+    with pytest.raises(ValueError, match="share the name"):
+        netns.plan(["hst"], "pga-000000", net("10.213.0.0/24"), owner_pid=1, host_link=True)

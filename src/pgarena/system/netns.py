@@ -10,7 +10,7 @@ The layout of one run with prefix `pga-1a2b3c` (names carry the prefix so leftov
 - **A hub, not point-to-point pairs**: one bridge reaches every role from every other with one address
   per role and one route (the /24), and a delay for one role's traffic is a qdisc on that role's own
   interface (the database only ever talks to the stack, the generator only to the stack).
-- **Nothing on the host**: the bridge lives in its own namespace and each veth pair is created there with
+- **Nothing on the host** (unless asked, see `host_link` in `create`): the bridge lives in its own namespace and each veth pair is created there with
   its peer directly in the role's namespace, so no interface ever appears in the host's namespace (a
   crash half-way leaves only namespaces), and deleting the namespaces deletes every link.
 - **No way out**: the role namespaces have no default route; a role reaches only the other roles (and its
@@ -25,7 +25,8 @@ Start any command inside a role's namespace with `exec_prefix(topology, role) + 
 one from Python with `socket_in`, or poll a server with `can_connect`. Creating namespaces needs root
 and iproute2 (`available()` says).
 
-Use in a run: `with namespaces(roles, state_file=run_dir / "netns.json") as topology:` start PostgreSQL
+Use in a run: `with namespaces(roles, state_file=run_dir / "netns.json", host_link=True) as topology:` (the
+host link lets pgarena itself reach the roles) start PostgreSQL
 with `exec_prefix(topology, "database")` listening on `topology.addresses["database"]`, the stack likewise
 with that address as its database host, the generator aimed at `topology.addresses["stack"]`; stop them
 before the block ends (`teardown` stops what is still inside, but a command started while it runs may
@@ -88,6 +89,8 @@ CLONE_NEWNET = 0x40000000
 _PREFIX_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
 _ROLE_RE = re.compile(r"^[a-z][a-z0-9]*$")
 _RESERVED_ABBREVIATIONS = {"hub", "br"}
+HOST_LINK_ABBREVIATION = "hst"
+"""The host link's interfaces: `<prefix>-hst` in the host's namespace, `<prefix>-hhst` on the bridge."""
 
 
 class NetnsError(Exception):
@@ -134,6 +137,18 @@ class Topology:
     owner_pid: int
     owner_start_time: float | None = None
     state_file: Path | None = None
+    host_address: str | None = None
+    """The host's own address in the subnet when the topology has a host link (`create(host_link=True)`):
+    pgarena's processes in the host's namespace reach every role, and the roles the host, through it."""
+
+    @property
+    def host_interface(self) -> str | None:
+        """The host-side interface of the host link (None without one)."""
+        return f"{self.prefix}-{HOST_LINK_ABBREVIATION}" if self.host_address else None
+
+    @property
+    def host_hub_port(self) -> str | None:
+        return f"{self.prefix}-h{HOST_LINK_ABBREVIATION}" if self.host_address else None
 
     @property
     def roles(self) -> list[str]:
@@ -161,13 +176,17 @@ class Topology:
 
     def as_dict(self) -> dict:
         """The topology for results.json (and, with `owner` and `version`, for the state file)."""
-        return {
+        data = {
             "prefix": self.prefix,
             "subnet": self.subnet,
             "hub": {"namespace": self.hub, "bridge": self.bridge},
             "roles": {link.role: {"namespace": link.namespace, "interface": link.interface,
                                   "address": link.address, "hub_port": link.hub_port} for link in self.links},
         }
+        if self.host_address:
+            data["host"] = {"interface": self.host_interface, "address": self.host_address,
+                            "hub_port": self.host_hub_port}
+        return data
 
     @classmethod
     def from_dict(cls, data: dict, *, state_file: Path | None = None) -> Topology:
@@ -177,7 +196,8 @@ class Topology:
                            hub_port=r["hub_port"]) for role, r in data["roles"].items())
         return cls(prefix=data["prefix"], subnet=data["subnet"], hub=data["hub"]["namespace"],
                    bridge=data["hub"]["bridge"], links=links, owner_pid=int(owner.get("pid", 0)),
-                   owner_start_time=owner.get("start_time"), state_file=state_file)
+                   owner_start_time=owner.get("start_time"), state_file=state_file,
+                   host_address=(data.get("host") or {}).get("address"))
 
 
 def new_prefix(base: str = DEFAULT_PREFIX_BASE) -> str:
@@ -193,20 +213,23 @@ def role_abbreviation(role: str) -> str:
 
 
 def plan(roles: Sequence[str], prefix: str, subnet: ipaddress.IPv4Network, *, owner_pid: int,
-         owner_start_time: float | None = None, state_file: Path | None = None) -> Topology:
-    """The names and addresses of a topology, without creating anything (ValueError on bad input)."""
+         owner_start_time: float | None = None, state_file: Path | None = None,
+         host_link: bool = False) -> Topology:
+    """The names and addresses of a topology, without creating anything (ValueError on bad input).
+
+    With `host_link`, the host gets the subnet's last address (roles take the first ones)."""
     if not roles:
         raise ValueError("a topology needs at least one role")
     if len(prefix) > MAX_PREFIX_LENGTH or not _PREFIX_RE.match(prefix):
         raise ValueError(f"prefix {prefix!r}: at most {MAX_PREFIX_LENGTH} characters of a-z, 0-9 and '-'")
     hosts = list(subnet.hosts())
-    if len(roles) > len(hosts):
+    if len(roles) + host_link > len(hosts):
         raise ValueError(f"{len(roles)} roles do not fit in {subnet}")
     seen: dict[str, str] = {}
     links = []
     for index, role in enumerate(roles):
         short = role_abbreviation(role)
-        if short in _RESERVED_ABBREVIATIONS or short in seen:
+        if short in _RESERVED_ABBREVIATIONS or short == HOST_LINK_ABBREVIATION or short in seen:
             other = seen.get(short, "the hub")
             raise ValueError(f"roles {role!r} and {other!r} would share the name {prefix}-{short}")
         seen[short] = role
@@ -214,7 +237,7 @@ def plan(roles: Sequence[str], prefix: str, subnet: ipaddress.IPv4Network, *, ow
                           address=str(hosts[index]), hub_port=f"{prefix}-h{short}"))
     return Topology(prefix=prefix, subnet=str(subnet), hub=f"{prefix}-hub", bridge=f"{prefix}-br",
                     links=tuple(links), owner_pid=owner_pid, owner_start_time=owner_start_time,
-                    state_file=state_file)
+                    state_file=state_file, host_address=str(hosts[-1]) if host_link else None)
 
 
 def host_networks(routes: Iterable[dict], addresses: Iterable[dict]) -> list[ipaddress.IPv4Network]:
@@ -377,13 +400,17 @@ def _owner_record(pid: int) -> dict:
 
 def create(roles: Sequence[str], prefix: str | None = None, *, state_file: Path | None = None,
            subnet: ipaddress.IPv4Network | None = None, owner_pid: int | None = None,
-           verify: bool = True) -> Topology:
+           verify: bool = True, host_link: bool = False) -> Topology:
     """Create one namespace per role and the hub joining them; return the topology.
 
     `prefix` defaults to a fresh `new_prefix()`, `subnet` to the first free /24 (`choose_subnet`),
     `owner_pid` to this process. With `state_file`, the topology is written there before anything is
     created (for `reap_state_file` after a crash) and removed again by `teardown`. With `verify`, every
     role must reach every other role's address and its own loopback over TCP (`verify_connectivity`).
+    With `host_link`, one more veth pair joins the host's own namespace to the bridge (the host's end
+    `<prefix>-hst` carries `topology.host_address`), so pgarena's processes on the host (verification,
+    samplers, accounting) reach the roles by address; it is the only interface a topology puts on the
+    host, and it goes when the hub does (deleting one end of a veth pair deletes both).
     On any failure, what was created is removed and NetnsError is raised.
     """
     if subnet is None:
@@ -391,7 +418,7 @@ def create(roles: Sequence[str], prefix: str | None = None, *, state_file: Path 
                                              _ip_json("-4", "addr", "show")))
     owner = _owner_record(os.getpid() if owner_pid is None else owner_pid)
     topology = plan(roles, prefix or new_prefix(), subnet, owner_pid=owner["pid"],
-                    owner_start_time=owner["start_time"], state_file=state_file)
+                    owner_start_time=owner["start_time"], state_file=state_file, host_link=host_link)
     clash = sorted(set(topology.all_namespaces()) & set(list_namespaces()))
     if clash:
         raise NetnsError(f"network namespace(s) {', '.join(clash)} exist already: prefix {topology.prefix} "
@@ -426,6 +453,12 @@ def _build(topology: Topology) -> None:
         _ip("-n", hub, "link", "set", "dev", link.hub_port, "master", bridge, "up")
         _ip("-n", link.namespace, "addr", "add", f"{link.address}/{prefix_length}", "dev", link.interface)
         _ip("-n", link.namespace, "link", "set", "dev", link.interface, "up")
+    if topology.host_address:
+        _ip("-n", hub, "link", "add", topology.host_hub_port, "type", "veth", "peer", "name",
+            topology.host_interface, "netns", str(os.getpid()))
+        _ip("-n", hub, "link", "set", "dev", topology.host_hub_port, "master", bridge, "up")
+        _ip("addr", "add", f"{topology.host_address}/{prefix_length}", "dev", topology.host_interface)
+        _ip("link", "set", "dev", topology.host_interface, "up")
 
 
 @functools.cache
@@ -506,6 +539,21 @@ def verify_connectivity(topology: Topology, timeout_s: float = DEFAULT_CONNECT_T
                         raise NetnsError(f"{what} failed within {timeout_s:g} s", stderr=str(exc)) from exc
                 if peer[0] != expected:
                     raise NetnsError(f"{what} arrived from {peer[0]}, not from {expected}")
+        if topology.host_address:
+            for target in topology.links:
+                listener = listeners[target.role, target.address]
+                port = listener.getsockname()[1]
+                what = f"TCP connect from the host ({topology.host_interface}) to {target.role} at " \
+                       f"{target.address}:{port}"
+                try:
+                    with socket.create_connection((target.address, port), timeout=timeout_s,
+                                                  source_address=(topology.host_address, 0)):
+                        conn, peer = listener.accept()
+                        conn.close()
+                except OSError as exc:
+                    raise NetnsError(f"{what} failed within {timeout_s:g} s", stderr=str(exc)) from exc
+                if peer[0] != topology.host_address:
+                    raise NetnsError(f"{what} arrived from {peer[0]}, not from {topology.host_address}")
 
 
 def processes_in(namespace: str) -> list[int]:
@@ -591,9 +639,9 @@ def teardown(topology: Topology, *, grace_s: float = DEFAULT_KILL_GRACE_S) -> li
 
 @contextlib.contextmanager
 def namespaces(roles: Sequence[str], prefix: str | None = None, *, state_file: Path | None = None,
-               subnet: ipaddress.IPv4Network | None = None) -> Iterator[Topology]:
+               subnet: ipaddress.IPv4Network | None = None, host_link: bool = False) -> Iterator[Topology]:
     """`create` on entry, `teardown` on exit however the block ends."""
-    topology = create(roles, prefix, state_file=state_file, subnet=subnet)
+    topology = create(roles, prefix, state_file=state_file, subnet=subnet, host_link=host_link)
     try:
         yield topology
     finally:

@@ -92,6 +92,7 @@ OPTION_OF_FIELD = {
     "open_connections": "--open-connections", "generator_cpus": "--generator-cpus",
     "server_cpus": "--server-cpus", "pool_size": "--pool-size", "database_url": "--database-url",
     "stacks_dir": "--stacks-dir", "results_dir": "--results-dir", "run_id": "--run-id", "db_rtt_ms": "--db-rtt",
+    "stack_rtt_ms": "--stack-rtt", "netns": "--netns",
 }
 """RunConfig field → the command-line option that sets it, so that errors name what the user typed."""
 
@@ -257,6 +258,12 @@ def run(
     db_rtt: Annotated[Optional[str], typer.Option(
         "--db-rtt", help="round trips added between every stack and PostgreSQL, a load dimension: e.g. 0,1ms,2ms "
                          "(through Toxiproxy, built from the Go module proxy and cached)")] = None,
+    stack_rtt: Annotated[Optional[str], typer.Option(
+        "--stack-rtt", help="round trip added between the generator and every stack, e.g. 1ms (a Toxiproxy proxy in "
+                            "front of each stack; pgarena's verification goes direct)")] = None,
+    netns: Annotated[bool, typer.Option(
+        "--netns", help="the generator, the stacks and PostgreSQL each in a network namespace pgarena creates and "
+                        "removes (root; traffic crosses veth links instead of the loopback)")] = False,
     workers: Annotated[Optional[int], typer.Option(help="worker processes/threads per stack")] = None,
     generator_cpus: Annotated[Optional[str], typer.Option(help="CPUs of the load generator, e.g. 0")] = None,
     server_cpus: Annotated[Optional[str], typer.Option(help="CPUs of stack + PostgreSQL, e.g. 1")] = None,
@@ -313,7 +320,8 @@ def run(
         vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), post_records=_ints(post_records, "--post-records"),
         nested_depths=_ints(nested_depths, "--nested-depths"), payload_kb=_ints(payload_kb, "--payload-kb"),
-        pool_size=pool_size, workers=workers, db_rtt_ms=_names(db_rtt),
+        pool_size=pool_size, workers=workers, db_rtt_ms=_names(db_rtt), stack_rtt_ms=stack_rtt,
+        netns=netns or None,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
         http_timeout_s=http_timeout, database_url=database_url, admin_database_url=admin_database_url,
         allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,

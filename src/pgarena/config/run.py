@@ -235,6 +235,11 @@ class RunConfig(BaseModel):
     db_rtt_ms: list[float] = Field(default_factory=list, description=(
         "round trips added between each stack and PostgreSQL, a load dimension like VUs (Toxiproxy; empty: the "
         "stacks connect directly)"))
+    netns: bool = Field(False, description=(
+        "the generator, the stacks and PostgreSQL each in a network namespace pgarena creates, joined by veth "
+        "links (system/netns.py); False: everything on this machine's loopback"))
+    stack_rtt_ms: float = Field(0, description=(
+        "round trip added between the generator and each stack (a Toxiproxy proxy in front of the stack; 0: none)"))
     slo_p99_ms: float | None = Field(None, gt=0, description="max-sustainable search: p99 bound (None = no search)")
     slo_max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, lt=1)
     slo_budget_steps: int = Field(8, ge=1, description="measured windows the search may use per stack × workload")
@@ -313,6 +318,23 @@ class RunConfig(BaseModel):
         if not values or any(not low <= value <= high for value in values):
             raise ValueError(f"{option} takes values from {low} to {high}, got {values}")
         return values
+
+    @field_validator("stack_rtt_ms", mode="before")
+    @classmethod
+    def _stack_rtt(cls, value: Any) -> Any:
+        value = parse_rtt(value) if isinstance(value, str) else value
+        if not isinstance(value, int | float) or not 0 <= value <= 1000:
+            raise ValueError("a round trip from 0 to 1000 ms")
+        if value != int(value):
+            raise ValueError("whole milliseconds only (Toxiproxy's latency toxic counts whole ms)")
+        return value
+
+    @model_validator(mode="after")
+    def _netns_needs_a_managed_database(self) -> RunConfig:
+        if self.netns and self.database_url:
+            raise ValueError("--netns starts PostgreSQL in a namespace of its own; it cannot move --database-url's "
+                             "server there (drop one of the two)")
+        return self
 
     @field_validator("db_rtt_ms", mode="before")
     @classmethod

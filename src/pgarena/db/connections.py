@@ -41,6 +41,10 @@ def tree_db_ports(root_pid: int, db_port: int) -> set[int]:
     own processes hold attributes each connection to its stack (pgbouncer's too: it is the stack's child)."""
     import psutil
 
+    from pgarena.system import procnet
+
+    if procnet.in_other_namespace(root_pid):  # --netns: psutil reads only this namespace's socket table
+        return {s.local_port for s in procnet.tree_sockets(root_pid) if s.remote_port == db_port}
     ports: set[int] = set()
     try:
         root = psutil.Process(root_pid)

@@ -179,10 +179,21 @@ def _session(url: str, **kwargs) -> psycopg.Connection:
     return conn
 
 
-def _run_as(user: str | None, argv: Sequence[str], **kwargs) -> subprocess.CompletedProcess:
+def _run_as(user: str | None, argv: Sequence[str], prefix: Sequence[str] = (), **kwargs) -> subprocess.CompletedProcess:
     if user:
         argv = ["runuser", "-u", user, "--", *argv]
-    return subprocess.run(list(argv), capture_output=True, text=True, **kwargs)
+    return subprocess.run([*prefix, *argv], capture_output=True, text=True, **kwargs)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the managed cluster runs: this machine's loopback (the default), or a network namespace pgarena
+    created (`--netns`): started with `argv_prefix`, listening on `address`, accepting password logins from
+    `subnet` (the roles' network, pgarena's host link included)."""
+
+    argv_prefix: tuple[str, ...] = ()
+    address: str = "127.0.0.1"
+    subnet: str | None = None
 
 
 class ManagedCluster:
@@ -190,8 +201,9 @@ class ManagedCluster:
 
     def __init__(self, workdir: Path, *, bin_dir: Path, cpus: Sequence[int] | None = None,
                  settings: ClusterSettings | None = None, max_connections: int | None = None,
-                 registry: PidRegistry | None = None) -> None:
+                 registry: PidRegistry | None = None, place: Place | None = None) -> None:
         settings = settings or ClusterSettings()
+        self.place = place or Place()
         self.workdir = workdir
         self.registry = registry
         self.bin_dir = bin_dir
@@ -223,7 +235,10 @@ class ManagedCluster:
             os.chown(path, entry.pw_uid, entry.pw_gid)
 
     def _ctl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return _run_as(self.os_user, [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args], timeout=timeout)
+        """pg_ctl as the cluster's OS user, inside the cluster's network namespace (a restarted postmaster
+        must come up there again)."""
+        return _run_as(self.os_user, [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args], timeout=timeout,
+                       prefix=self.place.argv_prefix)
 
     def start(self) -> Database:
         """Create, configure and start the cluster; return how to reach it."""
@@ -270,7 +285,7 @@ class ManagedCluster:
         settings = {
             **SETTINGS_PROFILE,
             "port": str(self.port),
-            "listen_addresses": "'127.0.0.1'",
+            "listen_addresses": f"'{self.place.address}'",
             "unix_socket_directories": f"'{self._socket_dir}'",
         }
         if self.max_connections and self.max_connections > int(SETTINGS_PROFILE["max_connections"]):
@@ -281,6 +296,9 @@ class ManagedCluster:
                 if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone"):
                     value = f"'{value}'"
                 conf.write(f"{key} = {value}\n")
+        if self.place.subnet:  # initdb allows host logins from the loopback only
+            with open(self.data_dir / "pg_hba.conf", "a", encoding="utf-8") as hba:
+                hba.write(f"\n# pgarena --netns: the roles' network\nhost all all {self.place.subnet} scram-sha-256\n")
         started = self._ctl("-l", str(self.log_path), "-w", "-t", "60", "start")
         if started.returncode != 0:
             log_tail = self.log_path.read_text(errors="replace")[-800:]
@@ -288,7 +306,7 @@ class ManagedCluster:
         self._started = True
         pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
         self._pin(pid)
-        base = f"postgresql://{quote(self.admin_user, safe='')}:{self.admin_password}@127.0.0.1:{self.port}/"
+        base = f"postgresql://{quote(self.admin_user, safe='')}:{self.admin_password}@{self.place.address}:{self.port}/"
         admin_url = base + quote(self.app_database, safe="")
         try:
             with psycopg.connect(base + "postgres", autocommit=True) as conn:
@@ -302,7 +320,7 @@ class ManagedCluster:
             raise PostgresError(f"cannot set up the managed database (user {self.app_user}, database "
                                 f"{self.app_database}): {str(exc).strip()}") from None
         return Database(
-            host="127.0.0.1",
+            host=self.place.address,
             port=self.port,
             user=self.app_user,
             password=self.app_password,
@@ -413,7 +431,7 @@ def external_database(url: str, *, admin_url: str | None = None, allow_overwrite
 def provide_database(
     workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None,
     admin_url: str | None = None, allow_overwrite: bool = False, settings: ClusterSettings | None = None,
-    max_connections: int | None = None, registry: PidRegistry | None = None,
+    max_connections: int | None = None, registry: PidRegistry | None = None, place: Place | None = None,
 ) -> Iterator[Database]:
     """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened.
 
@@ -424,7 +442,7 @@ def provide_database(
         yield external_database(database_url, admin_url=admin_url, allow_overwrite=allow_overwrite)
         return
     cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus, settings=settings,
-                             max_connections=max_connections, registry=registry)
+                             max_connections=max_connections, registry=registry, place=place)
     try:
         yield cluster.start()
     finally:

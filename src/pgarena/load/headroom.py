@@ -57,18 +57,22 @@ def trivial_server_binary() -> Path:
     return binary
 
 
-def measure_headroom(engine: Engine, config: RunConfig, run_dir: Path) -> Headroom:
-    """One window of the generator against the trivial endpoint (HeadroomUnavailable if it cannot run)."""
+def measure_headroom(engine: Engine, config: RunConfig, run_dir: Path, *, server_prefix: tuple[str, ...] = (),
+                     server_host: str = "127.0.0.1") -> Headroom:
+    """One window of the generator against the trivial endpoint (HeadroomUnavailable if it cannot run);
+    under --netns the endpoint runs where the stacks do (`server_prefix`, listening on `server_host`)."""
     binary = trivial_server_binary()
     port = free_port()
     logs = run_dir / "logs" / "headroom"
     logs.mkdir(parents=True, exist_ok=True)
     raw_dir = run_dir / "raw" / "headroom"
     raw_dir.mkdir(parents=True, exist_ok=True)
-    env = {"PGARENA_PORT": str(port), "GOMAXPROCS": str(len(config.server_cpus)), "PATH": "/usr/bin:/bin"}
-    server = ServerProcess(str(binary), cwd=raw_dir, env=env, log_path=logs / "run.log", cpus=config.server_cpus)
+    env = {"PGARENA_HOST": server_host, "PGARENA_PORT": str(port), "GOMAXPROCS": str(len(config.server_cpus)),
+           "PATH": "/usr/bin:/bin"}
+    server = ServerProcess(str(binary), cwd=raw_dir, env=env, log_path=logs / "run.log", cpus=config.server_cpus,
+                           argv_prefix=server_prefix)
     with server:
-        url = f"http://127.0.0.1:{port}/"
+        url = f"http://{server_host}:{port}/"
         try:
             wait_until_healthy(server, url, 30)
         except NotReady as exc:

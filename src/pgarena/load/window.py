@@ -99,7 +99,7 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     output file's modification time) and began the window's measured duration earlier, so k6's start-up
     (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
     """
-    argv = engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)
+    argv = [*engine.argv_prefix, *engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)]
     samples: list[tuple[float, float]] = []
     code, process_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
                                      stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,

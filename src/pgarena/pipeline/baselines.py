@@ -72,7 +72,9 @@ def database_ceiling(ctx: RunContext) -> None:
 def generator_headroom(ctx: RunContext) -> None:
     """The generator's ceiling against a trivial endpoint, recorded before any stack runs."""
     try:
-        headroom = measure_headroom(ctx.engine, ctx.config, ctx.run_dir)  # type: ignore[arg-type]
+        headroom = measure_headroom(ctx.engine, ctx.config, ctx.run_dir,  # type: ignore[arg-type]
+                                    server_prefix=ctx.placement.prefix("stack"),
+                                    server_host=ctx.placement.address("stack"))
     except HeadroomUnavailable as exc:
         ctx.results.environment.headroom_unavailable = str(exc)
         ctx.log(f"generator headroom not measured: {exc}")

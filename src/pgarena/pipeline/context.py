@@ -14,6 +14,7 @@ from pgarena.db.postgres import (
     Database,
 )
 from pgarena.load.engines import Engine
+from pgarena.pipeline.placement import Placement
 from pgarena.pipeline.progress import RunProgress
 from pgarena.results.models import (
     Cell,
@@ -52,6 +53,8 @@ class RunContext:
     """--db-rtt: the run's DbNetwork (pipeline/network.py), None when stacks connect directly."""
     variants_cache: dict = field(default_factory=dict)
     """Read workloads' request variants with their expected answers, per (workload, parameter)."""
+    placement: Placement = field(default_factory=Placement)
+    """Where the generator, the stacks and PostgreSQL run (--netns: each in a namespace)."""
 
 
 @dataclass

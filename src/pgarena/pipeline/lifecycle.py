@@ -40,8 +40,8 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     if refusal:
         info.status, info.reason = "config_error", refusal
         return None
-    values = stack_values(config, ctx.db, stack, port)
-    proxy = ctx.network.route(stack.id) if ctx.network is not None else None
+    values = {**stack_values(config, ctx.db, stack, port), "host": ctx.placement.address("stack")}
+    proxy = ctx.network.route(stack.id) if ctx.network is not None and config.db_rtt_ms else None
     if proxy is not None:
         values = ctx.network.proxied(values, proxy)
         scope.callback(proxy.delete)
@@ -66,7 +66,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     server = scope.enter_context(ServerProcess(
         render_template(definition.run.command, values), cwd=stack.directory,
         env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
-        preexec=group.preexec_fn() if group else None, tracker=ctx.registry))
+        preexec=group.preexec_fn() if group else None, tracker=ctx.registry, argv_prefix=ctx.placement.prefix("stack")))
     meters = {"stack": group.cpu_seconds} if group else {}
     if ctx.db_group:
         meters["db"] = ctx.db_group.cpu_seconds
@@ -88,7 +88,12 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     loadable = _health_and_verify(ctx, stack, info, kind, server, values)
     if loadable is None:
         return None
-    return LiveStack(stack=stack, info=info, server=server, cpu=cpu, base_url=f"http://127.0.0.1:{values['port']}",
+    base_url = f"http://{values['host']}:{values['port']}"
+    if ctx.network is not None and config.stack_rtt_ms:  # the generator (and the samplers) through a proxy
+        front = ctx.network.front(stack.id, values["host"], int(values["port"]))
+        scope.callback(front.delete)
+        base_url = f"http://{front.host}:{front.port}"
+    return LiveStack(stack=stack, info=info, server=server, cpu=cpu, base_url=base_url,
                      routes=dict(definition.routes), loadable=loadable,
                      stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller,
                      set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None, db_proxy=proxy)
@@ -100,7 +105,7 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
     it never became healthy)."""
     config, run_dir, definition = ctx.config, ctx.run_dir, stack.definition
     run_log = server.log_path
-    base_url = f"http://127.0.0.1:{values['port']}"
+    base_url = f"http://{values['host']}:{values['port']}"
     routes = dict(definition.routes)
     health_path = resolve_health_path(config, definition)
     try:

@@ -39,21 +39,38 @@ class DbNetwork:
             except (toxiproxy.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
                 raise RunError(f"--db-rtt needs Toxiproxy: {exc}") from None
         self.db = ctx.db
+        self.stack_rtt_ms = config.stack_rtt_ms
         self.server = scope.enter_context(toxiproxy.Toxiproxy(
             binary, log_path=ctx.run_dir / "logs" / "toxiproxy.log", cpus=config.generator_cpus,
-            tracker=ctx.registry))
+            tracker=ctx.registry, host=ctx.placement.here))  # --netns: on the host link, reachable by every role
         overhead = []
-        for rtt in sorted(config.db_rtt_ms):
+        for rtt in sorted(set(config.db_rtt_ms) | ({config.stack_rtt_ms} if config.stack_rtt_ms else set())):
             measured = toxiproxy.measure_overhead(self.server, rtt_ms=rtt, round_trips=2000 if rtt == 0 else 300)
             overhead.append({k: round(v, 3) if isinstance(v, float) else v for k, v in measured.as_dict().items()})
             ctx.log(f"Toxiproxy at {rtt:g} ms: +{measured.added_median_us:,.0f} µs median per round trip "
                     f"(p99 +{measured.added_p99_us:,.0f} µs), {measured.cpu_us_per_round_trip:,.0f} µs of its CPU each")
         self.info = NetworkInfo(
             mode="toxiproxy", proxy=f"Toxiproxy {self.server.version()}", proxy_cpus=list(config.generator_cpus),
-            db_rtt_ms=list(config.db_rtt_ms), overhead=overhead,
-            description=("stacks reach PostgreSQL through one Toxiproxy proxy each (loopback); the round trip is a "
-                         "latency toxic of half of it each way; pgarena's own connections go direct"))
+            db_rtt_ms=list(config.db_rtt_ms), overhead=overhead, stack_rtt_ms=config.stack_rtt_ms,
+            description=self._describe(config.db_rtt_ms, config.stack_rtt_ms, ctx.placement.here))
         ctx.results.network = self.info
+
+    @staticmethod
+    def _describe(db_rtt_ms: list[float], stack_rtt_ms: float, here: str) -> str:
+        parts = []
+        if db_rtt_ms:
+            parts.append("stacks reach PostgreSQL through one Toxiproxy proxy each")
+        if stack_rtt_ms:
+            parts.append(f"the generator reaches each stack through one Toxiproxy proxy each, {stack_rtt_ms:g} ms "
+                         "added to every round trip")
+        return (f"{'; '.join(parts)} (Toxiproxy at {here}); a round trip is a latency toxic of half of it each way; "
+                "pgarena's own connections (verification, accounting) go direct")
+
+    def front(self, stack_id: str, host: str, port: int) -> toxiproxy.Proxy:
+        """--stack-rtt: a new proxy in front of a stack, at the configured generator→stack round trip."""
+        proxy = self.server.proxy(f"front-{stack_id}", upstream=f"{host}:{port}")
+        proxy.set_rtt(self.stack_rtt_ms)
+        return proxy
 
     def route(self, stack_id: str) -> toxiproxy.Proxy:
         """A new proxy from a free loopback port to the database, for one stack."""

@@ -26,6 +26,7 @@ from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generat
 from pgarena.pipeline.cells import run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError
 from pgarena.pipeline.lifecycle import log_failure
+from pgarena.pipeline.placement import Placement, PlacementError
 from pgarena.pipeline.plan import cluster_settings, config_error_info, plan_cells, select_stacks, stack_info
 from pgarena.pipeline.progress import RunProgress
 from pgarena.results.models import (
@@ -192,10 +193,21 @@ def execute(
     try:
         with ExitStack() as scope:
             environment.pgarena_cpus = scope.enter_context(pinned_to(config.generator_cpus))
+            try:
+                placement = Placement.create(config.netns, run_dir, scope)  # before PostgreSQL, gone after it
+            except PlacementError as exc:
+                raise RunError(str(exc)) from None
+            results.topology = placement.info()
+            if placement.topology is not None:
+                log(f"network namespaces: {', '.join(f'{r} {a}' for r, a in placement.topology.addresses.items())}"
+                    f" (subnet {placement.topology.subnet}, pgarena at {placement.here})")
+            if engine is not None:
+                engine.argv_prefix = placement.prefix("generator")
             db = scope.enter_context(provide_database(
                 run_dir, database_url=config.database_url, cpus=config.server_cpus,
                 admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
-                settings=settings, max_connections=max_connections, registry=registry, bin_dir=config.postgres_bin))
+                settings=settings, max_connections=max_connections, registry=registry, bin_dir=config.postgres_bin,
+                place=placement.database_place()))
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version
@@ -208,11 +220,11 @@ def execute(
                 cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
-                           progress=progress, done_keys=done_keys, registry=registry)
+                           progress=progress, done_keys=done_keys, registry=registry, placement=placement)
             todo = {sid: [c for c in cells if c.key not in done_keys] for sid, cells in planned.items()}
             progress.begin(sum(len(c) for c in planned.values()), already_done=sum(
                 len(planned[sid]) - len(todo[sid]) for sid in planned))
-            if kind == "run" and config.db_rtt_ms:
+            if kind == "run" and (config.db_rtt_ms or config.stack_rtt_ms):
                 from pgarena.pipeline.network import DbNetwork
 
                 ctx.network = DbNetwork(ctx, scope)

@@ -26,6 +26,7 @@ from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share,
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
 from pgarena.report.html_verdicts import Verdicts, headline, ratio_payload
 from pgarena.report.markdown import variants_label, window_accounting_label
+from pgarena.report.network import placement_text, topology_text
 from pgarena.results.models import Cell, RunResults, StackInfo
 
 TEMPLATE = "report.html.j2"
@@ -267,6 +268,8 @@ def environment_line(results: RunResults) -> str:
              f"generator CPUs {env.generator_cpus}, stack + PostgreSQL CPUs {env.server_cpus}"
              + (" (shared)" if env.cpu_sets_shared else ""),
              f"CPU accounting: {env.cpu_accounting or 'psutil'}"]
+    if results.topology is not None:
+        parts.append(f"roles in network namespaces ({results.topology.subnet})")
     return " · ".join(parts)
 
 
@@ -284,6 +287,9 @@ def environment(results: RunResults) -> dict:
     engines, toolchains = env.pop("engine_versions"), env.pop("toolchains")
     rows = [[k, f"{v / 2**30:.1f} GiB ({v:,} bytes)" if k == "memory_bytes" else _text(v)] for k, v in env.items()]
     rows += [[f"engine {k}", v] for k, v in engines.items()] + [[f"toolchain: {k}", v] for k, v in toolchains.items()]
+    rows.append(["roles", placement_text(results)])
+    if results.network is not None:
+        rows.append(["network", topology_text(results).removeprefix("Network: ")])
     db = results.database
     return {
         "rows": rows,

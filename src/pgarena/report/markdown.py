@@ -461,7 +461,8 @@ def environment_section(results: RunResults) -> str:
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
         ("Generator headroom", _headroom(results)),
         ("Fairness knobs", f"pool size {cfg.get('pool_size')} connections per stack, {cfg.get('workers')} worker(s)"),
-        ("Network", network.topology_text(results).removeprefix("Network: ") or "loopback, stacks connect to PostgreSQL "
+        ("Roles", network.placement_text(results)),
+        ("Network", network.topology_text(results).removeprefix("Network: ") or "stacks connect to PostgreSQL "
                                                                                   "directly"),
         *([("pgarena CPUs", f"{env.pgarena_cpus} (its own process and sampler threads)")] if env.pgarena_cpus else []),
         *([("Stack order", f"shuffled, seed {cfg.get('seed')}: {', '.join(results.stack_order)}")]

@@ -20,6 +20,16 @@ def topology_text(results: RunResults) -> str:
             f"trips straight to an echo server: {measured or 'not measured'}.")
 
 
+def placement_text(results: RunResults) -> str:
+    """Where the roles ran: each namespace and address (--netns), or the loopback."""
+    t = results.topology
+    if t is None:
+        return "generator, stacks and PostgreSQL on this machine's loopback (no namespaces)"
+    roles = ", ".join(f"{role} in {place.host} ({place.address})" if place.host != "local"
+                      else f"{role} on this machine ({place.address})" for role, place in t.roles.items())
+    return f"network namespaces, subnet {t.subnet}: {roles}. Links: {'; '.join(t.links)}"
+
+
 def rtt_section(results: RunResults) -> str:
     """Each stack's median 2xx/s at every round trip and its share of the smallest one's."""
     rtts, rows = rtt_rows(results)

@@ -432,6 +432,26 @@ class NetworkInfo(_Model):
     overhead: list[dict[str, float | int]] = Field(default_factory=list, description=(
         "per configured round trip: what the proxy added to request/response round trips against the same "
         "round trips straight to an echo server (median and p99 µs) and its CPU µs per round trip"))
+    stack_rtt_ms: float = Field(0, description=(
+        "--stack-rtt: round trip added between the generator and each stack (a proxy in front of the stack)"))
+
+
+class RolePlace(_Model):
+    """Where one role of the run ran."""
+
+    host: str = Field(description="'local' (this machine) or the network namespace's name")
+    address: str = Field(description="the address the other roles reach it at")
+    interface: str | None = Field(None, description="its interface in its namespace")
+
+
+class TopologyInfo(_Model):
+    """Where the generator, the stacks and PostgreSQL ran and how they were linked (--netns)."""
+
+    mode: Literal["netns"]
+    description: str
+    subnet: str
+    roles: dict[str, RolePlace] = Field(description="role (generator, stack, database, pgarena) → where it ran")
+    links: list[str] = Field(default_factory=list, description="the links between the roles, one line each")
 
 
 class Cell(_Model):
@@ -589,6 +609,8 @@ class RunResults(_Model):
     slo_searches: list[SloSearchResult] = Field(default_factory=list)
     generator_headroom: Headroom | None = None
     network: NetworkInfo | None = Field(None, description="--db-rtt: the proxy between stacks and PostgreSQL")
+    topology: TopologyInfo | None = Field(None, description=(
+        "--netns: the namespaces the roles ran in; None: every role on this machine's loopback"))
     resilience: list[FaultResult] = Field(default_factory=list, description="the resilience profile's faults")
     schedule: ScheduleRecord | None = None
     ceilings: list[DbCeiling] = Field(default_factory=list, description="the database's own ceiling per workload")

@@ -16,6 +16,7 @@ import psutil
 
 from pgarena.contract.flags import LISTENS_WIDE
 from pgarena.results.models import StackInfo
+from pgarena.system import procnet
 
 LOOPBACK = "127.0.0.1"
 NOT_PINNED_EXTERNAL = "not pinned (external)"
@@ -26,7 +27,11 @@ def listen_addresses(root_pid: int) -> list[str]:
     """'address:port' of every TCP socket in LISTEN state held by the process tree of `root_pid`, sorted.
 
     IPv6 addresses are written '[addr]:port'. Processes that vanish or cannot be inspected are skipped.
+    A tree in another network namespace (`--netns`) is read from that namespace's tables (procnet).
     """
+    if procnet.in_other_namespace(root_pid):
+        return sorted({f"[{s.local_ip}]:{s.local_port}" if ":" in s.local_ip else f"{s.local_ip}:{s.local_port}"
+                       for s in procnet.tree_sockets(root_pid) if s.listening})
     try:
         root = psutil.Process(root_pid)
         tree = [root, *root.children(recursive=True)]

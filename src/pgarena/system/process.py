@@ -111,13 +111,15 @@ def popen_guarded(argv: Sequence[str], **kwargs) -> subprocess.Popen:
 
 def _spawn_shell(command: str, *, cwd: Path, env: dict[str, str], log, cpus: Sequence[int] | None,
                  preexec: Callable[[], None] | None = None,
-                 death_signal: signal.Signals | None = signal.SIGTERM) -> subprocess.Popen:
+                 death_signal: signal.Signals | None = signal.SIGTERM,
+                 argv_prefix: Sequence[str] = ()) -> subprocess.Popen:
     """`/bin/sh -c command` in its own process group, pinned to `cpus`, output appended to `log`;
-    it gets `death_signal` when the thread that started it dies (SIGTERM: the shell may clean up)."""
+    it gets `death_signal` when the thread that started it dies (SIGTERM: the shell may clean up).
+    `argv_prefix` starts it elsewhere (`ip netns exec NAME`, which execs the shell: same pid and group)."""
     log.write(f"$ {command}\n".encode())
     log.flush()
     return popen_guarded(
-        ["/bin/sh", "-c", command],
+        [*argv_prefix, "/bin/sh", "-c", command],
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -228,6 +230,7 @@ class ServerProcess:
         preexec: Callable[[], None] | None = None,
         tracker: ProcessTracker | None = None,
         role: str = "stack",
+        argv_prefix: Sequence[str] = (),
     ) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path = log_path
@@ -235,7 +238,7 @@ class ServerProcess:
         self._tracker = tracker
         with open(log_path, "ab") as log:
             self._proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus, preexec=preexec,
-                                      death_signal=_death_signal_for_server())
+                                      death_signal=_death_signal_for_server(), argv_prefix=argv_prefix)
         if tracker is not None:
             try:
                 tracker.track(self._proc.pid, role)

@@ -338,9 +338,29 @@ def reap_run(run_dir: Path, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
         pid = state["owner"]["pid"]
         raise RunInUse(f"{run_dir} is still being run by pgarena (pid {pid}); wait for it or stop it "
                        f"(kill {pid}) first")
-    lines = reap(state, grace_s=grace_s)
+    lines = reap(state, grace_s=grace_s) + reap_namespaces(run_dir)
     _mark_reaped(run_dir, state)
     return [f"{run_dir.name}: {line}" for line in lines]
+
+
+NETNS_STATE_FILE = "netns.json"
+"""A --netns run's namespaces (pipeline/placement.py writes it through netns.create)."""
+
+
+def reap_namespaces(run_dir: Path) -> list[str]:
+    """Remove the network namespaces a dead run left (after its processes: a namespace's removal also stops
+    what still runs inside); lines saying what was removed or why it could not be."""
+    from pgarena.system import netns
+
+    path = run_dir / NETNS_STATE_FILE
+    if not path.exists():
+        return []
+    try:
+        return netns.reap_state_file(path)
+    except netns.NetnsInUse:
+        return []
+    except netns.NetnsError as exc:
+        return [f"could not remove its network namespaces: {exc}"]
 
 
 def reap_abandoned(results_dir: Path, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
@@ -377,7 +397,7 @@ def watch(run_dir: Path) -> int:
     if state is None:
         return 0
     finished = state.get("finished")
-    for line in reap(state):
+    for line in reap(state) + reap_namespaces(run_dir):
         print(f"{time.strftime('%H:%M:%S')} watchdog: {line}", flush=True)
     if not finished:
         _mark_reaped(run_dir, state)

@@ -1,5 +1,6 @@
 // The generator-headroom endpoint: the cheapest HTTP answer Go's net/http can give, so that a load
-// generator driving it shows its own ceiling. It listens on 127.0.0.1:$PGARENA_PORT and answers every
+// generator driving it shows its own ceiling. It listens on $PGARENA_HOST:$PGARENA_PORT (host 127.0.0.1 when
+// unset; the stack's namespace address under --netns) and answers every
 // request with a fixed 2-byte body; nothing is computed, nothing touches a database.
 package main
 
@@ -15,5 +16,9 @@ func main() {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write(body)
 	})
-	log.Fatal(http.ListenAndServe("127.0.0.1:"+os.Getenv("PGARENA_PORT"), handler))
+	host := os.Getenv("PGARENA_HOST")
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	log.Fatal(http.ListenAndServe(host+":"+os.Getenv("PGARENA_PORT"), handler))
 }

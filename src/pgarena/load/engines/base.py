@@ -109,6 +109,8 @@ class Engine(ABC):
 
     def __init__(self) -> None:
         self._binary: Path | None = None
+        self.argv_prefix: tuple[str, ...] = ()
+        """How the generator is started where it runs (`ip netns exec NAME` under --netns; () here)."""
 
     @abstractmethod
     def locate(self) -> Path | None:

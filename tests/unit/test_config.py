@@ -414,3 +414,17 @@ def test_db_rtt_levels_parse_units_and_refuse_what_toxiproxy_cannot_do(tmp_path)
     for bad in (["0.5ms"], ["2ms", "2"], ["fast"], ["-1ms"]):
         with pytest.raises(ValueError):
             build_config(project_dir=tmp_path, overrides={"db_rtt_ms": bad})
+
+
+def test_stack_rtt_and_netns_options(tmp_path):
+    from pgarena.config.run import build_config
+
+    config = build_config(project_dir=tmp_path, overrides={"stack_rtt_ms": "3ms", "netns": True})
+    assert config.stack_rtt_ms == 3.0 and config.netns
+    default = build_config(project_dir=tmp_path, overrides={})
+    assert default.stack_rtt_ms == 0 and not default.netns
+    for bad in ("0.5ms", "fast", "-2ms", "2000ms"):
+        with pytest.raises(ValueError):
+            build_config(project_dir=tmp_path, overrides={"stack_rtt_ms": bad})
+    with pytest.raises(ValidationError, match="--netns starts PostgreSQL in a namespace of its own"):
+        build_config(project_dir=tmp_path, overrides={"netns": True, "database_url": URL})

@@ -1,0 +1,42 @@
+"""Reading a process tree's TCP sockets from its own namespace's table (system/procnet.py)."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from pgarena.system import procnet
+
+TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0200D50A:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 0200D50A:D431 0300D50A:1538 01 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:0035 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0
+"""
+TCP6 = """  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0000000000000000FFFF00000100007F:1F91 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5151 1 0000000000000000 100 0 0 10 0
+   1: 00000000000000000000000001000000:1F92 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5252 1 0000000000000000 100 0 0 10 0
+"""
+
+
+def test_rows_are_decoded_by_inode_and_rows_without_one_skipped():
+    table = procnet.parse_table(TCP)
+    assert set(table) == {4242, 4343}
+    assert table[4242] == procnet.TcpSocket("10.213.0.2", 8080, "0.0.0.0", 0, True)
+    assert table[4343] == procnet.TcpSocket("10.213.0.2", 54321, "10.213.0.3", 5432, False)
+
+
+def test_ipv6_rows_and_ipv4_mapped_addresses():
+    table = procnet.parse_table(TCP6)
+    assert table[5151].local_ip == "127.0.0.1" and table[5151].local_port == 8081
+    assert table[5252].local_ip == "::1" and table[5252].listening
+
+
+def test_this_process_listening_socket_is_found_in_its_own_table():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        found = procnet.tree_sockets(os.getpid())
+    assert procnet.TcpSocket("127.0.0.1", port, "0.0.0.0", 0, True) in found
+    assert not procnet.in_other_namespace(os.getpid())
+    assert procnet.tree_sockets(2**22 + 12345) == []  # no such process

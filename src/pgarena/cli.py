@@ -92,7 +92,7 @@ OPTION_OF_FIELD = {
     "open_connections": "--open-connections", "generator_cpus": "--generator-cpus",
     "server_cpus": "--server-cpus", "pool_size": "--pool-size", "database_url": "--database-url",
     "stacks_dir": "--stacks-dir", "results_dir": "--results-dir", "run_id": "--run-id", "db_rtt_ms": "--db-rtt",
-    "stack_rtt_ms": "--stack-rtt", "netns": "--netns",
+    "stack_rtt_ms": "--stack-rtt", "netns": "--netns", "topology": "--topology",
 }
 """RunConfig field → the command-line option that sets it, so that errors name what the user typed."""
 
@@ -264,6 +264,9 @@ def run(
     netns: Annotated[bool, typer.Option(
         "--netns", help="the generator, the stacks and PostgreSQL each in a network namespace pgarena creates and "
                         "removes (root; traffic crosses veth links instead of the loopback)")] = False,
+    topology: Annotated[Optional[Path], typer.Option(
+        "--topology", help="a topology file: which host (local, a network namespace, an SSH destination) each "
+                           "role lives on, e.g. examples/topology-netns.toml (docs/topology.md)")] = None,
     workers: Annotated[Optional[int], typer.Option(help="worker processes/threads per stack")] = None,
     generator_cpus: Annotated[Optional[str], typer.Option(help="CPUs of the load generator, e.g. 0")] = None,
     server_cpus: Annotated[Optional[str], typer.Option(help="CPUs of stack + PostgreSQL, e.g. 1")] = None,
@@ -321,7 +324,7 @@ def run(
         users_limits=_ints(limits, "--limits"), post_records=_ints(post_records, "--post-records"),
         nested_depths=_ints(nested_depths, "--nested-depths"), payload_kb=_ints(payload_kb, "--payload-kb"),
         pool_size=pool_size, workers=workers, db_rtt_ms=_names(db_rtt), stack_rtt_ms=stack_rtt,
-        netns=netns or None,
+        netns=netns or None, topology=str(topology) if topology else None,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
         http_timeout_s=http_timeout, database_url=database_url, admin_database_url=admin_database_url,
         allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,

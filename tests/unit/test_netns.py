@@ -82,16 +82,18 @@ def test_plan_names_addresses_and_interface_lengths():
 
 
 def test_plan_other_roles_use_their_first_letters():
-    topology = netns.plan(["stack", "database", "proxy", "cache2"], "pga-000000", net("10.213.0.0/24"),
-                          owner_pid=1)
-    assert [link.namespace for link in topology.links] == ["pga-000000-stk", "pga-000000-db",
-                                                           "pga-000000-prx", "pga-000000-cac"]
+    topology = netns.plan(["stack", "database", "proxy", "cache2", "gen1", "gen2", "app"], "pga-000000",
+                          net("10.213.0.0/24"), owner_pid=1)
+    assert [link.namespace for link in topology.links] == ["pga-000000-stk", "pga-000000-db", "pga-000000-prx",
+                                                           "pga-000000-ca2", "pga-000000-ge1", "pga-000000-ge2",
+                                                           "pga-000000-app"]
 
 
 @pytest.mark.parametrize(("roles", "prefix", "needle"), [
     ([], "pga-000000", "at least one role"),
     (["stack", "stack"], "pga-000000", "share the name"),
-    (["cache", "cachet"], "pga-000000", "share the name"),
+    (["cache", "cachee"], "pga-000000", "share the name"),
+    (["database", "db"], "pga-000000", "share the name"),
     (["hub"], "pga-000000", "share the name"),
     (["Stack"], "pga-000000", "lower-case"),
     (["stack"], "pga-00000000", "at most 10"),

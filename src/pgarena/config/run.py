@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.config.stackdef import check_role_name
+from pgarena.config.topology import load_topology
 from pgarena.contract import workloads as wl
 from pgarena.contract.workloads import PERF_MANY_PARAMS, PERF_MINIMAL, SCENARIOS, WORKLOAD_NAMES
 from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
@@ -238,6 +239,8 @@ class RunConfig(BaseModel):
     netns: bool = Field(False, description=(
         "the generator, the stacks and PostgreSQL each in a network namespace pgarena creates, joined by veth "
         "links (system/netns.py); False: everything on this machine's loopback"))
+    topology: str | None = Field(None, description=(
+        "a topology file (config/topology.py): which host each role lives on; None: every role here"))
     stack_rtt_ms: float = Field(0, description=(
         "round trip added between the generator and each stack (a Toxiproxy proxy in front of the stack; 0: none)"))
     slo_p99_ms: float | None = Field(None, gt=0, description="max-sustainable search: p99 bound (None = no search)")
@@ -334,6 +337,15 @@ class RunConfig(BaseModel):
         if self.netns and self.database_url:
             raise ValueError("--netns starts PostgreSQL in a namespace of its own; it cannot move --database-url's "
                              "server there (drop one of the two)")
+        if self.topology is not None:
+            if self.netns:
+                raise ValueError("--netns is a topology of its own; give --netns or --topology, not both")
+            if self.database_url:
+                raise ValueError("--topology places the managed database; it cannot be used with --database-url")
+            topology = load_topology(Path(self.topology))  # TopologyError (a ValueError) names the file and key
+            if len(topology.roles.generators) > 1 and self.engine != "k6":
+                raise ValueError(f"{self.topology}: {len(topology.roles.generators)} generators need --engine k6 "
+                                 "(k6 splits one load between them with execution segments)")
         return self
 
     @field_validator("db_rtt_ms", mode="before")

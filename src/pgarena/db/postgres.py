@@ -187,13 +187,14 @@ def _run_as(user: str | None, argv: Sequence[str], prefix: Sequence[str] = (), *
 
 @dataclass(frozen=True)
 class Place:
-    """Where the managed cluster runs: this machine's loopback (the default), or a network namespace pgarena
-    created (`--netns`): started with `argv_prefix`, listening on `address`, accepting password logins from
-    `subnet` (the roles' network, pgarena's host link included)."""
+    """Where the managed cluster runs: this machine's loopback (the default), or elsewhere (`--netns`,
+    `--topology`): started with `argv_prefix` (a namespace's `ip netns exec`), listening on `address`, with
+    `remote_clients` accepting password logins from the networks its host is directly on (pg_hba `samenet`:
+    the roles' bridge, pgarena's host link included)."""
 
     argv_prefix: tuple[str, ...] = ()
     address: str = "127.0.0.1"
-    subnet: str | None = None
+    remote_clients: bool = False
 
 
 class ManagedCluster:
@@ -296,9 +297,9 @@ class ManagedCluster:
                 if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone"):
                     value = f"'{value}'"
                 conf.write(f"{key} = {value}\n")
-        if self.place.subnet:  # initdb allows host logins from the loopback only
+        if self.place.remote_clients:  # initdb allows host logins from the loopback only
             with open(self.data_dir / "pg_hba.conf", "a", encoding="utf-8") as hba:
-                hba.write(f"\n# pgarena --netns: the roles' network\nhost all all {self.place.subnet} scram-sha-256\n")
+                hba.write("\n# pgarena: the roles' networks\nhost all all samenet scram-sha-256\n")
         started = self._ctl("-l", str(self.log_path), "-w", "-t", "60", "start")
         if started.returncode != 0:
             log_tail = self.log_path.read_text(errors="replace")[-800:]

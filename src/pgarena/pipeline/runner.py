@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from pgarena.config.run import RunConfig, redact_secrets, redact_url
 from pgarena.config.stackdef import Stack
+from pgarena.config.topology import TopologyDef, TopologyError, load_topology
 from pgarena.db.data import load_workload_data, server_facts
 from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
@@ -26,7 +27,7 @@ from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generat
 from pgarena.pipeline.cells import run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError
 from pgarena.pipeline.lifecycle import log_failure
-from pgarena.pipeline.placement import Placement, PlacementError
+from pgarena.pipeline.placement import NETNS_DEFAULT, Placement, PlacementError
 from pgarena.pipeline.plan import cluster_settings, config_error_info, plan_cells, select_stacks, stack_info
 from pgarena.pipeline.progress import RunProgress
 from pgarena.results.models import (
@@ -193,14 +194,16 @@ def execute(
     try:
         with ExitStack() as scope:
             environment.pgarena_cpus = scope.enter_context(pinned_to(config.generator_cpus))
-            try:
-                placement = Placement.create(config.netns, run_dir, scope)  # before PostgreSQL, gone after it
+            try:  # before PostgreSQL starts, removed after it stopped
+                definition, source = _topology(config)
+                placement = Placement.create(definition, run_dir, scope, source=source)
             except PlacementError as exc:
                 raise RunError(str(exc)) from None
             results.topology = placement.info()
-            if placement.topology is not None:
-                log(f"network namespaces: {', '.join(f'{r} {a}' for r, a in placement.topology.addresses.items())}"
-                    f" (subnet {placement.topology.subnet}, pgarena at {placement.here})")
+            if results.topology is not None:
+                log(f"topology ({placement.source}): " + ", ".join(
+                    f"{role} {p.address}" + (f" in {p.host}" if p.kind != "local" else " here")
+                    for role, p in results.topology.roles.items()))
             if engine is not None:
                 engine.argv_prefix = placement.prefix("generator")
             db = scope.enter_context(provide_database(
@@ -272,6 +275,18 @@ def execute(
         finally:
             registry.close()
     return run_dir
+
+
+def _topology(config: RunConfig) -> tuple[TopologyDef | None, str]:
+    """The run's topology definition and where it came from (None: every role on the loopback)."""
+    if config.netns:
+        return NETNS_DEFAULT, "--netns"
+    if config.topology:
+        try:
+            return load_topology(Path(config.topology)), config.topology
+        except TopologyError as exc:  # validated with the config; the file may have changed since
+            raise RunError(str(exc)) from None
+    return None, ""
 
 
 def _too_old_for(stacks: list[Stack], version: str, results: RunResults, planned: dict[str, list[Cell]],

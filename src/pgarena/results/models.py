@@ -439,18 +439,20 @@ class NetworkInfo(_Model):
 class RolePlace(_Model):
     """Where one role of the run ran."""
 
-    host: str = Field(description="'local' (this machine) or the network namespace's name")
+    host: str = Field(description="'local' (this machine), the network namespace's name, or 'ssh <destination>'")
     address: str = Field(description="the address the other roles reach it at")
     interface: str | None = Field(None, description="its interface in its namespace")
+    kind: Literal["local", "netns", "ssh"] = "netns"
 
 
 class TopologyInfo(_Model):
-    """Where the generator, the stacks and PostgreSQL ran and how they were linked (--netns)."""
+    """Where the generators, the stacks and PostgreSQL ran and how they were linked (--netns, --topology)."""
 
-    mode: Literal["netns"]
+    mode: Literal["netns", "topology"] = Field(description="netns: every role in a namespace pgarena created")
     description: str
-    subnet: str
-    roles: dict[str, RolePlace] = Field(description="role (generator, stack, database, pgarena) → where it ran")
+    subnet: str | None = Field(None, description="the namespaces' subnet (None: no namespace)")
+    roles: dict[str, RolePlace] = Field(description=(
+        "role (generator or 'generator N', stack, database, pgarena) → where it ran"))
     links: list[str] = Field(default_factory=list, description="the links between the roles, one line each")
 
 

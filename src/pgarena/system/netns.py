@@ -76,7 +76,8 @@ NETNS_RUN_DIR = Path("/run/netns")
 IP_SEARCH_DIRS = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
 """Where `ip` is looked for when it is not on PATH (a non-root PATH often lacks the sbin folders)."""
 ROLE_ABBREVIATIONS = {"generator": "gen", "stack": "stk", "database": "db", "proxy": "prx"}
-"""Role → the short name in its namespace and interface names; other roles use their first 3 letters."""
+"""Role → the short name in its namespace and interface names; other roles of more than 3 characters use
+their first 2 and their last (`gen1` → `ge1`, `gen2` → `ge2`), shorter ones themselves."""
 MAX_PREFIX_LENGTH = 10
 """Interface names have at most 15 characters: prefix + `-h` + a 3-letter role abbreviation."""
 STATE_VERSION = 1
@@ -206,10 +207,13 @@ def new_prefix(base: str = DEFAULT_PREFIX_BASE) -> str:
 
 
 def role_abbreviation(role: str) -> str:
-    """The short form of a role in names: `ROLE_ABBREVIATIONS`, else its first 3 letters."""
+    """The short form of a role in names: `ROLE_ABBREVIATIONS`, else itself (≤ 3 characters), else its first
+    2 characters and its last."""
     if not _ROLE_RE.match(role):
         raise ValueError(f"role {role!r}: lower-case letters and digits only, starting with a letter")
-    return ROLE_ABBREVIATIONS.get(role, role[:3])
+    if role in ROLE_ABBREVIATIONS:
+        return ROLE_ABBREVIATIONS[role]
+    return role if len(role) <= 3 else role[:2] + role[-1]
 
 
 def plan(roles: Sequence[str], prefix: str, subnet: ipaddress.IPv4Network, *, owner_pid: int,

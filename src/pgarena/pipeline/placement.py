@@ -121,7 +121,8 @@ class Placement:
             roles[key] = self._role_place(name)
         roles["stack"] = self._role_place(d.roles.stack)
         roles["database"] = self._role_place(d.roles.database)
-        roles["pgarena"] = RolePlace(host="local", address=self.here, interface=t.host_interface if t else None)
+        roles["pgarena"] = RolePlace(host="local", address=self.here, interface=t.host_interface if t else None,
+                                     kind="local")
         kinds = sorted({h.kind for h in d.hosts.values()})
         bridge = (f"; namespaces on bridge {t.bridge} (namespace {t.hub}), one veth pair each, pgarena through "
                   f"{t.host_interface}; no namespace has a route out of {t.subnet}") if t else ""

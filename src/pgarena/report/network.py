@@ -21,13 +21,15 @@ def topology_text(results: RunResults) -> str:
 
 
 def placement_text(results: RunResults) -> str:
-    """Where the roles ran: each namespace and address (--netns), or the loopback."""
+    """Where the roles ran: each host and address (--netns, --topology), or the loopback."""
     t = results.topology
     if t is None:
         return "generator, stacks and PostgreSQL on this machine's loopback (no namespaces)"
-    roles = ", ".join(f"{role} in {place.host} ({place.address})" if place.host != "local"
-                      else f"{role} on this machine ({place.address})" for role, place in t.roles.items())
-    return f"network namespaces, subnet {t.subnet}: {roles}. Links: {'; '.join(t.links)}"
+    where = {"netns": "in {host} ({address})", "ssh": "on {host} ({address})", "local": "on this machine ({address})"}
+    roles = ", ".join(f"{role} " + where[place.kind].format(host=place.host, address=place.address)
+                      for role, place in t.roles.items())
+    head = f"network namespaces, subnet {t.subnet}" if t.mode == "netns" else t.description
+    return f"{head}: {roles}. Links: {'; '.join(t.links)}"
 
 
 def rtt_section(results: RunResults) -> str:

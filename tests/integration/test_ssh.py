@@ -24,7 +24,7 @@ import httpx
 import psutil
 import pytest
 
-from pgarena.system import netns, ssh
+from pgarena.system import netns, ssh, ssh_shell
 from pgarena.system.ssh import SshError, SshHost
 from tests.conftest import PROJECT_DIR
 
@@ -118,7 +118,7 @@ def sshd(tmp_path_factory):
 
 def _processes_carrying(token: str) -> list[int]:
     """Live processes on this machine whose environment holds the token (none may survive a stop)."""
-    entry = f"{ssh.TOKEN_VARIABLE}={token}".encode()
+    entry = f"{ssh_shell.TOKEN_VARIABLE}={token}".encode()
     found = []
     for proc in psutil.process_iter():
         try:

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 import psutil
 import pytest
 
-from pgarena.system import ssh
+from pgarena.system import ssh, ssh_shell
 from pgarena.system.ssh import ClockSample, ExcludeRule, SshError, SshHost, SshInUse
 from tests.conftest import PROJECT_DIR
 
@@ -60,20 +60,20 @@ def test_remote_spec_brackets_ipv6_addresses():
 
 
 def test_arguments_arrive_word_for_word():
-    done = as_sshd_would(ssh.remote_command('for a in "$@"; do printf "<%s>" "$a"; done', *NASTY))
+    done = as_sshd_would(ssh_shell.remote_command('for a in "$@"; do printf "<%s>" "$a"; done', *NASTY))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "".join(f"<{word}>" for word in NASTY)
 
 
 def test_environment_values_arrive_intact_and_bad_names_are_refused():
     env = {f"V{i}": value for i, value in enumerate(NASTY)}
-    script = ssh.env_exports(env) + '\nfor n in V0 V1 V2 V3 V4 V5; do eval "printf \'<%s>\' \\"\\$$n\\""; done'
-    done = as_sshd_would(ssh.remote_command(script))
+    script = ssh_shell.env_exports(env) + '\nfor n in V0 V1 V2 V3 V4 V5; do eval "printf \'<%s>\' \\"\\$$n\\""; done'
+    done = as_sshd_would(ssh_shell.remote_command(script))
     assert done.stdout == "".join(f"<{value}>" for value in NASTY), done.stderr
     with pytest.raises(ValueError, match="environment variable name"):
-        ssh.env_exports({"A-B": "x"})
+        ssh_shell.env_exports({"A-B": "x"})
     with pytest.raises(ValueError, match="environment variable name"):
-        ssh.env_exports({"X; rm -rf /": "x"})
+        ssh_shell.env_exports({"X; rm -rf /": "x"})
 
 
 def _local(monkeypatch, host: SshHost) -> list[str]:
@@ -115,10 +115,10 @@ def test_run_in_a_missing_folder_exits_125_and_an_overrun_124(monkeypatch, tmp_p
 
 
 def test_a_relative_state_folder_is_under_the_logins_home():
-    script = ssh.PRELUDE_SH + 'printf "%s %s" "$pidfile" "$log"'
-    done = as_sshd_would(ssh.remote_command(script, ".cache/pgarena/ssh", "a" * 32), env={"HOME": "/home/b"})
+    script = ssh_shell.PRELUDE_SH + 'printf "%s %s" "$pidfile" "$log"'
+    done = as_sshd_would(ssh_shell.remote_command(script, ".cache/pgarena/ssh", "a" * 32), env={"HOME": "/home/b"})
     assert done.stdout == f"/home/b/.cache/pgarena/ssh/{'a' * 32}.pid /home/b/.cache/pgarena/ssh/{'a' * 32}.log"
-    done = as_sshd_would(ssh.remote_command(script, "/srv/state", "b" * 32))
+    done = as_sshd_would(ssh_shell.remote_command(script, "/srv/state", "b" * 32))
     assert done.stdout.startswith(f"/srv/state/{'b' * 32}.pid ")
 
 
@@ -186,13 +186,13 @@ def test_a_remote_folder_that_is_not_its_own_is_refused(remote):
 
 
 def test_sections_and_usage_are_parsed():
-    assert ssh.parse_sections("junk\n@@pgarena a\n x \n\n@@pgarena b\n@@pgarena c\nl1\nl2\n") == {
+    assert ssh_shell.parse_sections("junk\n@@pgarena a\n x \n\n@@pgarena b\n@@pgarena c\nl1\nl2\n") == {
         "a": "x", "b": "", "c": "l1\nl2"}
     text = "clock 100 4096\nproc 10 S 150 50 20 5 1000\nproc 11 R 30 20 0 0 500\n"
-    usage = ssh.parse_usage(text)
-    assert usage == ssh.RemoteUsage(cpu_seconds=2.75, rss_bytes=1500 * 4096, processes=2)
-    assert ssh.parse_usage("proc 10 S 1 1 1 1 1\n") is None  # no clock line: not measured, not zero
-    assert ssh.parse_usage("clock 100 4096\n") == ssh.RemoteUsage(cpu_seconds=0.0, rss_bytes=0, processes=0)
+    usage = ssh_shell.parse_usage(text)
+    assert usage == ssh_shell.RemoteUsage(cpu_seconds=2.75, rss_bytes=1500 * 4096, processes=2)
+    assert ssh_shell.parse_usage("proc 10 S 1 1 1 1 1\n") is None  # no clock line: not measured, not zero
+    assert ssh_shell.parse_usage("clock 100 4096\n") == ssh_shell.RemoteUsage(cpu_seconds=0.0, rss_bytes=0, processes=0)
 
 
 def test_ssh_errors_name_the_destination_and_say_what_to_do():

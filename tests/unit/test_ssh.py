@@ -16,7 +16,8 @@ from pgarena.system import ssh, ssh_shell
 from pgarena.system.ssh import ClockSample, ExcludeRule, SshError, SshHost, SshInUse
 from tests.conftest import PROJECT_DIR
 
-NASTY = ["it's", 'a "quoted" $HOME `date` value', "with spaces;  and \\ backslash", "$(echo no)", "ünï\ncode", ""]
+NASTY = ["it's", 'a "quoted" $HOME `date` value', "with spaces;  and \\ backslash", "$(echo no)", "ünï\ncode", "",
+         "@KILL_AFTER@ @EXPORTS@"]
 
 
 def as_sshd_would(command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -67,7 +68,7 @@ def test_arguments_arrive_word_for_word():
 
 def test_environment_values_arrive_intact_and_bad_names_are_refused():
     env = {f"V{i}": value for i, value in enumerate(NASTY)}
-    script = ssh_shell.env_exports(env) + '\nfor n in V0 V1 V2 V3 V4 V5; do eval "printf \'<%s>\' \\"\\$$n\\""; done'
+    script = ssh_shell.env_exports(env) + '\nfor n in V0 V1 V2 V3 V4 V5 V6; do eval "printf \'<%s>\' \\"\\$$n\\""; done'
     done = as_sshd_would(ssh_shell.remote_command(script))
     assert done.stdout == "".join(f"<{value}>" for value in NASTY), done.stderr
     with pytest.raises(ValueError, match="environment variable name"):
@@ -91,9 +92,10 @@ def _local(monkeypatch, host: SshHost) -> list[str]:
 def test_run_passes_a_shell_command_its_env_and_cwd(monkeypatch, tmp_path):
     host = SshHost("h")
     _local(monkeypatch, host)
-    done = host.run('printf "%s|%s|%s" "$MARK" "$(pwd)" "$0"', cwd=str(tmp_path), env={"MARK": NASTY[1]},
+    env = {"MARK": NASTY[1], "TEMPLATE": NASTY[-1]}  # a value that looks like the script's placeholders
+    done = host.run('printf "%s|%s|%s|%s" "$MARK" "$TEMPLATE" "$(pwd)" "$0"', cwd=str(tmp_path), env=env,
                     timeout_s=5)
-    assert (done.returncode, done.stdout) == (0, f"{NASTY[1]}|{tmp_path}|/bin/sh")
+    assert (done.returncode, done.stdout) == (0, f"{NASTY[1]}|{NASTY[-1]}|{tmp_path}|/bin/sh")
 
 
 def test_run_passes_an_argv_word_for_word_and_logs(monkeypatch, tmp_path):

@@ -433,7 +433,7 @@ class SshHost:
         line), else captured. Exit code 255 is ssh's own failure: SshError.
         """
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-        script = RUN_SH.replace("@EXPORTS@", env_exports(env)).replace("@KILL_AFTER@", str(KILL_AFTER_S))
+        script = RUN_SH.replace("@KILL_AFTER@", str(KILL_AFTER_S)).replace("@EXPORTS@", env_exports(env))  # values last
         remote = remote_command(script, cwd or "", f"{timeout_s:.3f}", *argv)
         what = f"run {command if isinstance(command, str) else shlex.join(argv)!r}"
         if log_path is None:

@@ -286,6 +286,25 @@ def test_a_command_that_ends_by_itself_reports_its_exit_code(sshd, tmp_path):
     assert not (tmp_path / "ssh.json").exists() and not (tmp / "remote-state").exists()
 
 
+def test_a_pid_file_naming_someone_elses_process_stops_nothing(sshd, tmp_path):
+    """A pid file whose pid now belongs to another process (reused, or written by someone else): stop signals
+    only processes carrying the token, so the other process lives on."""
+    _, _, make, tmp = sshd
+    host = make()
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        process = ssh.RemoteProcess(host, "e" * 32, command="gone long ago", cwd="/", log_path=None)
+        (tmp / "remote-state").mkdir(exist_ok=True)
+        (tmp / "remote-state" / f"{process.id}.pid").write_text(f"{other.pid}\n")
+        assert not process.alive()
+        process.stop(grace_s=0.5)
+        assert other.poll() is None  # not signalled
+        assert not (tmp / "remote-state").exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
 # Starts the fixture stack on the host described by argv[1] (JSON), recording it in argv[2], prints the
 # process id, then waits to be killed.
 CREATOR = """

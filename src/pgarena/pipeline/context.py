@@ -64,6 +64,7 @@ class LiveStack:
     stack: Stack
     info: StackInfo
     server: ServerProcess
+    """The stack's process here, or a pipeline.remote.RemoteServer on an SSH host (pid None)."""
     cpu: CpuMeters
     base_url: str
     routes: dict[str, str]

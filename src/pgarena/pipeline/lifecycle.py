@@ -20,6 +20,7 @@ from pgarena.results.models import (
 from pgarena.results.store import save
 from pgarena.stack.coldstart import cold_start_workload, measure_cold_start
 from pgarena.stack.launch import port_in_use, resolve_health_path, stack_environment, stack_values
+from pgarena.system import cgroups
 from pgarena.system.envelope import record_listening
 from pgarena.system.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
 from pgarena.system.resources import CpuMeters
@@ -29,8 +30,7 @@ from pgarena.verify.verification import verify_stack
 def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: ExitStack) -> LiveStack | None:
     """Build, start (its process lives until `scope` closes), check health, time the cold start and verify
     one stack. None, with the reason in `info`, when it cannot be loaded."""
-    config, run_dir = ctx.config, ctx.run_dir
-    logs = run_dir / "logs" / stack.id
+    config = ctx.config
     definition = stack.definition
     port = definition.run.port or free_port()
     if definition.run.port and port_in_use(port):
@@ -47,26 +47,18 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
         scope.callback(proxy.delete)
     info.database_levelled = level_database(ctx.db)
     ctx.log(f"[{stack.id}] database: {info.database_levelled}")
-    if definition.build:
-        ctx.log(f"[{stack.id}] building")
-        build_log = logs / "build.log"
-        step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
-                          env=stack_environment(values, definition.build.env), log_path=build_log,
-                          timeout_s=definition.build.timeout_s, tracker=ctx.registry,
-                          cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
-        info.build_seconds = round(step.duration_s, 3)
-        if not step.ok:
-            why = f"timed out after {definition.build.timeout_s:.0f} s" if step.timed_out else f"exit code {step.returncode}"
-            info.status, info.reason = "build_failed", f"build {why} (log: {build_log})"
-            info.log_tail = tail(build_log, LOG_TAIL_LINES)
+    remote = ctx.placement.kind("stack") == "ssh"
+    group = None
+    if remote:
+        from pgarena.pipeline import remote as remote_stack
+
+        server, values = remote_stack.build_and_start(ctx, stack, info, values, scope)
+        if server is None:
             return None
-    ctx.log(f"[{stack.id}] starting on port {port}")
-    run_log = logs / "run.log"
-    group = scope.enter_context(ctx.cgroup_backend.create(stack.id)) if ctx.cgroup_backend else None
-    server = scope.enter_context(ServerProcess(
-        render_template(definition.run.command, values), cwd=stack.directory,
-        env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
-        preexec=group.preexec_fn() if group else None, tracker=ctx.registry, argv_prefix=ctx.placement.prefix("stack")))
+    else:
+        server, group = _build_and_start_here(ctx, stack, info, values, scope)
+        if server is None:
+            return None
     meters = {"stack": group.cpu_seconds} if group else {}
     if ctx.db_group:
         meters["db"] = ctx.db_group.cpu_seconds
@@ -75,14 +67,20 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
 
     db_port = ctx.db.port if proxy is None else proxy.port
-    poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user, direct=proxy is not None,
-                                                  ports=lambda: tree_db_ports(server.pid, db_port)))
+    if not remote:
+        poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user, direct=proxy is not None,
+                                                      ports=lambda: tree_db_ports(server.pid, db_port)))
+    elif len(ctx.results.stacks) == 1 and proxy is None:  # the role's connections are this stack's alone
+        poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user))
+    else:  # several stacks share the role and the host's address; their ports cannot be read from here
+        poller = None
 
     def at_stop() -> None:  # runs before the server is stopped (an ExitStack unwinds last-in first-out)
-        if info.status in ("ok", "crashed"):
+        if info.status in ("ok", "crashed") and server.pid is not None:
             record_listening(info, server.pid, values["host"], ctx.log)  # again: a worker may bind late
-        info.peak_connections = poller.peak
-        add_pool_flag(info.flags, info.peak_connections, config.pool_size)
+        if poller is not None:
+            info.peak_connections = poller.peak
+            add_pool_flag(info.flags, info.peak_connections, config.pool_size)
 
     scope.callback(at_stop)
     loadable = _health_and_verify(ctx, stack, info, kind, server, values)
@@ -97,6 +95,33 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
                      routes=dict(definition.routes), loadable=loadable,
                      stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller,
                      set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None, db_proxy=proxy)
+
+
+def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values: dict[str, str],
+                          scope: ExitStack) -> tuple[ServerProcess | None, cgroups.CpuGroup | None]:
+    """Build the stack here and start it (in the stacks' namespace under --netns) in its cgroup (if any);
+    (None, None), with the reason in `info`, when the build fails."""
+    config, definition, logs = ctx.config, stack.definition, ctx.run_dir / "logs" / stack.id
+    if definition.build:
+        ctx.log(f"[{stack.id}] building")
+        build_log = logs / "build.log"
+        step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
+                          env=stack_environment(values, definition.build.env), log_path=build_log,
+                          timeout_s=definition.build.timeout_s, tracker=ctx.registry,
+                          cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
+        info.build_seconds = round(step.duration_s, 3)
+        if not step.ok:
+            why = f"timed out after {definition.build.timeout_s:.0f} s" if step.timed_out else f"exit code {step.returncode}"
+            info.status, info.reason = "build_failed", f"build {why} (log: {build_log})"
+            info.log_tail = tail(build_log, LOG_TAIL_LINES)
+            return None, None
+    ctx.log(f"[{stack.id}] starting on port {values['port']}")
+    group = scope.enter_context(ctx.cgroup_backend.create(stack.id)) if ctx.cgroup_backend else None
+    server = scope.enter_context(ServerProcess(
+        render_template(definition.run.command, values), cwd=stack.directory,
+        env=stack_environment(values, definition.run.env), log_path=logs / "run.log", cpus=config.server_cpus,
+        preexec=group.preexec_fn() if group else None, tracker=ctx.registry, argv_prefix=ctx.placement.prefix("stack")))
+    return server, group
 
 
 def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,
@@ -117,7 +142,8 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
         return None
     info.startup_seconds = round(healthy, 3)
     info.status = "ok"
-    record_listening(info, server.pid, values["host"], ctx.log)
+    if server.pid is not None:  # a stack on an SSH host: its sockets cannot be read from here
+        record_listening(info, server.pid, values["host"], ctx.log)
     workloads = [w for w in config.workloads if w in definition.workloads]
     first = cold_start_workload(workloads)
     if first is not None:

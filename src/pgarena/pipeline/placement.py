@@ -100,8 +100,13 @@ class Placement:
 
     @property
     def here(self) -> str:
-        """The address of pgarena's own side (its listeners, e.g. Toxiproxy's proxies, bind there)."""
-        return self.topology.host_address if self.topology and self.topology.host_address else LOOPBACK
+        """The address of pgarena's own side (its listeners, e.g. Toxiproxy's proxies, bind there): the host
+        link's with namespaces, else the address a `local` host of the topology gives, else the loopback."""
+        if self.topology and self.topology.host_address:
+            return self.topology.host_address
+        local = [h.address for h in (self.definition.hosts.values() if self.definition else ()) if
+                 h.kind == "local" and h.address]
+        return local[0] if local else LOOPBACK
 
     def database_place(self) -> Place | None:
         """The managed cluster's place; None: this machine's loopback, as without a topology."""

@@ -151,7 +151,7 @@ def execute(
         config = config.model_copy(update={"seed": new_seed()})  # stored in results.config: --seed repeats it
     if resume is None:
         run_dir = _create_run_dir(config)
-        version_commands = [argv for s in stacks if s.available for argv in s.definition.version_commands]
+        version_commands = version_commands_of(stacks)
         environment = collect(project_dir, generator_cpus=config.generator_cpus, server_cpus=config.server_cpus,
                               version_commands=version_commands)
         if engine is not None:
@@ -200,6 +200,7 @@ def execute(
             except PlacementError as exc:
                 raise RunError(str(exc)) from None
             results.topology = placement.info()
+            _remote_environments(placement, results, run_dir, version_commands_of(stacks), log)
             if results.topology is not None:
                 log(f"topology ({placement.source}): " + ", ".join(
                     f"{role} {p.address}" + (f" in {p.host}" if p.kind != "local" else " here")
@@ -275,6 +276,35 @@ def execute(
         finally:
             registry.close()
     return run_dir
+
+
+def version_commands_of(stacks: list[Stack]) -> list[list[str]]:
+    return [argv for s in stacks if s.available for argv in s.definition.version_commands]
+
+
+def _remote_environments(placement: Placement, results: RunResults, run_dir: Path, version_commands: list,
+                         log: Log) -> None:
+    """Each SSH host's environment, read once before anything starts there (RunError if it cannot be reached)."""
+    if results.topology is None or placement.definition is None:
+        return
+    from pgarena.pipeline.remote import ssh_host
+    from pgarena.system.ssh import SshError
+
+    for role, place in results.topology.roles.items():
+        if place.kind != "ssh":
+            continue
+        name = placement.host_of(role) if role in ("stack", "database", "generator") else None
+        spec = placement.definition.hosts[name] if name else None
+        if spec is None:
+            continue
+        host = ssh_host(spec, run_dir)
+        try:
+            host.check()
+            place.environment = host.environment(version_commands)
+        except SshError as exc:
+            raise RunError(f"{placement.source}: host '{name}': {exc}") from None
+        log(f"{role} host {spec.destination}: {place.environment.get('cpu_model')} × {place.environment.get('cpu_count')}, "
+            f"kernel {place.environment.get('kernel')}")
 
 
 def _topology(config: RunConfig) -> tuple[TopologyDef | None, str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -443,6 +443,9 @@ class RolePlace(_Model):
     address: str = Field(description="the address the other roles reach it at")
     interface: str | None = Field(None, description="its interface in its namespace")
     kind: Literal["local", "netns", "ssh"] = "netns"
+    environment: dict[str, Any] | None = Field(None, description=(
+        "ssh hosts: the host's CPU, memory, kernel, OS and toolchain versions as read over SSH (a value it could "
+        "not read is null: not measured); None for this machine and its namespaces (see `environment`)"))
 
 
 class TopologyInfo(_Model):

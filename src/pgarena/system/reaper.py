@@ -338,13 +338,32 @@ def reap_run(run_dir: Path, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
         pid = state["owner"]["pid"]
         raise RunInUse(f"{run_dir} is still being run by pgarena (pid {pid}); wait for it or stop it "
                        f"(kill {pid}) first")
-    lines = reap(state, grace_s=grace_s) + reap_namespaces(run_dir)
+    lines = reap(state, grace_s=grace_s) + reap_ssh(run_dir) + reap_namespaces(run_dir)
     _mark_reaped(run_dir, state)
     return [f"{run_dir.name}: {line}" for line in lines]
 
 
 NETNS_STATE_FILE = "netns.json"
 """A --netns run's namespaces (pipeline/placement.py writes it through netns.create)."""
+
+
+SSH_STATE_FILE = "ssh.json"
+"""A run's processes on SSH hosts (pipeline/remote.py records them through system/ssh.py)."""
+
+
+def reap_ssh(run_dir: Path) -> list[str]:
+    """Stop what a dead run started on SSH hosts (a host it cannot reach keeps its record for a later try)."""
+    from pgarena.system import ssh
+
+    path = run_dir / SSH_STATE_FILE
+    if not path.exists():
+        return []
+    try:
+        return ssh.reap_state_file(path)
+    except ssh.SshInUse:
+        return []
+    except ssh.SshError as exc:
+        return [f"could not stop its processes on SSH hosts: {exc}"]
 
 
 def reap_namespaces(run_dir: Path) -> list[str]:
@@ -397,7 +416,7 @@ def watch(run_dir: Path) -> int:
     if state is None:
         return 0
     finished = state.get("finished")
-    for line in reap(state) + reap_namespaces(run_dir):
+    for line in reap(state) + reap_ssh(run_dir) + reap_namespaces(run_dir):
         print(f"{time.strftime('%H:%M:%S')} watchdog: {line}", flush=True)
     if not finished:
         _mark_reaped(run_dir, state)

@@ -92,6 +92,7 @@ OPTION_OF_FIELD = {
     "open_connections": "--open-connections", "generator_cpus": "--generator-cpus",
     "server_cpus": "--server-cpus", "pool_size": "--pool-size", "database_url": "--database-url",
     "stacks_dir": "--stacks-dir", "results_dir": "--results-dir", "run_id": "--run-id", "db_rtt_ms": "--db-rtt",
+    "generators": "--generators",
 }
 """RunConfig field → the command-line option that sets it, so that errors name what the user typed."""
 
@@ -284,6 +285,9 @@ def run(
         help="interleaved: uncounted seconds of load before each measured window (default: the warm-up, ≤ 2 s)")] = None,
     baseline: Annotated[Optional[str], typer.Option(
         help="a stack whose paired ratio every other stack's figure is also given to")] = None,
+    generators: Annotated[Optional[int], typer.Option(
+        help="k6 processes per window on this host, each an execution segment of the load, merged exactly "
+             "(needs --engine k6; default 1)")] = None,
 ) -> None:
     """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
     if resume is not None:
@@ -318,7 +322,7 @@ def run(
         http_timeout_s=http_timeout, database_url=database_url, admin_database_url=admin_database_url,
         allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,
         db_name=db_name, postgres_bin=postgres_bin, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
-        schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline,
+        schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline, generators=generators,
     )
     _print_outputs(_execute(config, "run"))
 

@@ -13,6 +13,7 @@ from pgarena.db.connections import ConnectionPoller
 from pgarena.db.postgres import (
     Database,
 )
+from pgarena.load.distributed import GeneratorPlace
 from pgarena.load.engines import Engine
 from pgarena.pipeline.progress import RunProgress
 from pgarena.results.models import (
@@ -52,6 +53,9 @@ class RunContext:
     """--db-rtt: the run's DbNetwork (pipeline/network.py), None when stacks connect directly."""
     variants_cache: dict = field(default_factory=dict)
     """Read workloads' request variants with their expected answers, per (workload, parameter)."""
+    generator_places: list[GeneratorPlace] = field(default_factory=lambda: [GeneratorPlace("local")])
+    """Where the load generators of each cell run: one place = the single generator (unchanged); more = one
+    k6 process per place, each an execution segment, merged exactly (load/distributed.py)."""
 
 
 @dataclass

@@ -608,6 +608,15 @@ class ScheduleRecord(_Model):
     phases: list[PhaseRecord] = Field(default_factory=list)
 
 
+class IngestRecord(_Model):
+    """Where an ingested run's load came from (`pgarena ingest`): k6 outputs recorded elsewhere."""
+
+    source: str = Field(description="e.g. 'k6-operator TestRun: one k6 summary and raw-sample file per runner pod'")
+    outputs: list[str] = Field(description="the k6 summaries read, as given")
+    segments: list[str] = Field(description="the execution segment of each output, in the same order")
+    not_measured: list[str] = Field(description="what pgarena could not see from outputs alone (shown as not measured)")
+
+
 class RunResults(_Model):
     """The whole run: configuration, environment, stacks, verification and cells."""
 
@@ -636,6 +645,7 @@ class RunResults(_Model):
     schedule: ScheduleRecord | None = None
     ceilings: list[DbCeiling] = Field(default_factory=list, description="the database's own ceiling per workload")
     ceiling_unavailable: str | None = Field(None, description="why the ceiling was not measured")
+    ingested: IngestRecord | None = Field(None, description="kind 'ingest': the outputs the run was made from")
 
     def ceiling(self, workload: str, parameter: int | None) -> DbCeiling | None:
         """The ceiling measured for a workload × parameter, if any."""

@@ -93,6 +93,7 @@ OPTION_OF_FIELD = {
     "server_cpus": "--server-cpus", "pool_size": "--pool-size", "database_url": "--database-url",
     "stacks_dir": "--stacks-dir", "results_dir": "--results-dir", "run_id": "--run-id", "db_rtt_ms": "--db-rtt",
     "stack_rtt_ms": "--stack-rtt", "netns": "--netns", "topology": "--topology",
+    "generators": "--generators",
 }
 """RunConfig field → the command-line option that sets it, so that errors name what the user typed."""
 
@@ -294,6 +295,9 @@ def run(
         help="interleaved: uncounted seconds of load before each measured window (default: the warm-up, ≤ 2 s)")] = None,
     baseline: Annotated[Optional[str], typer.Option(
         help="a stack whose paired ratio every other stack's figure is also given to")] = None,
+    generators: Annotated[Optional[int], typer.Option(
+        help="k6 processes per window on this host, each an execution segment of the load, merged exactly "
+             "(needs --engine k6; default 1)")] = None,
 ) -> None:
     """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
     if resume is not None:
@@ -329,7 +333,7 @@ def run(
         http_timeout_s=http_timeout, database_url=database_url, admin_database_url=admin_database_url,
         allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,
         db_name=db_name, postgres_bin=postgres_bin, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
-        schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline,
+        schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline, generators=generators,
     )
     _print_outputs(_execute(config, "run"))
 
@@ -463,6 +467,86 @@ def engines() -> None:
             out.print(f"{name}: {engine.binary} — {engine.version()} (pinned {engine.pinned_version})")
         except EngineUnavailable as exc:
             out.print(f"{name}: {exc}")
+
+
+k8s_app = typer.Typer(no_args_is_help=True, help="Kubernetes: one cell as a k6-operator TestRun (docs/distributed.md).")
+app.add_typer(k8s_app, name="k8s")
+
+
+@k8s_app.command("export")
+def k8s_export(
+    url: Annotated[str, typer.Option(help="the stack's base URL as the cluster's pods reach it, e.g. "
+                                          "http://my-stack.default.svc:8080")],
+    workload: Annotated[str, typer.Option(help="the workload to load, e.g. users")],
+    parameter: Annotated[Optional[int], typer.Option(help="its parameter (perf-test rows, users limit, ...)")] = None,
+    vus: Annotated[int, typer.Option(help="closed model: VUs over all runners; open model: most in flight")] = 50,
+    rate: Annotated[Optional[float], typer.Option(help="open model: requests/s over all runners")] = None,
+    duration: Annotated[float, typer.Option(help="seconds of load")] = 30.0,
+    parallelism: Annotated[int, typer.Option(help="k6 runner pods, each one execution segment")] = 2,
+    name: Annotated[Optional[str], typer.Option(help="the TestRun's name (default pgarena-<workload>)")] = None,
+    namespace: Annotated[Optional[str], typer.Option(help="namespace of every object (default: kubectl's)")] = None,
+    stack: Annotated[str, typer.Option(help="the stack's id: recorded in the outputs, its routes read from "
+                                            "--stacks-dir when it is there")] = "",
+    http_timeout: Annotated[float, typer.Option(help="seconds before a request counts as timed out")] = (
+        cfg.DEFAULT_HTTP_TIMEOUT_S),
+    output_claim: Annotated[Optional[str], typer.Option(
+        help="an existing PersistentVolumeClaim for the outputs (default: one is created, ReadWriteMany)")] = None,
+    storage_class: Annotated[Optional[str], typer.Option(help="storage class of the created claim")] = None,
+    separate: Annotated[bool, typer.Option("--separate", help="every runner on its own node")] = False,
+    stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="the manifest file (default <name>.yaml)")] = None,
+) -> None:
+    """Write a k6-operator TestRun (parallelism N), its script's ConfigMap, an outputs claim and a collector pod."""
+    from pgarena.contract import workloads as wl
+    from pgarena.load import k8s
+
+    if workload in wl.WORKLOAD_NAMES and wl.PARAMETER_NAMES.get(workload) and parameter is None:
+        raise _fail(f"--workload {workload} needs --parameter (its {wl.PARAMETER_NAMES[workload]})")
+    routes: dict[str, str] = {}
+    if stack:
+        found = next((s for s in load_stacks(stacks_dir)[0] if s.id == stack), None)
+        routes = dict(found.definition.routes) if found is not None else {}
+    spec = k8s.ExportSpec(name=name or f"pgarena-{workload}", base_url=url, workload=workload, parameter=parameter,
+                          vus=vus, duration_s=duration, parallelism=parallelism, stack=stack, rate=rate,
+                          timeout_s=http_timeout, routes=routes, namespace=namespace, output_claim=output_claim,
+                          storage_class=storage_class, separate=separate)
+    try:
+        path = k8s.export(spec, out_file or Path(f"{spec.name}.yaml"))
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"cannot write the manifest: {describe_os_error(exc)}") from None
+    out.print(f"Manifest: {path} (k6-operator {k8s.K6_OPERATOR_VERSION} TestRun, {parallelism} runners); "
+              "the commands that run it and collect its outputs: docs/distributed.md", highlight=False)
+
+
+@app.command()
+def ingest(
+    outputs: Annotated[list[Path], typer.Argument(help="k6 outputs: folders or *.k6-summary.json files (raw "
+                                                       "samples *.k6.csv.gz beside each)")],
+    stack: Annotated[Optional[str], typer.Option(help="the stack's id (default: recorded in the outputs)")] = None,
+    workload: Annotated[Optional[str], typer.Option(help="the workload (default: recorded in the outputs)")] = None,
+    parameter: Annotated[Optional[int], typer.Option(help="its parameter (default: recorded in the outputs)")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
+    stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
+    results_dir: ResultsDirOpt = PROJECT_DIR / "results",
+) -> None:
+    """Turn the k6 outputs of a `k8s export` TestRun (one per runner pod) into a run: results.json and reports."""
+    from pgarena.pipeline.ingest import IngestError
+    from pgarena.pipeline.ingest import ingest as ingest_outputs
+
+    if run_id is not None and not cfg.RUN_ID_PATTERN.fullmatch(run_id):
+        raise _fail(f"--run-id '{run_id}' is not a plain folder name")
+    command_line = shlex.join(["pgarena", *cfg.redact_command(sys.argv[1:])])
+    try:
+        run_dir = ingest_outputs(outputs, results_dir=results_dir, stacks_dir=stacks_dir, project_dir=SOURCE_DIR,
+                                 command_line=command_line, run_id=run_id or new_run_id(), stack=stack,
+                                 workload=workload, parameter=parameter)
+    except IngestError as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(describe_os_error(exc)) from None
+    _print_outputs(run_dir)
 
 
 def main() -> None:

@@ -48,6 +48,8 @@ RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
 DEFAULT_SLO_P99_MS = 50.0
 """The default SLO of the max-sustainable-throughput search: p99 at most 50 ms and < 1 % errors."""
 K6_MIN_WINDOW_S = 1.0
+MAX_GENERATORS = 64
+"""Most k6 processes per window (--generators)."""
 """k6's constant-VUs executor refuses shorter durations."""
 
 
@@ -280,6 +282,9 @@ class RunConfig(BaseModel):
     rewarm_s: float | None = _seconds("rewarm_s", None, ge=0, description=(
         "interleaved: uncounted load right before each measured window (None = the warm-up, at most 2 s)"))
     baseline: str | None = Field(None, description="a stack every other stack's paired ratio is also given to")
+    generators: int = Field(1, ge=1, le=MAX_GENERATORS, description=(
+        "k6 processes driving each window, each one execution segment of the load, merged exactly "
+        "(load/distributed.py); 1 = the single generator"))
 
     @property
     def rewarm_seconds(self) -> float:
@@ -413,6 +418,13 @@ class RunConfig(BaseModel):
                              "failed ones included; oha's records answered requests only)")
         if self.faults and self.schedule != "sequential":
             raise ValueError("the resilience faults need --schedule sequential (a fault hits the shared database)")
+        return self
+
+    @model_validator(mode="after")
+    def _generators_need_k6(self) -> RunConfig:
+        if self.generators > 1 and self.engine != "k6":
+            raise ValueError(f"--generators {self.generators} needs --engine k6 (k6 splits a test into "
+                             f"execution segments; {self.engine} cannot)")
         return self
 
     @model_validator(mode="after")

@@ -20,6 +20,7 @@ from pgarena.contract.values import Verdict
 from pgarena.db import accounting
 from pgarena.db.postgres import Database
 from pgarena.load import warmup
+from pgarena.load.distributed import GeneratorPlace
 from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.slo import LevelResult, SloTarget, search_max_sustainable
@@ -112,6 +113,8 @@ class CellRun:
     """What makes a statement the workload's (accounting.object_pattern, read once before the first window)."""
     answered_200: int = 0
     unknown_outcome: int = 0
+    places: tuple[GeneratorPlace, ...] = ()
+    """Where its generators run: more than one, one k6 process per place (distributed.py)."""
 
     def count(self, outcome: LoadOutcome) -> None:
         """Add a window's 200 answers and its requests of unknown outcome (no answer at all)."""
@@ -121,9 +124,10 @@ class CellRun:
 
 def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str, run_dir: Path,
                routes: dict[str, str], log: Callable[[str], None], variants_cache: dict | None = None,
-               known_wrong: Sequence[str] = ()) -> CellRun:
+               known_wrong: Sequence[str] = (), places: Sequence[GeneratorPlace] = ()) -> CellRun:
     """The spec, variants (checked once, before any load: `_prepare_variants`) and files of a cell before
-    its first window; whether window accounting is possible on this database."""
+    its first window; whether window accounting is possible on this database. `places`: where its
+    generators run (more than one: every window of the cell, warm-ups included, is distributed)."""
     raw_dir = run_dir / "raw" / cell.stack
     raw_dir.mkdir(parents=True, exist_ok=True)
     label = cell_label(cell)
@@ -134,7 +138,8 @@ def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, b
     pattern = accounting.object_pattern(db, cell.workload) if cell.window_accounting_unavailable is None else None
     return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label, cases=cases,
                    tx_avoid=tx_avoid, headers=engine.request_headers(spec), known_wrong=tuple(known_wrong),
-                   tx_changes=txcheck.ZERO if cell.workload == wl.TX else None, object_pattern=pattern)
+                   tx_changes=txcheck.ZERO if cell.workload == wl.TX else None, object_pattern=pattern,
+                   places=tuple(places))
 
 
 def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
@@ -144,7 +149,7 @@ def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimu
     schedules, whose tx changes are summed per window) the warm-up's own tx changes are added too."""
     tx_before = txcheck.snapshot(db) if db is not None and run.tx_changes is not None else None
     warmed = warmup.warm_up(lambda seconds: window_result(run_window(
-        engine, run.spec, seconds, run.raw_dir, f"{run.label}-warmup", config), run), minimum_s=minimum_s,
+        engine, run.spec, seconds, run.raw_dir, f"{run.label}-warmup", config, run.places), run), minimum_s=minimum_s,
         cap_s=config.warmup_cap_s)
     if tx_before is not None:
         run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))  # type: ignore[arg-type]
@@ -155,7 +160,7 @@ def rewarm(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, s
     """A window at the cell's load that is not counted (its 200 answers still count for tx)."""
     if seconds <= 0:
         return
-    window = run_window(engine, run.spec, seconds, run.raw_dir, f"{run.label}-{stem}", config)
+    window = run_window(engine, run.spec, seconds, run.raw_dir, f"{run.label}-{stem}", config, run.places)
     run.count(window.outcome)
 
 
@@ -179,7 +184,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
     before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
     with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
-        window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config)
+        window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config, run.places)
     outcome = window.outcome
     record = None
     if before is not None:
@@ -208,7 +213,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         raw_output=str(window.raw_output.relative_to(run.run_dir)),
         offered_requests=offered, dropped=dropped,
         checks_total=checks_total, checks_failed=checks_failed, check_failure=check_failure,
-        accounting=record,
+        accounting=record, generators=window.generators,
     )
     cell.repetitions.append(repetition)
     return repetition
@@ -253,7 +258,7 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
                  cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None,
                  variants_cache: dict | None = None, on_warmed: Callable[[], None] | None = None,
-                 known_wrong: Sequence[str] = ()) -> None:
+                 known_wrong: Sequence[str] = (), places: Sequence[GeneratorPlace] = ()) -> None:
     """Warm-up and back-to-back repetitions of one cell (the sequential schedule); fills cell.repetitions
     (and, for tx, its invariants).
 
@@ -264,7 +269,7 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
     window would take the measured time past `config.cell_budget_s`.
     """
     run = start_cell(cell, engine=engine, config=config, db=db, base_url=base_url, run_dir=run_dir, routes=routes,
-                     log=log, variants_cache=variants_cache, known_wrong=known_wrong)
+                     log=log, variants_cache=variants_cache, known_wrong=known_wrong, places=places)
     cpu = cpu or CpuMeters({})
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None else None
     cell.warmup = warm_until_steady(run, engine=engine, config=config, minimum_s=cell.warmup_seconds)

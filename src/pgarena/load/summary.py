@@ -70,6 +70,23 @@ def latency_censored(reps: list[Repetition]) -> list[str]:
     return marked
 
 
+def generator_cpu_fraction(reps: list[Repetition], seconds: float, config: RunConfig) -> float | None:
+    """Several generators (Repetition.generators): the busiest CPU set's share, where the places of one host
+    pinned to the same CPUs share them (two k6 processes on one core at 50 % each make it 100 % busy). A
+    set with a place whose CPU was not measured (another host) is left out; None when no set is left."""
+    groups: dict[tuple[str, tuple[int, ...]], list[float | None]] = {}
+    for rep in reps:
+        places = rep.generators.places if rep.generators else []
+        for place in places:
+            key = (place.host, tuple(place.cpus or ()))
+            groups.setdefault(key, []).append(place.cpu_seconds)
+        if not places:
+            groups.setdefault(("local", tuple(config.generator_cpus)), []).append(rep.generator_cpu_seconds)
+    shares = [sum(values) / (seconds * len(cpus))  # type: ignore[arg-type]
+              for (_, cpus), values in groups.items() if cpus and seconds and None not in values]
+    return max(shares) if shares else None
+
+
 def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
               headroom_rps: float | None = None) -> None:
     """Fill the cell's summary and flags from its repetitions. `rps` is answered work (2xx answers per
@@ -94,7 +111,7 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
 
     stack_cpu = total([r.stack_cpu_seconds for r in reps])
     db_cpu = total([r.db_cpu_seconds for r in reps])
-    generator_cpu = sum(r.generator_cpu_seconds for r in reps)
+    generator_cpu = total([r.generator_cpu_seconds for r in reps])
     rss = [r.stack_rss_peak_bytes for r in reps if r.stack_rss_peak_bytes is not None]
     pss = [r.stack_pss_peak_bytes for r in reps if r.stack_pss_peak_bytes is not None]
     rps = [r.rps for r in reps]
@@ -120,7 +137,8 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
         db_cpu_us_per_request=per_request_us(db_cpu, answered),
         stack_rss_peak_bytes=max(rss) if rss else None,
         stack_pss_peak_bytes=max(pss) if pss else None,
-        generator_cpu_fraction=fraction(generator_cpu, len(config.generator_cpus)),
+        generator_cpu_fraction=generator_cpu_fraction(reps, seconds, config) if any(r.generators for r in reps)
+        else fraction(generator_cpu, len(config.generator_cpus)),
         generator_cpu_us_per_request=per_request_us(generator_cpu, requests),
         stack_cpu_fraction=fraction(stack_cpu, len(config.server_cpus)),
         db_cpu_fraction=fraction(db_cpu, len(config.server_cpus)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,11 +13,12 @@ from pgarena.contract import workloads as wl
 from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.warmup import WindowResult
-from pgarena.results.models import Cell
+from pgarena.results.models import Cell, DistributedLoad
 from pgarena.system.process import cpu_between, run_measured
 from pgarena.verify import variants
 
 if TYPE_CHECKING:
+    from pgarena.load.distributed import GeneratorPlace
     from pgarena.load.measure import CellRun
 
 
@@ -67,10 +69,13 @@ class Window:
     output file."""
 
     outcome: LoadOutcome
-    generator_cpu_seconds: float
+    generator_cpu_seconds: float | None
+    """None: not measured (a generator on another host)."""
     raw_output: Path
     generator_cpu_seconds_process: float | None = None
     """The generator's CPU over its whole process (start-up and post-window work included)."""
+    generators: DistributedLoad | None = None
+    """Several generators (distributed.py): each one's figures; None with one generator."""
 
     def dropped(self, spec: LoadSpec, nominal_s: float) -> tuple[int | None, int]:
         """(offered, dropped) of an open-model window; (None, 0) in the closed model."""
@@ -91,14 +96,21 @@ def window_result(window: Window, run: CellRun | None = None) -> WindowResult:
 
 
 def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
-               config: RunConfig) -> Window:
+               config: RunConfig, places: Sequence[GeneratorPlace] = ()) -> Window:
     """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output.
+
+    With more than one place the window is driven by one k6 process per place and merged
+    (distributed.py); with one place or none, by the one generator below, exactly as always.
 
     The generator's CPU is read over the measured window only (docs/methodology.md, "Generator CPU"):
     its process CPU is sampled while it runs; the window ends when it writes its summary (the raw
     output file's modification time) and began the window's measured duration earlier, so k6's start-up
     (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
     """
+    if len(places) > 1:
+        from pgarena.load.distributed import run_distributed_window
+
+        return run_distributed_window(engine, spec, duration_s, raw_dir, stem, config, places)
     argv = [*engine.argv_prefix, *engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)]
     samples: list[tuple[float, float]] = []
     code, process_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",

@@ -126,7 +126,7 @@ def run_cell(ctx: RunContext, live: LiveStack, cell: Cell, warmed: set[str]) -> 
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=live.server,  # type: ignore[arg-type]
                          base_url=live.base_url, run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, cpu=live.cpu,
                          on_repetition=on_repetition, on_warmed=on_warmed, variants_cache=ctx.variants_cache,
-                         known_wrong=known_wrong_columns(ctx, cell))
+                         known_wrong=known_wrong_columns(ctx, cell), places=ctx.generator_places)
             record_cell_envelope(ctx.config, info, cell, poller)
             if cell.repetitions:
                 summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))

@@ -13,6 +13,7 @@ from pgarena.db.connections import ConnectionPoller
 from pgarena.db.postgres import (
     Database,
 )
+from pgarena.load.distributed import GeneratorPlace
 from pgarena.load.engines import Engine
 from pgarena.pipeline.placement import Placement
 from pgarena.pipeline.progress import RunProgress
@@ -55,6 +56,9 @@ class RunContext:
     """Read workloads' request variants with their expected answers, per (workload, parameter)."""
     placement: Placement = field(default_factory=Placement)
     """Where the generator, the stacks and PostgreSQL run (--netns: each in a namespace)."""
+    generator_places: list[GeneratorPlace] = field(default_factory=lambda: [GeneratorPlace("local")])
+    """Where the load generators of each cell run: one place = the single generator (unchanged); more = one
+    k6 process per place, each an execution segment, merged exactly (load/distributed.py)."""
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pgarena.config.topology import TopologyDef, TopologyError, load_topology
 from pgarena.db.data import load_workload_data, server_facts
 from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
+from pgarena.load.distributed import GeneratorPlace, local_places
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.summary import summarize
 from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom
@@ -225,6 +226,11 @@ def execute(
             )
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
                            progress=progress, done_keys=done_keys, registry=registry, placement=placement)
+            if len(placement.generators()) > 1:
+                ctx.generator_places = [GeneratorPlace(name, argv_prefix=prefix, host="local")
+                                        for name, prefix in placement.generators()]
+            elif config.generators > 1:
+                ctx.generator_places = local_places(config.generators)
             todo = {sid: [c for c in cells if c.key not in done_keys] for sid, cells in planned.items()}
             progress.begin(sum(len(c) for c in planned.values()), already_done=sum(
                 len(planned[sid]) - len(todo[sid]) for sid in planned))

@@ -21,7 +21,7 @@ from pgarena.analysis.verdicts import baseline_of
 from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract import flags as F
 from pgarena.contract.values import Verdict
-from pgarena.report import figures, resilience, restgraphql
+from pgarena.report import figures, generators, resilience, restgraphql
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
 from pgarena.report.html_verdicts import Verdicts, headline, ratio_payload
@@ -343,6 +343,7 @@ def html_payload(results: RunResults) -> dict:
         "work_costs": work_cost_table(results),
         "rest_graphql": restgraphql.payload(results),
         "resilience": resilience.payload(results),
+        "generators": generators.payload(results),
         "slo": slo_tables(results),
         "verification": verification(results),
         "stacks": [_stack_row(s, results.config) for s in results.stacks],

@@ -34,8 +34,8 @@ from pgarena.contract.workloads import (
     USERS_COLUMNS,
     USERS_POSTS,
 )
+from pgarena.report import generators, network, resilience, restgraphql
 from pgarena.report import markdown_verdicts as mv
-from pgarena.report import network, resilience, restgraphql
 from pgarena.report.markup import table
 from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 
@@ -545,6 +545,7 @@ def render_markdown(results: RunResults) -> str:
     parts += [
         "## Results", results_tables(results),
         "## Schedule", mv.schedule_section(results),
+        *(["## Generators", generators.section(results)] if generators.section(results) else []),
         "## Database ceiling", mv.ceiling_section(results),
         *(["## Cost per request", cost] if cost else []),
         *(["## What each kind of work costs (relative to the stack's own perf-minimal)", work] if work else []),

@@ -273,6 +273,43 @@ class WindowAccounting(_Model):
     reason: str | None = None
 
 
+class GeneratorFigures(_Model):
+    """One generator place's share of a distributed window (load/distributed.py): its own counts, its own
+    latency percentiles (from its own raw samples) and its own CPU. The window's merged figures are in the
+    repetition itself."""
+
+    name: str = Field(description="the place's name, e.g. 'gen1'")
+    host: str = Field("local", description="the machine it ran on ('local': this one, or a namespace on it)")
+    segment: str = Field(description="k6 --execution-segment of this place, e.g. '0:1/2'")
+    requests: int = Field(description="requests it completed (any status, failed ones included)")
+    failures: int = Field(description="of those, non-2xx answers and requests without an answer")
+    answered_2xx: int
+    duration_seconds: float = Field(description="its k6 run's duration (state.testRunDurationMs)")
+    rps: float = Field(description="its 2xx answers per second")
+    latency_p50_ms: float | None = Field(description="p50 of its own pgarena_latency samples (None: no request)")
+    latency_p99_ms: float | None = Field(description="p99 of its own pgarena_latency samples (None: no request)")
+    dropped: int | None = Field(None, description="open model: iterations it could not start (dropped_iterations)")
+    cpu_seconds: float | None = Field(description="its CPU over the measured window (None: not measured here, "
+                                                  "e.g. a process on another host)")
+    cpus: list[int] | None = Field(None, description="the CPUs it was pinned to (None: not pinned by pgarena)")
+    clock_offset_seconds: float | None = Field(
+        description="its clock minus pgarena's clock (None: not measured); 0 on this host by construction")
+    clock_offset_method: str | None = Field(None, description="how the offset was obtained, e.g. 'same host'")
+    raw_output: str | None = Field(None, description="its k6 summary, relative to the run directory")
+    raw_samples: str | None = Field(None, description="its raw samples (k6 CSV), relative to the run directory")
+
+
+class DistributedLoad(_Model):
+    """How a window's load was split over several k6 processes and merged (load/distributed.py, merge.py)."""
+
+    places: list[GeneratorFigures]
+    start: str = Field(description="how the places were started together")
+    start_skew_seconds: float | None = Field(
+        None, description="from the first place's start command to the last one's answer (an upper bound of "
+                          "how far apart they started; None: not measured)")
+    merge: str = Field(description="how the places' figures were merged into the repetition's")
+
+
 class Repetition(_Model):
     """One measured window of one cell."""
 
@@ -296,7 +333,9 @@ class Repetition(_Model):
         "--db-rtt: CPU time of the Toxiproxy process over the window (counted apart from the stack's)"))
     peak_connections: int | None = Field(
         None, description="most database connections the stack held during this repetition")
-    generator_cpu_seconds: float
+    generator_cpu_seconds: float | None = Field(description=(
+        "the load generator's CPU over the window (several generators: their sum; None: not measured, e.g. "
+        "load ingested from Kubernetes)"))
     raw_output: str = Field(description="generator output, relative to the run directory")
     offered_requests: int | None = Field(None, description="open model: arrival rate × window")
     dropped: int = Field(0, description="open model: offered requests that were never completed in the window")
@@ -305,6 +344,8 @@ class Repetition(_Model):
     checks_failed: int = 0
     check_failure: str | None = Field(None, description="the first failed sampled answer: request and why")
     accounting: WindowAccounting | None = Field(None, description="database accounting over this window")
+    generators: DistributedLoad | None = Field(
+        None, description="several generators (k6 execution segments): each one's figures; None: one generator")
 
 
 class Spread(_Model):
@@ -592,13 +633,24 @@ class ScheduleRecord(_Model):
     phases: list[PhaseRecord] = Field(default_factory=list)
 
 
+class IngestRecord(_Model):
+    """Where an ingested run's load came from (`pgarena ingest`): k6 outputs recorded elsewhere."""
+
+    source: str = Field(description="e.g. 'k6-operator TestRun: one k6 summary and raw-sample file per runner pod'")
+    outputs: list[str] = Field(description="the k6 summaries read, as given")
+    segments: list[str] = Field(description="the execution segment of each output, in the same order")
+    not_measured: list[str] = Field(description="what pgarena could not see from outputs alone (shown as not measured)")
+
+
 class RunResults(_Model):
     """The whole run: configuration, environment, stacks, verification and cells."""
 
     schema_version: int = SCHEMA_VERSION
     run_id: str
     command: str = Field(description="the command line that started the run")
-    kind: Literal["run", "verify"]
+    kind: Literal["run", "verify", "ingest"] = Field(description=(
+        "run: pgarena measured; verify: no load; ingest: load outputs recorded elsewhere (k6-operator) turned "
+        "into a run (`pgarena ingest`): nothing of the stack or the database was measured"))
     status: Literal["running", "complete", "interrupted", "failed"]
     started_at: dt.datetime
     finished_at: dt.datetime | None = None
@@ -620,6 +672,7 @@ class RunResults(_Model):
     schedule: ScheduleRecord | None = None
     ceilings: list[DbCeiling] = Field(default_factory=list, description="the database's own ceiling per workload")
     ceiling_unavailable: str | None = Field(None, description="why the ceiling was not measured")
+    ingested: IngestRecord | None = Field(None, description="kind 'ingest': the outputs the run was made from")
 
     def ceiling(self, workload: str, parameter: int | None) -> DbCeiling | None:
         """The ceiling measured for a workload × parameter, if any."""

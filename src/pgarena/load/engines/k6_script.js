@@ -3,6 +3,7 @@
 // machine-readable summary.
 // Everything comes from PGARENA_* environment variables set by pgarena's k6 adapter.
 import http from 'k6/http';
+import exec from 'k6/execution';
 import { SharedArray } from 'k6/data';
 import { Counter, Trend } from 'k6/metrics';
 
@@ -79,5 +80,16 @@ export default function () {
 }
 
 export function handleSummary(data) {
+  // What ran, for `pgarena ingest` (k6-operator outputs): every PGARENA_* setting and this process's
+  // execution segment (null when it ran the whole test).
+  const settings = {};
+  for (const key of Object.keys(__ENV)) {
+    if (key.startsWith('PGARENA_')) settings[key] = __ENV[key];
+  }
+  data.pgarena = {
+    settings: settings,
+    segment: exec.test.options.executionSegment || null,
+    sequence: exec.test.options.executionSegmentSequence || null,
+  };
   return { [__ENV.PGARENA_SUMMARY]: JSON.stringify(data) };
 }

@@ -59,6 +59,9 @@ def test_run_options_refuse_what_a_topology_cannot_do(tmp_path):
     with pytest.raises(ValueError, match="2 generators need --engine k6"):
         build_config(project_dir=tmp_path, overrides={"topology": two, "engine": "oha"})
     assert build_config(project_dir=tmp_path, overrides={"topology": two, "engine": "k6"}).topology == two
+    assert build_config(project_dir=tmp_path, overrides={"topology": two}).engine == "k6"  # chosen for 2 generators
+    with pytest.raises(ValueError, match="name them in the file"):
+        build_config(project_dir=tmp_path, overrides={"topology": two, "generators": 2})
     with pytest.raises(ValueError, match="not both"):
         build_config(project_dir=tmp_path, overrides={"topology": two, "engine": "k6", "netns": True})
     with pytest.raises(ValueError, match="cannot read"):

@@ -351,6 +351,9 @@ class RunConfig(BaseModel):
             if len(topology.roles.generators) > 1 and self.engine != "k6":
                 raise ValueError(f"{self.topology}: {len(topology.roles.generators)} generators need --engine k6 "
                                  "(k6 splits one load between them with execution segments)")
+            if self.generators > 1:
+                raise ValueError("--generators places generators on this machine; with --topology, name them in "
+                                 "the file's roles.generators")
         return self
 
     @field_validator("db_rtt_ms", mode="before")
@@ -566,9 +569,19 @@ def build_config(
         given["workload_vus"] = {}  # --vus is every workload's levels, the profile's per-workload ones too
     if "repetitions" in given and "max_repetitions" not in given:
         given["max_repetitions"] = given["repetitions"]  # an explicit count is exact unless a maximum is given too
+    if "topology" in given and "engine" not in given and _topology_generators(given["topology"]) > 1:
+        given["engine"] = "k6"  # several generators split one load with k6's execution segments
     values.update(given)
     values.setdefault("workers", len(values["server_cpus"]))
     return RunConfig.model_validate(values)
+
+
+def _topology_generators(path: str) -> int:
+    """How many generators a topology file names (0 if it cannot be read: validation says why later)."""
+    try:
+        return len(load_topology(Path(path)).roles.generators)
+    except ValueError:
+        return 0
 
 
 RTT_PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|us|µs|s)?\s*")

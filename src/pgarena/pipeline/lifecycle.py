@@ -14,6 +14,7 @@ from pgarena.db.postgres import (
 from pgarena.db.startline import level_database
 from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext
 from pgarena.results.models import (
+    PoolStart,
     StackInfo,
     WorkloadVerification,
 )
@@ -23,31 +24,42 @@ from pgarena.stack.launch import port_in_use, resolve_health_path, stack_environ
 from pgarena.system.envelope import record_listening
 from pgarena.system.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
 from pgarena.system.resources import CpuMeters
+from pgarena.verify.restart import check_after_restart
 from pgarena.verify.verification import verify_stack
 
 
-def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: ExitStack) -> LiveStack | None:
+def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: ExitStack, *,
+             pool_size: int | None = None, restart: bool = False) -> LiveStack | None:
     """Build, start (its process lives until `scope` closes), check health, time the cold start and verify
-    one stack. None, with the reason in `info`, when it cannot be loaded."""
+    one stack. None, with the reason in `info`, when it cannot be loaded.
+
+    `pool_size`: the pool it is started with (None: `config.pool_size`). `restart`: the stack already ran in
+    this process at another pool size, so it is not built again, its cold start is not timed again and it is
+    verified briefly (its health path, then one request per workload judged whole: verify/restart.py); the
+    start is recorded in `info.pool_starts`, and None means its cells at this pool size cannot be measured."""
     config, run_dir = ctx.config, ctx.run_dir
     logs = run_dir / "logs" / stack.id
     definition = stack.definition
+    pool = pool_size if pool_size is not None else config.pool_size
+    start = PoolStart(pool_size=pool) if len(config.pool_levels) > 1 and kind == "run" else None
+    if start is not None:
+        info.pool_starts.append(start)
     port = definition.run.port or free_port()
     if definition.run.port and port_in_use(port):
-        info.status, info.reason = "start_failed", f"its fixed port {port} is already in use"
+        _fail_start(info, start, restart, "start_failed", f"its fixed port {port} is already in use")
         return None
-    refusal = pool_refusal(definition.pool_per_worker, config.pool_size, config.workers)
+    refusal = pool_refusal(definition.pool_per_worker, min(config.pool_levels), config.workers)
     if refusal:
         info.status, info.reason = "config_error", refusal
         return None
-    values = stack_values(config, ctx.db, stack, port)
+    values = stack_values(config, ctx.db, stack, port, pool_size=pool)
     proxy = ctx.network.route(stack.id) if ctx.network is not None else None
     if proxy is not None:
         values = ctx.network.proxied(values, proxy)
         scope.callback(proxy.delete)
     info.database_levelled = level_database(ctx.db)
     ctx.log(f"[{stack.id}] database: {info.database_levelled}")
-    if definition.build:
+    if definition.build and not restart:
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
         step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
@@ -60,8 +72,8 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
             info.status, info.reason = "build_failed", f"build {why} (log: {build_log})"
             info.log_tail = tail(build_log, LOG_TAIL_LINES)
             return None
-    ctx.log(f"[{stack.id}] starting on port {port}")
-    run_log = logs / "run.log"
+    ctx.log(f"[{stack.id}] starting on port {port}" + (f", pool size {pool}" if start is not None else ""))
+    run_log = logs / ("run.log" if not restart else f"run-pool-{pool}.log")
     group = scope.enter_context(ctx.cgroup_backend.create(stack.id)) if ctx.cgroup_backend else None
     server = scope.enter_context(ServerProcess(
         render_template(definition.run.command, values), cwd=stack.directory,
@@ -81,17 +93,70 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     def at_stop() -> None:  # runs before the server is stopped (an ExitStack unwinds last-in first-out)
         if info.status in ("ok", "crashed"):
             record_listening(info, server.pid, values["host"], ctx.log)  # again: a worker may bind late
-        info.peak_connections = poller.peak
-        add_pool_flag(info.flags, info.peak_connections, config.pool_size)
+        peak = poller.peak
+        info.peak_connections = max((p for p in (info.peak_connections if restart else None, peak) if p is not None),
+                                    default=None)
+        add_pool_flag(info.flags, peak, pool)
+        if start is not None:
+            start.peak_connections = peak
 
     scope.callback(at_stop)
-    loadable = _health_and_verify(ctx, stack, info, kind, server, values)
+    if restart:
+        loadable = _health_and_reverify(ctx, stack, info, server, values, start)
+    else:
+        loadable = _health_and_verify(ctx, stack, info, kind, server, values)
+        if start is not None:
+            start.startup_seconds = info.startup_seconds
+            if loadable is None:
+                start.problem = info.reason
     if loadable is None:
         return None
     return LiveStack(stack=stack, info=info, server=server, cpu=cpu, base_url=f"http://127.0.0.1:{values['port']}",
                      routes=dict(definition.routes), loadable=loadable,
                      stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller,
-                     set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None, db_proxy=proxy)
+                     set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None, db_proxy=proxy,
+                     pool_size=pool)
+
+
+def _fail_start(info: StackInfo, start: PoolStart | None, restart: bool, status: str, reason: str) -> None:
+    """A start that failed: the stack's status on its first start, only this pool size's record on a restart."""
+    if start is not None:
+        start.problem = reason
+    if not restart:
+        info.status, info.reason = status, reason  # type: ignore[assignment]
+
+
+def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server: ServerProcess,
+                         values: dict[str, str], start: PoolStart | None) -> set[str] | None:
+    """A restarted stack (another pool size): its health path, then one request per workload its first start
+    verified, judged whole (verify/restart.py). The workloads that answered right (None: it never became
+    healthy); what failed is in `start`."""
+    config, definition = ctx.config, stack.definition
+    base_url = f"http://127.0.0.1:{values['port']}"
+    routes = dict(definition.routes)
+    try:
+        healthy = wait_until_healthy(server, base_url + wl.routed(resolve_health_path(config, definition), routes),
+                                     definition.run.startup_timeout_s)
+    except NotReady as exc:
+        _fail_start(info, start, True, "start_failed", f"{exc} (log: {server.log_path})")
+        ctx.log(f"[{stack.id}] did not start at pool size {values['pool_size']}: {exc}")
+        return None
+    verified = [v.workload for v in ctx.results.verifications if v.stack == stack.id and v.ok]
+    workloads = {w: workload_parameters(config, w)[0] for w in config.workloads if w in verified}
+    known_wrong = {w: v.wrong_columns for w in workloads if (v := ctx.results.verification(stack.id, w))}
+    problems = check_after_restart(base_url, ctx.db, workloads, timeout_s=config.http_timeout_s, routes=routes,
+                                   known_wrong=known_wrong)
+    if start is not None:
+        start.startup_seconds = round(healthy, 3)
+        start.verified = {w: problem is None for w, problem in problems.items()}
+        wrong = [f"{w}: {problem}" for w, problem in problems.items() if problem is not None]
+        start.problem = "; ".join(wrong)[:400] if wrong else None
+    ctx.log(f"[{stack.id}] restarted at pool size {values['pool_size']}: healthy after {healthy:.2f} s; "
+            + ", ".join(f"{w} {'✅' if p is None else '❌ ' + p}" for w, p in problems.items()))
+    if server.exit_code() is not None:
+        _fail_start(info, start, True, "crashed", f"exited with code {server.exit_code()} after its restart")
+        return None
+    return {w for w, problem in problems.items() if problem is None}
 
 
 def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,

@@ -35,7 +35,7 @@ from pgarena.contract.workloads import (
     USERS_POSTS,
 )
 from pgarena.report import markdown_verdicts as mv
-from pgarena.report import network, resilience, restgraphql
+from pgarena.report import network, poolsize, resilience, restgraphql
 from pgarena.report.markup import table
 from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 
@@ -75,6 +75,8 @@ def _cell_title(cell: Cell) -> str:
         load = f"{cell.vus} Virtual User{'s' if cell.vus != 1 else ''}"
     if cell.db_rtt_ms is not None:
         load += f", database {cell.db_rtt_ms:g} ms away"
+    if cell.pool_dimension is not None:
+        load += f", pool size {cell.pool_dimension} configured"
     workload, parameter = cell.workload, cell.parameter
     if workload == PERF_TEST:
         return f"perf-test — {load}, {parameter} Record{'s' if parameter != 1 else ''}"
@@ -113,8 +115,8 @@ def results_tables(results: RunResults) -> str:
         workload, parameter, model = key[:3]
         first = groups[key][0]
         level = first.vus if model == "closed" else (first.arrival_rate or 0)
-        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, first.db_rtt_ms or 0, model,
-                level, parameter or 0, first.engine)
+        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, first.pool_dimension or 0,
+                first.db_rtt_ms or 0, model, level, parameter or 0, first.engine)
 
     verdicts = run_verdicts(results)
     sections = []
@@ -460,7 +462,7 @@ def environment_section(results: RunResults) -> str:
                     f"{cfg.get('duration_seconds')} s windows per cell, engine {cfg.get('engine')}"),
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
         ("Generator headroom", _headroom(results)),
-        ("Fairness knobs", f"pool size {cfg.get('pool_size')} connections per stack, {cfg.get('workers')} worker(s)"),
+        ("Fairness knobs", f"{_pool_sizes(cfg)} connections per stack, {cfg.get('workers')} worker(s)"),
         ("Network", network.topology_text(results).removeprefix("Network: ") or "loopback, stacks connect to PostgreSQL "
                                                                                   "directly"),
         *([("pgarena CPUs", f"{env.pgarena_cpus} (its own process and sampler threads)")] if env.pgarena_cpus else []),
@@ -475,6 +477,14 @@ def environment_section(results: RunResults) -> str:
         rows += [(f"`{k}`", v) for k, v in db.settings.items() if k in (
             "shared_buffers", "max_connections", "shared_preload_libraries", "synchronous_commit", "fsync", "jit")]
     return table(["", ""], rows) + f"\n\nCommand: `{results.command}`"
+
+
+def _pool_sizes(cfg: dict) -> str:
+    """'pool size 10', or with several: 'pool sizes 10, 50 (a load dimension: each stack started once at each)'."""
+    sizes = cfg.get("pool_sizes") or []
+    if len(sizes) < 2:
+        return f"pool size {cfg.get('pool_size')}"
+    return f"pool sizes {', '.join(map(str, sizes))} (a load dimension: each stack started once at each)"
 
 
 def _warmup_rule(cfg: dict) -> str:
@@ -550,6 +560,7 @@ def render_markdown(results: RunResults) -> str:
         *(["## Max sustainable throughput under the SLO", slo] if slo else []),
         *(["## REST against GraphQL on the same stack", graphql] if graphql else []),
         *(["## Throughput by database round trip", network.rtt_section(results)] if network.rtt_section(results) else []),
+        *(["## Throughput by pool size", poolsize.section(results)] if poolsize.section(results) else []),
         *(["## Resilience: faults under load", resilience.section(results)] if results.resilience else []),
         *(["## Cold start", cold] if cold else []),
         "## Verification", verification_section(results),

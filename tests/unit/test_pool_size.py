@@ -194,3 +194,14 @@ def test_a_run_with_one_pool_size_has_no_pool_size_section():
     run = make_run("r", [ranked(make_cell("a", [100, 101, 99]))])
     assert poolsize.section(run) == "" and poolsize.payload(run)["groups"] == [] and poolsize.figures(run, {}) == []
     assert "pool size 10 connections per stack" in render_markdown(run)
+
+
+def test_compare_names_a_pool_size_dimension_but_not_its_absence_in_older_runs():
+    from pgarena.analysis.compare import cell_label, environment_differences
+
+    cells = [ranked(make_cell("a", [100, 101, 99]))]
+    older, single = make_run("a", cells), make_run("b", cells, config={"pool_sizes": []})
+    several = make_run("c", cells, config={"pool_sizes": [10, 50]})
+    assert not any("pool_sizes" in d.what for d in environment_differences(older, single)[0])
+    assert any(d.what == "config.pool_sizes" for d in environment_differences(single, several)[0])
+    assert cell_label(_at("pgx", [1, 2, 3], 50)) == "pgx · tx · 50 VUs · pool 50"

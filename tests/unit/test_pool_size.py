@@ -205,3 +205,18 @@ def test_compare_names_a_pool_size_dimension_but_not_its_absence_in_older_runs()
     assert not any("pool_sizes" in d.what for d in environment_differences(older, single)[0])
     assert any(d.what == "config.pool_sizes" for d in environment_differences(single, several)[0])
     assert cell_label(_at("pgx", [1, 2, 3], 50)) == "pgx · tx · 50 VUs · pool 50"
+
+
+def test_the_round_trip_and_cost_tables_keep_pool_sizes_apart():
+    from pgarena.report.markdown import cost_section
+    from pgarena.report.network import rtt_section
+
+    run = _run([_at("pgx", [1000, 1001, 999], 10, rtt=0.0), _at("pgx", [1200, 1201, 1199], 50, rtt=0.0),
+                _at("pgx", [300, 301, 299], 10, rtt=2.0), _at("pgx", [900, 901, 899], 50, rtt=2.0)])
+    text = rtt_section(run)
+    assert "| pgx | tx | 50 (oha, pool size 10) | 1,000 (1.00×) | 300 (0.30×) |" in text
+    assert "| pgx | tx | 50 (oha, pool size 50) | 1,200 (1.00×) | 900 (0.75×) |" in text
+    cost = cost_section(run)
+    labels = [line.split(" | ")[0].removeprefix("| ") for line in cost.splitlines() if line.startswith("| tx")]
+    assert labels == ["tx @ 50 VUs, pool size 10, database 0 ms away", "tx @ 50 VUs, pool size 10, database 2 ms away",
+                      "tx @ 50 VUs, pool size 50, database 0 ms away", "tx @ 50 VUs, pool size 50, database 2 ms away"]

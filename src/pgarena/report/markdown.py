@@ -188,11 +188,13 @@ def cost_section(results: RunResults) -> str:
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in results.cells:
         if cell.model == "closed" and cell.summary is not None:
-            groups[(cell.workload, cell.parameter, cell.engine)].append(cell)  # engines never share a rank
+            # engines never share a rank, nor do pool sizes or round trips (a run with several)
+            groups[(cell.workload, cell.parameter, cell.engine, cell.pool_dimension, cell.db_rtt_ms)].append(cell)
     rows = []
-    mixed = len({engine for _, _, engine in groups}) > 1
-    for (workload, parameter, engine), cells in sorted(groups.items(), key=lambda kv: (
-            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0, kv[0][2])):
+    mixed = len({key[2] for key in groups}) > 1
+    for (workload, parameter, engine, pool, rtt), cells in sorted(groups.items(), key=lambda kv: (
+            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0, kv[0][2],
+            kv[0][3] or 0, kv[0][4] or 0)):
         top = max(c.vus for c in cells)
         for cell, rank in efficiency_ranks([c for c in cells if c.vus == top]):
             s = cell.summary
@@ -200,7 +202,8 @@ def cost_section(results: RunResults) -> str:
             interval = s.cpu_us_per_request_interval
             rows.append((
                 f"{workload}{'' if parameter is None else f' {cell.parameter_name}={parameter}'} @ {top} VUs"
-                + (f" ({engine})" if mixed else ""),
+                + (f" ({engine})" if mixed else "") + ("" if pool is None else f", pool size {pool}")
+                + ("" if rtt is None else f", database {rtt:g} ms away"),
                 rank, cell.stack, _num(s.stack_cpu_us_per_request or 0), _num(s.db_cpu_us_per_request or 0),
                 _num((s.stack_cpu_us_per_request or 0) + (s.db_cpu_us_per_request or 0)),
                 "–" if interval is None else f"{_num(interval.low)}–{_num(interval.high)}",

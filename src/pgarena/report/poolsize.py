@@ -19,8 +19,9 @@ INTRO = (
     "only where the stack stayed within its pool; one that held more did not run at that pool size "
     "(`pool-exceeded`) and gets what it held instead. The last column divides the largest pool size's figure "
     "by the smallest's, with a 95 % interval (Welch's t-interval on the log of each window's 2xx/s: the two "
-    "were measured at different times). It describes one stack, it does not rank; the results tables rank "
-    "the stacks within each pool size.")
+    "were measured at different times), centred on the ratio of the windows' geometric means — with noisy "
+    "windows it can differ from the ratio of the two medians shown. It describes one stack, it does not rank; "
+    "the results tables rank the stacks within each pool size.")
 
 
 def rtt_title(rtt: float | None) -> str:

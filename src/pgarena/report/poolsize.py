@@ -63,14 +63,14 @@ def _by_rtt(rows: list[PoolRow]) -> dict[float | None, list[PoolRow]]:
 
 def _starts_line(stack: StackInfo) -> str:
     parts = []
-    for index, start in enumerate(stack.pool_starts):
+    for start in stack.pool_starts:  # a start verified fully (the first, or the first after a resume) has no checks
         healthy = "never healthy" if start.startup_seconds is None else f"healthy after {start.startup_seconds:.2f} s"
-        checked = "" if index == 0 else (", then " + ", ".join(
-            f"{w} {'✅' if ok else '❌'}" for w, ok in start.verified.items()) if start.verified else "")
+        checked = ", then " + ", ".join(f"{w} {'✅' if ok else '❌'}" for w, ok in start.verified.items()) \
+            if start.verified else ""
         held = "connections not observed" if start.peak_connections is None else \
             f"held at most {start.peak_connections}"
         problem = f" — {start.problem}" if start.problem else ""
-        parts.append(f"pool {start.pool_size}: {'started' if index == 0 else 'restarted'}, {healthy}{checked}, "
+        parts.append(f"pool {start.pool_size}: {'restarted' if start.verified else 'started'}, {healthy}{checked}, "
                      f"{held}{problem}")
     return f"- **{stack.id}**: " + "; ".join(parts)
 

@@ -94,6 +94,7 @@ OPTION_OF_FIELD = {
     "stacks_dir": "--stacks-dir", "results_dir": "--results-dir", "run_id": "--run-id", "db_rtt_ms": "--db-rtt",
     "stack_rtt_ms": "--stack-rtt", "netns": "--netns", "topology": "--topology",
     "generators": "--generators",
+    "pool_sizes": "--pool-size",
 }
 """RunConfig field → the command-line option that sets it, so that errors name what the user typed."""
 
@@ -255,7 +256,9 @@ def run(
     post_records: Annotated[Optional[str], typer.Option(help="perf-post rows per request, e.g. 10,100")] = None,
     nested_depths: Annotated[Optional[str], typer.Option(help="perf-nested depths (1-3), e.g. 1,2,3")] = None,
     payload_kb: Annotated[Optional[str], typer.Option(help="perf-large-payload sizes in KiB, e.g. 100,500")] = None,
-    pool_size: Annotated[Optional[int], typer.Option(help="database connections per stack (all processes)")] = None,
+    pool_size: Annotated[Optional[str], typer.Option(
+        help="database connections per stack (all its processes), or several as a load dimension, e.g. 10,50 "
+             "(each stack restarted at each; default 10)")] = None,
     db_rtt: Annotated[Optional[str], typer.Option(
         "--db-rtt", help="round trips added between every stack and PostgreSQL, a load dimension: e.g. 0,1ms,2ms "
                          "(through Toxiproxy, built from the Go module proxy and cached)")] = None,
@@ -327,7 +330,7 @@ def run(
         vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
         users_limits=_ints(limits, "--limits"), post_records=_ints(post_records, "--post-records"),
         nested_depths=_ints(nested_depths, "--nested-depths"), payload_kb=_ints(payload_kb, "--payload-kb"),
-        pool_size=pool_size, workers=workers, db_rtt_ms=_names(db_rtt), stack_rtt_ms=stack_rtt,
+        pool_sizes=_ints(pool_size, "--pool-size"), workers=workers, db_rtt_ms=_names(db_rtt), stack_rtt_ms=stack_rtt,
         netns=netns or None, topology=str(topology) if topology else None,
         generator_cpus=_ints(generator_cpus, "--generator-cpus"), server_cpus=_ints(server_cpus, "--server-cpus"),
         http_timeout_s=http_timeout, database_url=database_url, admin_database_url=admin_database_url,

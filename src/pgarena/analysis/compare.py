@@ -232,7 +232,8 @@ def _usable(cell: Cell) -> bool:
 def cell_label(cell: Cell) -> str:
     """'stack · workload rows=10 · 50 VUs': a cell's key for people."""
     parameter = f" {cell.parameter_name or 'parameter'}={cell.parameter}" if cell.parameter is not None else ""
-    return f"{cell.stack} · {cell.workload}{parameter} · {cell.level_label}"
+    pool = "" if cell.pool_dimension is None else f" · pool {cell.pool_dimension}"
+    return f"{cell.stack} · {cell.workload}{parameter} · {cell.level_label}{pool}"
 
 
 def _missing_note(key: CellKey, other: dict[CellKey, Cell], other_name: str) -> str:
@@ -248,7 +249,7 @@ def environment_differences(a: RunResults, b: RunResults, stacks: set[str] | Non
 
     What matters: CPU model and count, generator/server CPU sets, PostgreSQL version and settings, the
     versions of the load generators used, the declared facts of the stacks compared, and the config's
-    profile, window, warm-up, load levels, pool size, workers and engine. Info only: hostname, pgarena
+    profile, window, warm-up, load levels, pool size(s), workers and engine. Info only: hostname, pgarena
     version and git revision, kernel, OS, Python, memory.
     """
     matters: list[EnvDifference] = []
@@ -279,6 +280,7 @@ def environment_differences(a: RunResults, b: RunResults, stacks: set[str] | Non
             check(matters, f"stack {stack_id}: {name}", getattr(sa, name), getattr(sb, name))
     for name in ("profile", "duration_seconds", "warmup_seconds", "vus", "pool_size", "workers", "engine"):
         check(matters, f"config.{name}", a.config.get(name), b.config.get(name))
+    check(matters, "config.pool_sizes", a.config.get("pool_sizes") or [], b.config.get("pool_sizes") or [])
     for name in ("hostname", "pgarena_version", "pgarena_git_revision", "kernel", "os", "python", "memory_bytes"):
         check(info, name, getattr(ea, name), getattr(eb, name))
     return matters, info

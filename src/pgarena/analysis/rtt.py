@@ -1,8 +1,8 @@
 """How each stack's throughput falls as the database's round trip grows (--db-rtt, issue 14).
 
-For every stack × workload × parameter × closed level × engine measured at two or more round trips, its
-median 2xx/s at each round trip and the share of its figure at the smallest one (1.00 = unaffected). Only
-valid cells count. Ratios of medians describe; the ranks and paired ratios between stacks at one round
+For every stack × workload × parameter × closed level × engine (× pool size, where the run measured several)
+measured at two or more round trips, its median 2xx/s at each round trip and the share of its figure at the
+smallest one (1.00 = unaffected). Only valid cells count. Ratios of medians describe; the ranks and paired ratios between stacks at one round
 trip are in the results tables, which treat each round trip as its own table.
 """
 
@@ -23,6 +23,8 @@ class RttRow:
     engine: str
     rps: dict[float, float]
     """round trip (ms) → median 2xx/s."""
+    pool_size: int | None = None
+    """The pool size of the series where the run measured several (--pool-size 10,50), else None."""
 
     def share(self, rtt: float) -> float | None:
         """2xx/s at `rtt` over 2xx/s at the smallest round trip measured."""
@@ -36,8 +38,9 @@ def rtt_rows(results: RunResults) -> tuple[list[float], list[RttRow]]:
     for cell in results.cells:
         if cell.db_rtt_ms is None or cell.model != "closed" or not in_field(cell) or cell.summary is None:
             continue
-        key = (cell.stack, cell.workload, cell.parameter, cell.vus, cell.engine)
+        key = (cell.stack, cell.workload, cell.parameter, cell.vus, cell.engine, cell.pool_dimension)
         series.setdefault(key, {})[cell.db_rtt_ms] = cell.summary.rps.median
-    rows = [RttRow(*key, rps=dict(sorted(values.items()))) for key, values in series.items() if len(values) >= 2]
-    rows.sort(key=lambda r: (r.workload, r.parameter or 0, r.engine, r.vus, -r.rps[min(r.rps)]))
+    rows = [RttRow(*key[:5], rps=dict(sorted(values.items())), pool_size=key[5])
+            for key, values in series.items() if len(values) >= 2]
+    rows.sort(key=lambda r: (r.workload, r.parameter or 0, r.engine, r.vus, r.pool_size or 0, -r.rps[min(r.rps)]))
     return sorted({rtt for r in rows for rtt in r.rps}), rows

@@ -31,6 +31,9 @@ DEFAULT_MAX_REWARM_S = 2.0
 DEFAULT_WARMUP_CAP_S = 60.0
 """The longest warm-up of one cell (warmup.py); a stack still changing then is recorded as not steady."""
 DEFAULT_POOL_SIZE = 10
+MAX_POOL_SIZE = 10_000
+"""The largest pool size pgarena takes: the managed cluster's max_connections is raised to cover every pool
+(stacks up together × the largest pool), and a PostgreSQL backend is a process with its own memory."""
 DEFAULT_PROFILE = "quick"
 DEFAULT_HTTP_TIMEOUT_S = 10.0
 DEFAULT_WORKLOADS = WORKLOAD_NAMES
@@ -252,7 +255,12 @@ class RunConfig(BaseModel):
     ceiling_s: int = _seconds("ceiling_s", DEFAULT_CEILING_SECONDS, ge=0, description=(
         "seconds of pgbench per workload × parameter for the database's own ceiling (0 = not measured)"))
     cold_start_requests: int = Field(20, ge=1, description="first requests timed right after a stack is healthy")
-    pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1)
+    pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1, le=MAX_POOL_SIZE, description=(
+        "database connections per stack, all its processes together (PGARENA_POOL_SIZE); with several "
+        "`pool_sizes`: the first of them"))
+    pool_sizes: list[int] = Field(default_factory=list, description=(
+        "pool sizes measured as a load dimension (--pool-size 10,50): every stack is restarted at each and "
+        "every cell is measured at each; empty: one pool size, `pool_size`, for every cell"))
     workers: int = Field(ge=1, description="worker processes/threads for every stack")
     generator_cpus: list[int]
     server_cpus: list[int]
@@ -370,6 +378,31 @@ class RunConfig(BaseModel):
             raise ValueError("whole milliseconds only (Toxiproxy's latency toxic counts whole ms; a "
                              "sub-millisecond delay needs the kernel's netem qdisc, which this kernel lacks)")
         return levels
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_pool_size_is_no_dimension(cls, data: Any) -> Any:
+        """`pool_sizes` [n] is `pool_size` n (nothing changes for a run with one pool size: same cells, same
+        keys); with several, `pool_size` is the first (what a stack gets outside the cells: the verify command)."""
+        if isinstance(data, dict):
+            sizes = data.get("pool_sizes")
+            if isinstance(sizes, list) and sizes and all(isinstance(n, int) and 1 <= n <= MAX_POOL_SIZE for n in sizes):
+                data = {**data, "pool_size": sizes[0], "pool_sizes": sizes if len(sizes) > 1 else []}
+        return data
+
+    @field_validator("pool_sizes")
+    @classmethod
+    def _pool_levels(cls, sizes: list[int]) -> list[int]:
+        if any(not 1 <= n <= MAX_POOL_SIZE for n in sizes):
+            raise ValueError(f"pool sizes from 1 to {MAX_POOL_SIZE:,} connections, got {','.join(map(str, sizes))}")
+        if len(set(sizes)) != len(sizes):
+            raise ValueError(f"each pool size once, got {','.join(map(str, sizes))}")
+        return sizes
+
+    @property
+    def pool_levels(self) -> list[int]:
+        """Every pool size the run measures, in order: `pool_sizes`, or the one `pool_size`."""
+        return list(self.pool_sizes) or [self.pool_size]
 
     @field_validator("workload_vus")
     @classmethod

@@ -158,6 +158,37 @@ def add_pool_flag(flags: list[str], peak: int | None, pool_size: int) -> None:
         flags.append(POOL_EXCEEDED)
 
 
+PGARENA_CONNECTIONS = 5
+"""Connections pgarena itself may hold at once besides one poller per stack that is up (verification,
+accounting, the samplers' expected answers): kept free when the pools are checked against the database."""
+
+LIMIT_SQL = """
+SELECT name, setting::int FROM pg_settings
+WHERE name IN ('max_connections', 'superuser_reserved_connections', 'reserved_connections')
+"""
+
+
+def connection_limit(conn: psycopg.Connection) -> tuple[int, int]:
+    """(max_connections, the connections it reserves for superusers and, PostgreSQL 16+, for roles with
+    pg_use_reserved_connections): an ordinary role such as the stacks' may open the difference."""
+    settings = dict(conn.execute(LIMIT_SQL).fetchall())
+    return settings["max_connections"], settings.get("superuser_reserved_connections", 0) + settings.get(
+        "reserved_connections", 0)
+
+
+def pools_refusal(max_connections: int, reserved: int, pool_size: int, stacks_together: int) -> str | None:
+    """Why the database cannot hold the pools of the stacks that are up at once (with pgarena's own
+    connections and one poller per stack), or None."""
+    needed = stacks_together * (pool_size + 1) + PGARENA_CONNECTIONS
+    usable = max_connections - reserved
+    if needed <= usable:
+        return None
+    who = "one stack" if stacks_together == 1 else f"{stacks_together} stacks up together"
+    return (f"--pool-size {pool_size} is larger than the database allows: {who} × {pool_size} connections, plus "
+            f"pgarena's own, need {needed}, but max_connections {max_connections} leaves {usable} to ordinary roles "
+            f"({reserved} reserved); use a smaller --pool-size or a server with a higher max_connections")
+
+
 def split_pool(pool_size: int, workers: int) -> list[int]:
     """Each worker's share of `pool_size` connections: `pool_size // workers` each, the remainder given one
     by one to the first workers, so the shares add up to `pool_size` exactly ([4, 3, 3] for 10 over 3).

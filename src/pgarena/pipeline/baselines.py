@@ -48,7 +48,7 @@ def database_ceiling(ctx: RunContext) -> None:
             if results.ceiling(workload, parameter) is not None:
                 continue
             try:
-                found = measure_ceiling(ctx.db, workload, parameter, connections=config.pool_size,
+                found = measure_ceiling(ctx.db, workload, parameter, connections=max(config.pool_levels),
                                         seconds=config.ceiling_s, cpus=config.server_cpus,
                                         log_dir=ctx.run_dir / "logs" / "ceiling")
             except (PostgresError, OSError, subprocess.SubprocessError) as exc:

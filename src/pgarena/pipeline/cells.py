@@ -14,7 +14,7 @@ from pgarena.load.measure import measure_cell, search_sustainable
 from pgarena.load.summary import summarize
 from pgarena.pipeline.context import LiveStack, RunContext
 from pgarena.pipeline.lifecycle import bring_up
-from pgarena.pipeline.plan import closed_peak, plan_cells, resolve_rate
+from pgarena.pipeline.plan import cells_at_pool, closed_peak, plan_cells, resolve_rate
 from pgarena.results.models import (
     Cell,
     StackInfo,
@@ -24,18 +24,52 @@ from pgarena.system.process import NotReady
 
 
 def run_stack(ctx: RunContext, stack: Stack, info: StackInfo, kind: str) -> None:
-    """The sequential schedule for one stack: bring it up, then its cells back to back, then stop it."""
-    with ExitStack() as scope:
-        live = bring_up(ctx, stack, info, kind, scope)
-        if live is not None and kind == "run":
-            sequential_cells(ctx, live)
+    """The sequential schedule for one stack: bring it up, then its cells back to back, then stop it. A run
+    with several pool sizes does this once per pool size (PGARENA_POOL_SIZE is read at start): the first
+    start builds and verifies the stack, the next ones restart it and check it briefly (lifecycle.bring_up)."""
+    pools: list[int | None] = list(ctx.config.pool_sizes) if kind == "run" and ctx.config.pool_sizes else [None]
+    started = False
+    for pool in pools:
+        todo = pool_todo(ctx, stack, pool) if pool is not None else None
+        if todo == []:
+            ctx.log(f"[{stack.id}] pool size {pool}: measured before the interruption; kept")
+            continue
+        with ExitStack() as scope:
+            live = bring_up(ctx, stack, info, kind, scope, pool_size=pool, restart=started)
+            started = True
+            if live is None:
+                if info.status != "ok" or pool is None:
+                    return  # its first start failed: the stack is done (the reason is in its info)
+                not_started(ctx, todo or [], info.pool_starts[-1].problem if info.pool_starts else None)
+                continue
+            if kind == "run":
+                sequential_cells(ctx, live)
+        if info.status == "crashed":
+            return
+
+
+def pool_todo(ctx: RunContext, stack: Stack, pool: int) -> list[Cell]:
+    """The cells of one stack at one pool size (a run with several) not measured yet."""
+    cells = cells_at_pool(plan_cells(ctx.config, stack, ctx.engine.name), pool)  # type: ignore[union-attr]
+    return [c for c in cells if c.key not in ctx.done_keys]
+
+
+def not_started(ctx: RunContext, cells: list[Cell], problem: str | None) -> None:
+    """Cells of a pool size the stack could not be restarted at (or answered wrongly after): failed, with why."""
+    for cell in cells:
+        cell.status, cell.error = "failed", (f"not measured: the stack restarted at pool size {cell.pool_size} "
+                                             f"did not answer right ({problem or 'no answer'})")
+        ctx.results.cells.append(cell)
+        ctx.progress.cell_done()
+    save(ctx.results, ctx.run_dir)
 
 
 def sequential_cells(ctx: RunContext, live: LiveStack) -> None:
-    """Every cell of one stack, back to back, then its SLO searches."""
+    """Every cell of one stack (at the pool size it was started with), back to back, then its SLO searches."""
     config = ctx.config
     warmed: set[str] = set()
-    cells = plan_cells(config, live.stack, ctx.engine.name)  # type: ignore[union-attr]
+    pool = live.pool_size if config.pool_sizes else None
+    cells = cells_at_pool(plan_cells(config, live.stack, ctx.engine.name), pool)  # type: ignore[union-attr]
     for position, cell in enumerate(cells):
         last_of_workload = position + 1 == len(cells) or cells[position + 1].workload != cell.workload
         if cell.key not in ctx.done_keys:
@@ -45,7 +79,7 @@ def sequential_cells(ctx: RunContext, live: LiveStack) -> None:
                 return
         searched = any(f.stack == live.id and f.workload == cell.workload for f in ctx.results.slo_searches)
         if config.slo_p99_ms is not None and last_of_workload and cell.workload in live.loadable and not searched:
-            slo_search(ctx, live.id, cell.workload, live.base_url, live.routes)
+            slo_search(ctx, live.id, cell.workload, live.base_url, live.routes, pool_size=pool)
             save(ctx.results, ctx.run_dir)
     if config.faults and not any(r.stack == live.id for r in ctx.results.resilience):
         from pgarena.pipeline.resilience import run_faults
@@ -86,7 +120,8 @@ def mark_invalid_answers(ctx: RunContext, cell: Cell) -> None:
 def cell_title(cell: Cell) -> str:
     """'perf-test rows1 @ 50 VUs' for logs and the progress line."""
     title = f"{cell.workload} {cell.parameter_name or ''}{cell.parameter or ''} @ {cell.level_label}".replace("  ", " ")
-    return title if cell.db_rtt_ms is None else f"{title}, db RTT {cell.db_rtt_ms:g} ms"
+    title = title if cell.db_rtt_ms is None else f"{title}, db RTT {cell.db_rtt_ms:g} ms"
+    return title if cell.pool_dimension is None else f"{title}, pool {cell.pool_dimension}"
 
 
 def run_cell(ctx: RunContext, live: LiveStack, cell: Cell, warmed: set[str]) -> None:
@@ -146,20 +181,23 @@ def record_cell_envelope(config: RunConfig, info: StackInfo, cell: Cell, poller:
         peaks.append(cell.warmup.peak_connections)
     rest = poller.take_peak() if poller is not None else None
     cell.peak_connections = max([*peaks, rest] if rest is not None else peaks, default=None)
-    add_pool_flag(cell.flags, cell.peak_connections, config.pool_size)
+    add_pool_flag(cell.flags, cell.peak_connections, cell.pool_size or config.pool_size)
     if cell.warmup is not None:
         info.warmup_seconds = max(info.warmup_seconds or 0.0, cell.warmup.seconds)
         info.warmup_steady = cell.warmup.steady and info.warmup_steady is not False
 
 
-def slo_search(ctx: RunContext, stack_id: str, workload: str, base_url: str, routes: dict[str, str]) -> None:
-    """Max sustainable throughput of the workload's first parameter under the SLO."""
+def slo_search(ctx: RunContext, stack_id: str, workload: str, base_url: str, routes: dict[str, str],
+               pool_size: int | None = None) -> None:
+    """Max sustainable throughput of the workload's first parameter under the SLO (a run with several pool
+    sizes: at the one the stack runs at, `pool_size`)."""
     config = ctx.config
     parameter = workload_parameters(config, workload)[0]
     ctx.log(f"[{stack_id}] {workload}: searching the max sustainable rate (p99 ≤ {config.slo_p99_ms:g} ms, "
             f"errors ≤ {config.slo_max_error_rate:.0%})")
     found = search_sustainable(stack=stack_id, workload=workload, parameter=parameter,
-                               peak_rps=closed_peak(ctx.results.cells, stack_id, workload, parameter),
+                               peak_rps=closed_peak(ctx.results.cells, stack_id, workload, parameter,
+                                                    pool_size=pool_size),
                                engine=ctx.engine, config=config, base_url=base_url, routes=routes,  # type: ignore[arg-type]
                                run_dir=ctx.run_dir, log=ctx.log)
     ctx.results.slo_searches.append(found)

@@ -84,6 +84,8 @@ class LiveStack:
     """--db-rtt / resilience: the stack's Toxiproxy proxy to the database (system/toxiproxy.Proxy)."""
     set_db_rtt: Callable[[float | None], None] | None = None
     """--db-rtt: puts the stack's database round trip at a cell's level (its Toxiproxy proxy's latency)."""
+    pool_size: int | None = None
+    """The pool size it was started with (PGARENA_POOL_SIZE); a run with several starts it once per pool size."""
 
     def use_network(self, cell: Cell) -> None:
         """The cell's network conditions, before its warm-up and each of its windows."""

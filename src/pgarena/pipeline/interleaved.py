@@ -98,8 +98,11 @@ class _Phase:
 class InterleavedRun:
     """Executes the phases over the live stacks; every window is saved as it is measured."""
 
-    def __init__(self, ctx: RunContext, lives: list[LiveStack], record: ScheduleRecord) -> None:
+    def __init__(self, ctx: RunContext, lives: list[LiveStack], record: ScheduleRecord,
+                 pool: int | None = None) -> None:
         self.ctx, self.lives, self.record = ctx, {live.id: live for live in lives}, record
+        self.pool = pool
+        """The pool size every live stack was started with, in a run with several (None: the run's one)."""
         self.runs: dict[tuple, CellRun] = {}
         self.idle_cpu_s: dict[str, float] = {live.id: 0.0 for live in lives}
         self.idle_wall_s: dict[str, float] = {live.id: 0.0 for live in lives}
@@ -110,12 +113,12 @@ class InterleavedRun:
     # --- planning -------------------------------------------------------------------------------------
     def plan(self) -> list[_Phase]:
         from pgarena.pipeline.cells import mark_invalid_answers
-        from pgarena.pipeline.plan import plan_cells
+        from pgarena.pipeline.plan import cells_at_pool, plan_cells
 
         config, ctx = self.ctx.config, self.ctx
         all_cells: list[Cell] = []
         for live in self.lives.values():
-            for cell in plan_cells(config, live.stack, ctx.engine.name):  # type: ignore[union-attr]
+            for cell in cells_at_pool(plan_cells(config, live.stack, ctx.engine.name), self.pool):  # type: ignore[union-attr]
                 self.plan_index[cell.key] = len(self.plan_index)
                 stored = self.stored.get(cell.key)
                 if stored is not None:
@@ -129,7 +132,8 @@ class InterleavedRun:
                     continue
                 all_cells.append(cell)
         headline = headline_key(all_cells)
-        phases = [_Phase("headline"), _Phase("closed"), _Phase("open")]
+        suffix = pool_suffix(self.pool)
+        phases = [_Phase("headline" + suffix), _Phase("closed" + suffix), _Phase("open" + suffix)]
         for cell in all_cells:
             if cell.status == "failed" and not cell.repetitions:
                 continue
@@ -230,7 +234,7 @@ class InterleavedRun:
             if rep is not None:
                 rep.peak_connections = peak
             cell.peak_connections = max((p for p in (cell.peak_connections, peak) if p is not None), default=None)
-            add_pool_flag(cell.flags, cell.peak_connections, config.pool_size)
+            add_pool_flag(cell.flags, cell.peak_connections, cell.pool_size or config.pool_size)
         wall = time.monotonic() - started
         for sid, cpu_before in before.items():
             self.idle_cpu_s[sid] += max(0.0, self.lives[sid].stack_cpu_seconds() - cpu_before)  # type: ignore[misc]
@@ -311,8 +315,46 @@ class InterleavedRun:
 
 def run_interleaved(ctx: RunContext, stacks: list[Stack]) -> None:
     """Bring every stack up, run the phases in interleaved rounds, then the SLO searches; stacks stop when
-    this returns (or on an error or Ctrl-C)."""
-    from pgarena.pipeline.cells import slo_search
+    this returns (or on an error or Ctrl-C). A run with several pool sizes does this once per pool size
+    (PGARENA_POOL_SIZE is read at start): every stack of one pool size is up and measured together, then all
+    are stopped and restarted at the next (the first start builds and verifies, the next ones check briefly)."""
+    pools: list[int | None] = list(ctx.config.pool_sizes) or [None]
+    started: set[str] = set()
+    for pool in pools:
+        if pool is not None and _batch_done(ctx, stacks, pool):
+            ctx.log(f"pool size {pool}: measured before the interruption; kept")
+            continue
+        _run_batch(ctx, stacks, pool, started)
+
+
+def _batch_done(ctx: RunContext, stacks: list[Stack], pool: int) -> bool:
+    """A resumed run measured this pool size before its interruption: its phases finished and every cell of
+    every stack still in the run stored (measured, or failed with its reason)."""
+    from pgarena.pipeline.plan import cells_at_pool, plan_cells
+
+    record = ctx.results.schedule
+    phases = [p for p in record.phases if p.name.endswith(pool_suffix(pool))] if record is not None else []
+    if not phases or any(p.stop_reason is None for p in phases):
+        return False
+    stored = {c.key: c for c in ctx.results.cells}
+    for stack in stacks:
+        if ctx.results.stack(stack.id).status not in ("pending", "ok"):
+            continue
+        for cell in cells_at_pool(plan_cells(ctx.config, stack, ctx.engine.name), pool):  # type: ignore[union-attr]
+            done = stored.get(cell.key)
+            if done is None or (done.summary is None and done.status != "failed"):
+                return False
+    return True
+
+
+def pool_suffix(pool: int | None) -> str:
+    """What a phase's name ends with in a run with several pool sizes ('' with one)."""
+    return "" if pool is None else f" · pool {pool}"
+
+
+def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: set[str]) -> None:
+    """Every stack up at one pool size (None: the run's one), its phases in interleaved rounds, the SLO searches."""
+    from pgarena.pipeline.cells import not_started, pool_todo, slo_search
     from pgarena.pipeline.lifecycle import bring_up
 
     record = ctx.results.schedule
@@ -321,9 +363,16 @@ def run_interleaved(ctx: RunContext, stacks: list[Stack]) -> None:
         lives = []
         for stack in stacks:
             info = ctx.results.stack(stack.id)
-            ctx.results.verifications = [v for v in ctx.results.verifications if v.stack != stack.id]
-            live = bring_up(ctx, stack, info, "run", scope)
-            if live is None:
+            restart = stack.id in started
+            if not restart:
+                if info.status not in ("pending", "ok"):
+                    continue  # its first start failed at an earlier pool size
+                ctx.results.verifications = [v for v in ctx.results.verifications if v.stack != stack.id]
+            live = bring_up(ctx, stack, info, "run", scope, pool_size=pool, restart=restart)
+            started.add(stack.id)
+            if live is None and restart and info.status == "ok" and pool is not None:
+                not_started(ctx, pool_todo(ctx, stack, pool), info.pool_starts[-1].problem if info.pool_starts else None)
+            elif live is None:
                 ctx.log(f"[{stack.id}] {info.status}: {info.reason}")
                 if info.log_tail:
                     ctx.log("    " + info.log_tail.replace("\n", "\n    "))
@@ -332,7 +381,7 @@ def run_interleaved(ctx: RunContext, stacks: list[Stack]) -> None:
             save(ctx.results, ctx.run_dir)
         if not lives:
             return
-        run = InterleavedRun(ctx, lives, record)
+        run = InterleavedRun(ctx, lives, record, pool)
         phases = run.plan()
 
         def plan_order(cell: Cell) -> int:
@@ -347,7 +396,7 @@ def run_interleaved(ctx: RunContext, stacks: list[Stack]) -> None:
             run.run_phase(phase)
             ctx.results.cells.sort(key=plan_order)
             save(ctx.results, ctx.run_dir)
-            if phase.name == "headline":
+            if phase.name.startswith("headline"):
                 from pgarena.report import write_reports
 
                 write_reports(ctx.results, ctx.run_dir)
@@ -359,5 +408,5 @@ def run_interleaved(ctx: RunContext, stacks: list[Stack]) -> None:
                 for workload in dict.fromkeys(c.workload for c in ctx.results.cells
                                               if c.stack == live.id and c.status == "ok" and c.summary):
                     if not any(f.stack == live.id and f.workload == workload for f in ctx.results.slo_searches):
-                        slo_search(ctx, live.id, workload, live.base_url, live.routes)
+                        slo_search(ctx, live.id, workload, live.base_url, live.routes, pool_size=pool)
                         save(ctx.results, ctx.run_dir)

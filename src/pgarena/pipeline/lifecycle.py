@@ -14,6 +14,7 @@ from pgarena.db.postgres import (
 from pgarena.db.startline import level_database
 from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext
 from pgarena.results.models import (
+    PoolStart,
     StackInfo,
     WorkloadVerification,
 )
@@ -24,23 +25,34 @@ from pgarena.system import cgroups
 from pgarena.system.envelope import record_listening
 from pgarena.system.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
 from pgarena.system.resources import CpuMeters
+from pgarena.verify.restart import check_after_restart
 from pgarena.verify.verification import verify_stack
 
 
-def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: ExitStack) -> LiveStack | None:
+def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: ExitStack, *,
+             pool_size: int | None = None, restart: bool = False) -> LiveStack | None:
     """Build, start (its process lives until `scope` closes), check health, time the cold start and verify
-    one stack. None, with the reason in `info`, when it cannot be loaded."""
+    one stack. None, with the reason in `info`, when it cannot be loaded.
+
+    `pool_size`: the pool it is started with (None: `config.pool_size`). `restart`: the stack already ran in
+    this process at another pool size, so it is not built again, its cold start is not timed again and it is
+    verified briefly (its health path, then one request per workload judged whole: verify/restart.py); the
+    start is recorded in `info.pool_starts`, and None means its cells at this pool size cannot be measured."""
     config = ctx.config
     definition = stack.definition
+    pool = pool_size if pool_size is not None else config.pool_size
+    start = PoolStart(pool_size=pool) if len(config.pool_levels) > 1 and kind == "run" else None
+    if start is not None:
+        info.pool_starts.append(start)
     port = definition.run.port or free_port()
     if definition.run.port and port_in_use(port):
-        info.status, info.reason = "start_failed", f"its fixed port {port} is already in use"
+        _fail_start(info, start, restart, "start_failed", f"its fixed port {port} is already in use")
         return None
-    refusal = pool_refusal(definition.pool_per_worker, config.pool_size, config.workers)
+    refusal = pool_refusal(definition.pool_per_worker, min(config.pool_levels), config.workers)
     if refusal:
         info.status, info.reason = "config_error", refusal
         return None
-    values = {**stack_values(config, ctx.db, stack, port), "host": ctx.placement.address("stack")}
+    values = {**stack_values(config, ctx.db, stack, port, pool_size=pool), "host": ctx.placement.address("stack")}
     proxy = ctx.network.route(stack.id) if ctx.network is not None and config.db_rtt_ms else None
     if proxy is not None:
         values = ctx.network.proxied(values, proxy)
@@ -52,11 +64,12 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     if remote:
         from pgarena.pipeline import remote as remote_stack
 
-        server, values = remote_stack.build_and_start(ctx, stack, info, values, scope)
+        server, values = remote_stack.build_and_start(ctx, stack, info, values, scope, restart=restart)
         if server is None:
             return None
     else:
-        server, group = _build_and_start_here(ctx, stack, info, values, scope)
+        server, group = _build_and_start_here(ctx, stack, info, values, scope, restart=restart,
+                                              announce=f", pool size {pool}" if start is not None else "")
         if server is None:
             return None
     meters = {"stack": group.cpu_seconds} if group else {}
@@ -78,12 +91,24 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     def at_stop() -> None:  # runs before the server is stopped (an ExitStack unwinds last-in first-out)
         if info.status in ("ok", "crashed") and server.pid is not None:
             record_listening(info, server.pid, values["host"], ctx.log)  # again: a worker may bind late
-        if poller is not None:
-            info.peak_connections = poller.peak
-            add_pool_flag(info.flags, info.peak_connections, config.pool_size)
+        if poller is None:
+            return
+        peak = poller.peak
+        info.peak_connections = max((p for p in (info.peak_connections if restart else None, peak) if p is not None),
+                                    default=None)
+        add_pool_flag(info.flags, peak, pool)
+        if start is not None:
+            start.peak_connections = peak
 
     scope.callback(at_stop)
-    loadable = _health_and_verify(ctx, stack, info, kind, server, values)
+    if restart:
+        loadable = _health_and_reverify(ctx, stack, info, server, values, start)
+    else:
+        loadable = _health_and_verify(ctx, stack, info, kind, server, values)
+        if start is not None:
+            start.startup_seconds = info.startup_seconds
+            if loadable is None:
+                start.problem = info.reason
     if loadable is None:
         return None
     base_url = f"http://{values['host']}:{values['port']}"
@@ -94,15 +119,17 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     return LiveStack(stack=stack, info=info, server=server, cpu=cpu, base_url=base_url,
                      routes=dict(definition.routes), loadable=loadable,
                      stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller,
-                     set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None, db_proxy=proxy)
+                     set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None, db_proxy=proxy,
+                     pool_size=pool)
 
 
 def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values: dict[str, str],
-                          scope: ExitStack) -> tuple[ServerProcess | None, cgroups.CpuGroup | None]:
-    """Build the stack here and start it (in the stacks' namespace under --netns) in its cgroup (if any);
-    (None, None), with the reason in `info`, when the build fails."""
+                          scope: ExitStack, *, restart: bool,
+                          announce: str = "") -> tuple[ServerProcess | None, cgroups.CpuGroup | None]:
+    """Build the stack here (not again on a restart) and start it (in the stacks' namespace under --netns) in
+    its cgroup (if any); (None, None), with the reason in `info`, when the build fails."""
     config, definition, logs = ctx.config, stack.definition, ctx.run_dir / "logs" / stack.id
-    if definition.build:
+    if definition.build and not restart:
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
         step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
@@ -115,13 +142,55 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
             info.status, info.reason = "build_failed", f"build {why} (log: {build_log})"
             info.log_tail = tail(build_log, LOG_TAIL_LINES)
             return None, None
-    ctx.log(f"[{stack.id}] starting on port {values['port']}")
+    ctx.log(f"[{stack.id}] starting on port {values['port']}{announce}")
+    run_log = logs / ("run.log" if not restart else f"run-pool-{values['pool_size']}.log")
     group = scope.enter_context(ctx.cgroup_backend.create(stack.id)) if ctx.cgroup_backend else None
     server = scope.enter_context(ServerProcess(
         render_template(definition.run.command, values), cwd=stack.directory,
-        env=stack_environment(values, definition.run.env), log_path=logs / "run.log", cpus=config.server_cpus,
+        env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
         preexec=group.preexec_fn() if group else None, tracker=ctx.registry, argv_prefix=ctx.placement.prefix("stack")))
     return server, group
+
+
+def _fail_start(info: StackInfo, start: PoolStart | None, restart: bool, status: str, reason: str) -> None:
+    """A start that failed: the stack's status on its first start, only this pool size's record on a restart."""
+    if start is not None:
+        start.problem = reason
+    if not restart:
+        info.status, info.reason = status, reason  # type: ignore[assignment]
+
+
+def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server: ServerProcess,
+                         values: dict[str, str], start: PoolStart | None) -> set[str] | None:
+    """A restarted stack (another pool size): its health path, then one request per workload its first start
+    verified, judged whole (verify/restart.py). The workloads that answered right (None: it never became
+    healthy); what failed is in `start`."""
+    config, definition = ctx.config, stack.definition
+    base_url = f"http://{values['host']}:{values['port']}"
+    routes = dict(definition.routes)
+    try:
+        healthy = wait_until_healthy(server, base_url + wl.routed(resolve_health_path(config, definition), routes),
+                                     definition.run.startup_timeout_s)
+    except NotReady as exc:
+        _fail_start(info, start, True, "start_failed", f"{exc} (log: {server.log_path})")
+        ctx.log(f"[{stack.id}] did not start at pool size {values['pool_size']}: {exc}")
+        return None
+    verified = [v.workload for v in ctx.results.verifications if v.stack == stack.id and v.ok]
+    workloads = {w: workload_parameters(config, w)[0] for w in config.workloads if w in verified}
+    known_wrong = {w: v.wrong_columns for w in workloads if (v := ctx.results.verification(stack.id, w))}
+    problems = check_after_restart(base_url, ctx.db, workloads, timeout_s=config.http_timeout_s, routes=routes,
+                                   known_wrong=known_wrong)
+    if start is not None:
+        start.startup_seconds = round(healthy, 3)
+        start.verified = {w: problem is None for w, problem in problems.items()}
+        wrong = [f"{w}: {problem}" for w, problem in problems.items() if problem is not None]
+        start.problem = "; ".join(wrong)[:400] if wrong else None
+    ctx.log(f"[{stack.id}] restarted at pool size {values['pool_size']}: healthy after {healthy:.2f} s; "
+            + ", ".join(f"{w} {'✅' if p is None else '❌ ' + p}" for w, p in problems.items()))
+    if server.exit_code() is not None:
+        _fail_start(info, start, True, "crashed", f"exited with code {server.exit_code()} after its restart")
+        return None
+    return {w for w, problem in problems.items() if problem is None}
 
 
 def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,

@@ -71,10 +71,15 @@ def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
 
 
 def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:
-    """Every cell of one stack, in the order they run."""
+    """Every cell of one stack, in the order they run: pool size by pool size (a stack is started once per
+    pool size), then round trip by round trip (set on the running stack's proxy)."""
     cells = []
-    for rtt in config.db_rtt_ms or [None]:
-        cells += _cells_at(config, stack, engine, rtt)
+    varied = len(config.pool_levels) > 1
+    for pool in config.pool_levels:
+        for rtt in config.db_rtt_ms or [None]:
+            for cell in _cells_at(config, stack, engine, rtt):
+                cell.pool_size, cell.pool_size_varied = pool, varied
+                cells.append(cell)
     if not stack.definition.competes:
         for cell in cells:
             cell.flags.append(DEMONSTRATION)
@@ -105,12 +110,19 @@ def _cells_at(config: RunConfig, stack: Stack, engine: str, rtt: float | None) -
     return cells
 
 
+def cells_at_pool(cells: list[Cell], pool: int | None) -> list[Cell]:
+    """The cells measured at one pool size of a run with several (`Cell.pool_dimension`); all with None."""
+    return cells if pool is None else [c for c in cells if c.pool_dimension == pool]
+
+
 def closed_peak(cells: list[Cell], stack: str, workload: str, parameter: int | None,
-                db_rtt_ms: float | None = None) -> float | None:
-    """The highest median RPS of the measured closed-model cells of one stack × workload × parameter."""
+                db_rtt_ms: float | None = None, pool_size: int | None = None) -> float | None:
+    """The highest median RPS of the measured closed-model cells of one stack × workload × parameter (at
+    one round trip and, in a run with several pool sizes, one pool size)."""
     peaks = [c.summary.rps.median for c in cells
              if c.stack == stack and c.workload == workload and c.parameter == parameter and c.model == "closed"
-             and c.status == "ok" and c.summary is not None and c.db_rtt_ms == db_rtt_ms]
+             and c.status == "ok" and c.summary is not None and c.db_rtt_ms == db_rtt_ms
+             and c.pool_dimension == pool_size]
     return max(peaks) if peaks else None
 
 
@@ -119,7 +131,7 @@ def resolve_rate(cell: Cell, cells: list[Cell]) -> None:
     if cell.model != "open" or cell.arrival_rate is not None:
         return
     value, _ = parse_rate(cell.arrival_rate_spec or "")
-    peak = closed_peak(cells, cell.stack, cell.workload, cell.parameter, cell.db_rtt_ms)
+    peak = closed_peak(cells, cell.stack, cell.workload, cell.parameter, cell.db_rtt_ms, cell.pool_dimension)
     if peak is None:
         raise ValueError(f"no measured closed-model cell to take {cell.arrival_rate_spec} of")
     cell.arrival_rate = round(value * peak, 1)

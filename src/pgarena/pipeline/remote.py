@@ -76,9 +76,9 @@ def remote_environment(values: dict[str, str], extra: dict[str, str]) -> dict[st
 
 
 def build_and_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict[str, str],
-                    scope: ExitStack) -> tuple[RemoteServer | None, dict[str, str]]:
-    """Copy, build and start a stack on the topology's SSH host; (None, values) with the reason in `info`
-    when it cannot be."""
+                    scope: ExitStack, *, restart: bool = False) -> tuple[RemoteServer | None, dict[str, str]]:
+    """Copy, build and start a stack on the topology's SSH host (a restart at another pool size is started
+    again, not copied or built again); (None, values) with the reason in `info` when it cannot be."""
     spec = ctx.placement.definition.hosts[ctx.placement.host_of("stack")]  # type: ignore[union-attr]
     host = ssh_host(spec, ctx.run_dir)
     definition = stack.definition
@@ -86,9 +86,10 @@ def build_and_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict
     remote_dir = f"{spec.workdir.rstrip('/')}/{stack.id}"
     values = remote_values(values, remote_dir)
     try:
-        ctx.log(f"[{stack.id}] copying to {spec.destination}:{remote_dir}")
-        host.copy_folder(stack.directory, remote_dir)
-        if definition.build:
+        if not restart:
+            ctx.log(f"[{stack.id}] copying to {spec.destination}:{remote_dir}")
+            host.copy_folder(stack.directory, remote_dir)
+        if definition.build and not restart:
             ctx.log(f"[{stack.id}] building on {spec.destination}")
             build_log = logs / "build.log"
             step = host.run(render_template(definition.build.command, values), cwd=remote_dir,
@@ -101,7 +102,7 @@ def build_and_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict
                 info.log_tail = tail(build_log, LOG_TAIL_LINES)
                 return None, values
         ctx.log(f"[{stack.id}] starting on {spec.destination}, port {values['port']}")
-        run_log = logs / "run.log"
+        run_log = logs / ("run.log" if not restart else f"run-pool-{values['pool_size']}.log")
         process = host.start(render_template(definition.run.command, values), cwd=remote_dir,
                              env=remote_environment(values, definition.run.env), log_path=run_log)
     except ssh.SshError as exc:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pgarena.config.run import RunConfig, redact_secrets, redact_url
 from pgarena.config.stackdef import Stack
 from pgarena.config.topology import TopologyDef, TopologyError, load_topology
+from pgarena.db.connections import connection_limit, pools_refusal
 from pgarena.db.data import load_workload_data, server_facts
 from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
@@ -190,7 +191,9 @@ def execute(
             results.schedule = ScheduleRecord(kind=config.schedule, seed=seed if interleave else None,
                                               rewarm_seconds=config.rewarm_seconds if interleave else None)
     runnable = [s for s in stacks if s.available]
-    max_connections = len(runnable) * config.pool_size + 50 if interleave else None
+    together = len(runnable) if interleave else 1  # stacks up at once, each holding its pool
+    largest_pool = max(config.pool_levels)
+    max_connections = together * largest_pool + 50  # the managed cluster's; raised only above the profile's 200
     registry = reaper.PidRegistry(run_dir).__enter__()
     try:
         with ExitStack() as scope:
@@ -213,6 +216,10 @@ def execute(
                 admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
                 settings=settings, max_connections=max_connections, registry=registry, bin_dir=config.postgres_bin,
                 place=placement.database_place()))
+            with db.connect() as conn:
+                refusal = pools_refusal(*connection_limit(conn), largest_pool, together)
+            if refusal is not None and runnable:
+                raise RunError(refusal)
             load_workload_data(db, config.workloads)
             version, settings = server_facts(db)
             environment.postgres_version = version

@@ -111,21 +111,27 @@ def parameter_label(workload: str, parameter_name: str | None, parameter: int | 
 
 @dataclass
 class Family:
-    """The cells of one workload × parameter, at every load level (closed and open)."""
+    """The cells of one workload × parameter, at every load level (closed and open) — and, in a run with
+    several pool sizes, at one of them (each pool size is its own family: its own table and charts)."""
 
     workload: str
     parameter_name: str | None
     parameter: int | None
     cells: list[Cell] = field(default_factory=list)
+    pool_size: int | None = None
+    """The cells' pool size where the run measured several (`Cell.pool_dimension`), else None."""
 
     @property
     def title(self) -> str:
         label = parameter_label(self.workload, self.parameter_name, self.parameter)
-        return f"{self.workload} · {label}" if label else self.workload
+        title = f"{self.workload} · {label}" if label else self.workload
+        return title if self.pool_size is None else f"{title} · pool size {self.pool_size}"
 
     @property
     def slug(self) -> str:
-        return "-".join(str(p) for p in (self.workload, self.parameter_name, self.parameter) if p is not None)
+        parts = (self.workload, self.parameter_name, self.parameter,
+                 None if self.pool_size is None else f"pool{self.pool_size}")
+        return "-".join(str(p) for p in parts if p is not None)
 
     def levels(self) -> list[Cell]:
         """One cell per load level (the first seen), in level order."""
@@ -136,15 +142,15 @@ class Family:
 
 
 def families(cells: Iterable[Cell]) -> list[Family]:
-    """Cells grouped by workload × parameter, in report order."""
+    """Cells grouped by workload × parameter (× pool size, where the run measured several), in report order."""
     groups: dict[tuple, Family] = {}
     for cell in cells:
-        key = (cell.workload, cell.parameter_name, cell.parameter)
-        groups.setdefault(key, Family(*key)).cells.append(cell)
+        key = (cell.workload, cell.parameter_name, cell.parameter, cell.pool_dimension)
+        groups.setdefault(key, Family(*key[:3], pool_size=key[3])).cells.append(cell)
 
     def order(f: Family) -> tuple:
         w = WORKLOAD_ORDER.index(f.workload) if f.workload in WORKLOAD_ORDER else len(WORKLOAD_ORDER)
-        return (w, f.workload, f.parameter if f.parameter is not None else -1)
+        return (w, f.workload, f.parameter if f.parameter is not None else -1, f.pool_size or 0)
 
     return sorted(groups.values(), key=order)
 

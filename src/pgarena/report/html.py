@@ -21,7 +21,7 @@ from pgarena.analysis.verdicts import baseline_of
 from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract import flags as F
 from pgarena.contract.values import Verdict
-from pgarena.report import figures, generators, resilience, restgraphql
+from pgarena.report import figures, generators, poolsize, resilience, restgraphql
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
 from pgarena.report.html_verdicts import Verdicts, headline, ratio_payload
@@ -224,7 +224,8 @@ def _stack_row(s: StackInfo, config: dict) -> dict:
     return {
         "id": s.id, "title": s.title, "language": s.language, "framework": f"{s.framework} {s.framework_version}",
         "driver": f"{s.driver} {s.driver_version}", "server": s.server, "pooler": s.pooler,
-        "pool_size": config.get("pool_size"), "workers": config.get("workers"),
+        "pool_size": ", ".join(map(str, config["pool_sizes"])) if config.get("pool_sizes") else config.get("pool_size"),
+        "workers": config.get("workers"),
         "prepared_statements": s.prepared_statements, "workloads": s.workloads, "status": s.status,
         "reason": s.reason, "log_tail": s.log_tail, "notes": s.notes,
         "lines_of_code": None if s.lines_of_code is None else s.lines_of_code.total,
@@ -323,6 +324,7 @@ def html_payload(results: RunResults) -> dict:
     sections["slo"] = [f for i, s in enumerate(results.slo_searches, 1) if (f := figures.slo_figure(i, s))]
     sections["stacks"] = [f for f in [figures.cold_start_figure(results, colors)] if f]
     sections["resilience"] = resilience.figures(results)
+    sections["pool"] = poolsize.figures(results, colors)
     cell_sources = Counter(c.summary.cpu_accounting for c in results.cells if c.summary is not None)
     return {
         "title": f"pgarena {results.kind} {results.run_id}",
@@ -344,6 +346,7 @@ def html_payload(results: RunResults) -> dict:
         "rest_graphql": restgraphql.payload(results),
         "resilience": resilience.payload(results),
         "generators": generators.payload(results),
+        "pool_size": poolsize.payload(results),
         "slo": slo_tables(results),
         "verification": verification(results),
         "stacks": [_stack_row(s, results.config) for s in results.stacks],

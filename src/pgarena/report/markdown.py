@@ -34,7 +34,7 @@ from pgarena.contract.workloads import (
     USERS_COLUMNS,
     USERS_POSTS,
 )
-from pgarena.report import generators, network, resilience, restgraphql
+from pgarena.report import generators, network, poolsize, resilience, restgraphql
 from pgarena.report import markdown_verdicts as mv
 from pgarena.report.markup import table
 from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
@@ -75,6 +75,8 @@ def _cell_title(cell: Cell) -> str:
         load = f"{cell.vus} Virtual User{'s' if cell.vus != 1 else ''}"
     if cell.db_rtt_ms is not None:
         load += f", database {cell.db_rtt_ms:g} ms away"
+    if cell.pool_dimension is not None:
+        load += f", pool size {cell.pool_dimension} configured"
     workload, parameter = cell.workload, cell.parameter
     if workload == PERF_TEST:
         return f"perf-test — {load}, {parameter} Record{'s' if parameter != 1 else ''}"
@@ -113,8 +115,8 @@ def results_tables(results: RunResults) -> str:
         workload, parameter, model = key[:3]
         first = groups[key][0]
         level = first.vus if model == "closed" else (first.arrival_rate or 0)
-        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, first.db_rtt_ms or 0, model,
-                level, parameter or 0, first.engine)
+        return (WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else 99, first.pool_dimension or 0,
+                first.db_rtt_ms or 0, model, level, parameter or 0, first.engine)
 
     verdicts = run_verdicts(results)
     sections = []
@@ -186,11 +188,13 @@ def cost_section(results: RunResults) -> str:
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in results.cells:
         if cell.model == "closed" and cell.summary is not None:
-            groups[(cell.workload, cell.parameter, cell.engine)].append(cell)  # engines never share a rank
+            # engines never share a rank, nor do pool sizes or round trips (a run with several)
+            groups[(cell.workload, cell.parameter, cell.engine, cell.pool_dimension, cell.db_rtt_ms)].append(cell)
     rows = []
-    mixed = len({engine for _, _, engine in groups}) > 1
-    for (workload, parameter, engine), cells in sorted(groups.items(), key=lambda kv: (
-            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0, kv[0][2])):
+    mixed = len({key[2] for key in groups}) > 1
+    for (workload, parameter, engine, pool, rtt), cells in sorted(groups.items(), key=lambda kv: (
+            WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0, kv[0][2],
+            kv[0][3] or 0, kv[0][4] or 0)):
         top = max(c.vus for c in cells)
         for cell, rank in efficiency_ranks([c for c in cells if c.vus == top]):
             s = cell.summary
@@ -198,7 +202,8 @@ def cost_section(results: RunResults) -> str:
             interval = s.cpu_us_per_request_interval
             rows.append((
                 f"{workload}{'' if parameter is None else f' {cell.parameter_name}={parameter}'} @ {top} VUs"
-                + (f" ({engine})" if mixed else ""),
+                + (f" ({engine})" if mixed else "") + ("" if pool is None else f", pool size {pool}")
+                + ("" if rtt is None else f", database {rtt:g} ms away"),
                 rank, cell.stack, _num(s.stack_cpu_us_per_request or 0), _num(s.db_cpu_us_per_request or 0),
                 _num((s.stack_cpu_us_per_request or 0) + (s.db_cpu_us_per_request or 0)),
                 "–" if interval is None else f"{_num(interval.low)}–{_num(interval.high)}",
@@ -460,7 +465,7 @@ def environment_section(results: RunResults) -> str:
                     f"{cfg.get('duration_seconds')} s windows per cell, engine {cfg.get('engine')}"),
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
         ("Generator headroom", _headroom(results)),
-        ("Fairness knobs", f"pool size {cfg.get('pool_size')} connections per stack, {cfg.get('workers')} worker(s)"),
+        ("Fairness knobs", f"{_pool_sizes(cfg)} connections per stack, {cfg.get('workers')} worker(s)"),
         ("Roles", network.placement_text(results)),
         ("Network", network.topology_text(results).removeprefix("Network: ") or "stacks connect to PostgreSQL "
                                                                                   "directly"),
@@ -476,6 +481,14 @@ def environment_section(results: RunResults) -> str:
         rows += [(f"`{k}`", v) for k, v in db.settings.items() if k in (
             "shared_buffers", "max_connections", "shared_preload_libraries", "synchronous_commit", "fsync", "jit")]
     return table(["", ""], rows) + f"\n\nCommand: `{results.command}`"
+
+
+def _pool_sizes(cfg: dict) -> str:
+    """'pool size 10', or with several: 'pool sizes 10, 50 (a load dimension: each stack started once at each)'."""
+    sizes = cfg.get("pool_sizes") or []
+    if len(sizes) < 2:
+        return f"pool size {cfg.get('pool_size')}"
+    return f"pool sizes {', '.join(map(str, sizes))} (a load dimension: each stack started once at each)"
 
 
 def _warmup_rule(cfg: dict) -> str:
@@ -552,6 +565,7 @@ def render_markdown(results: RunResults) -> str:
         *(["## Max sustainable throughput under the SLO", slo] if slo else []),
         *(["## REST against GraphQL on the same stack", graphql] if graphql else []),
         *(["## Throughput by database round trip", network.rtt_section(results)] if network.rtt_section(results) else []),
+        *(["## Throughput by pool size", poolsize.section(results)] if poolsize.section(results) else []),
         *(["## Resilience: faults under load", resilience.section(results)] if results.resilience else []),
         *(["## Cold start", cold] if cold else []),
         "## Verification", verification_section(results),

@@ -44,7 +44,8 @@ def rtt_section(results: RunResults) -> str:
             share = r.share(rtt)
             cells.append("–" if share is None else f"{r.rps[rtt]:,.0f} ({share:.2f}×)")
         label = r.workload + (f" {r.parameter}" if r.parameter is not None else "")
-        body.append((r.stack, label, f"{r.vus} ({r.engine})", *cells))
+        pool = "" if r.pool_size is None else f", pool size {r.pool_size}"
+        body.append((r.stack, label, f"{r.vus} ({r.engine}{pool})", *cells))
     return ("Median 2xx/s at each round trip between the stack and PostgreSQL, and in brackets its share of the "
             "stack's own figure at the smallest round trip: how much a network hop costs each stack (drivers that "
             "pipeline, prepare or batch lose less). The paired ratios between stacks at each round trip are in the "

@@ -96,6 +96,20 @@ class ColdStart(_Model):
     failed: int = Field(0, description="of those, answers that were not correct")
 
 
+class PoolStart(_Model):
+    """One start of a stack at one pool size: with several --pool-size values pgarena stops and starts each
+    stack once per pool size (PGARENA_POOL_SIZE is read at start)."""
+
+    pool_size: int = Field(description="the PGARENA_POOL_SIZE it was started with")
+    startup_seconds: float | None = Field(None, description="process start → first healthy answer (None: never)")
+    verified: dict[str, bool] = Field(default_factory=dict, description=(
+        "workload → its request answered right, value by value, right after this start (the first start runs "
+        "the full verification instead: `RunResults.verifications`)"))
+    peak_connections: int | None = Field(None, description=(
+        "most database connections the stack held during this start (None: not observed)"))
+    problem: str | None = Field(None, description="why its cells were not measured at this pool size")
+
+
 class StackInfo(_Model):
     """A stack's declared facts and what happened to it in this run."""
 
@@ -133,6 +147,8 @@ class StackInfo(_Model):
     flags: list[str] = Field(default_factory=list, description="e.g. 'pool-exceeded', 'listens-wide'")
     database_levelled: str | None = Field(
         None, description="what ran on the database before the stack (VACUUM (ANALYZE), CHECKPOINT) or why not")
+    pool_starts: list[PoolStart] = Field(default_factory=list, description=(
+        "--pool-size with several values: each start of the stack, one per pool size, in order"))
 
 
 class Check(_Model):
@@ -513,6 +529,12 @@ class Cell(_Model):
     arrival_rate_spec: str | None = Field(None, description="open model: the level as configured ('90%', '2000')")
     db_rtt_ms: float | None = Field(None, description=(
         "round trip added between the stack and PostgreSQL (--db-rtt, through Toxiproxy); None: direct"))
+    pool_size: int | None = Field(None, description=(
+        "the pool size the stack was started with for this cell (PGARENA_POOL_SIZE); None: results from before "
+        "it was recorded per cell (the run's `config.pool_size`). What the stack really held is `peak_connections`"))
+    pool_size_varied: bool = Field(False, description=(
+        "the run measured several pool sizes (--pool-size 10,50), so the pool size is part of the cell's key; "
+        "False: the run's one pool size, kept out of the key (cells match those of earlier runs)"))
     engine: str
     warmup_seconds: float = Field(description="the least warm-up asked for (see `warmup` for what ran)")
     duration_seconds: float
@@ -539,7 +561,13 @@ class Cell(_Model):
         """Identifies the cell within a run (and across runs, for compare and resume)."""
         level = self.vus if self.model == "closed" else (self.arrival_rate_spec or self.arrival_rate)
         key = (self.stack, self.workload, self.parameter, self.model, str(level))
-        return key if self.db_rtt_ms is None else (*key, f"rtt={self.db_rtt_ms:g}ms")
+        key = key if self.db_rtt_ms is None else (*key, f"rtt={self.db_rtt_ms:g}ms")
+        return key if self.pool_dimension is None else (*key, f"pool={self.pool_dimension}")
+
+    @property
+    def pool_dimension(self) -> int | None:
+        """The cell's pool size where the run measured several (a load dimension), else None."""
+        return self.pool_size if self.pool_size_varied else None
 
     @property
     def level_label(self) -> str:
@@ -613,7 +641,8 @@ class DbCeiling(_Model):
 class PhaseRecord(_Model):
     """One phase of an interleaved schedule: its cells measured in rounds until settled (scheduler.py)."""
 
-    name: str = Field(description="'headline' (the first table, ranked first), 'closed' or 'open'")
+    name: str = Field(description="'headline' (the first table, ranked first), 'closed' or 'open'; with several "
+                                  "pool sizes, each pool size's phases are named '<phase> · pool <n>'")
     cells: int = Field(description="cells (workload × parameter × level) in the phase")
     windows: int = Field(0, description="measured windows so far")
     rounds: int = 0

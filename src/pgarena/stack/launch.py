@@ -14,8 +14,11 @@ from pgarena.db.postgres import (
 )
 
 
-def stack_values(config: RunConfig, db: Database, stack: Stack, port: int) -> dict[str, str]:
-    """pgarena's values for one stack: the template names of docs/contract.md."""
+def stack_values(config: RunConfig, db: Database, stack: Stack, port: int,
+                 pool_size: int | None = None) -> dict[str, str]:
+    """pgarena's values for one stack: the template names of docs/contract.md. `pool_size`: the pool it is
+    started with (a run with several pool sizes starts it once per pool size); None: `config.pool_size`."""
+    pool = pool_size if pool_size is not None else config.pool_size
     return {
         "host": "127.0.0.1",
         "port": str(port),
@@ -25,9 +28,9 @@ def stack_values(config: RunConfig, db: Database, stack: Stack, port: int) -> di
         "db_user": db.user,
         "db_password": db.password,
         "db_name": db.name,
-        "pool_size": str(config.pool_size),
-        "pool_size_per_worker": str(max(1, config.pool_size // config.workers)),
-        "pool_sizes": ",".join(str(n) for n in split_pool(config.pool_size, config.workers)),
+        "pool_size": str(pool),
+        "pool_size_per_worker": str(max(1, pool // config.workers)),
+        "pool_sizes": ",".join(str(n) for n in split_pool(pool, config.workers)),
         "workers": str(config.workers),
         "stack_dir": str(stack.directory),
     }

@@ -9,6 +9,7 @@ from typing import Any
 
 from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import Stack
+from pgarena.contract.answer import AnswerShape
 from pgarena.db.connections import ConnectionPoller
 from pgarena.db.postgres import (
     Database,
@@ -76,6 +77,11 @@ class LiveStack:
     """--db-rtt / resilience: the stack's Toxiproxy proxy to the database (system/toxiproxy.Proxy)."""
     set_db_rtt: Callable[[float | None], None] | None = None
     """--db-rtt: puts the stack's database round trip at a cell's level (its Toxiproxy proxy's latency)."""
+
+    @property
+    def answer(self) -> AnswerShape | None:
+        """The stack's declared answer shape (stack.toml `[answer]`), undone before answers are judged."""
+        return self.stack.answer
 
     def use_network(self, cell: Cell) -> None:
         """The cell's network conditions, before its warm-up and each of its windows."""

@@ -119,7 +119,7 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
         info.cold_start = measure_cold_start(
             base_url, workload=first, parameter=workload_parameters(config, first)[0], healthy_seconds=healthy,
             healthy_at=server.started_at + healthy, count=config.cold_start_requests,
-            timeout_s=config.http_timeout_s, routes=routes)
+            timeout_s=config.http_timeout_s, routes=routes, answer=stack.answer)
         cs = info.cold_start
         ctx.log(f"[{stack.id}] healthy after {healthy:.2f} s; first correct answer at "
                 + (f"{cs.first_correct_seconds:.2f} s" if cs.first_correct_seconds is not None else "— (none)")
@@ -129,7 +129,8 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
     verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
                                  users_limits=config.users_limits, timeout_s=config.http_timeout_s,
                                  health_path=health_path, routes=routes, exit_code=server.exit_code,
-                                 scenario_parameters={w: workload_parameters(config, w) for w in wl.SCENARIOS})
+                                 scenario_parameters={w: workload_parameters(config, w) for w in wl.SCENARIOS},
+                                 answer=stack.answer)
     ctx.results.verifications.extend(verifications)
     for v in verifications:
         ctx.log(f"[{stack.id}] {v.workload}: {verification_line(v)}")
@@ -159,7 +160,8 @@ def verification_line(v: WorkloadVerification) -> str:
         db = f", no database accounting ({v.accounting_unavailable})" if v.accounting_unavailable else ""
     content = ("content type wrong (loaded, flagged content-type-wrong), "
                if v.content_type_wrong else "")
-    return f"ok, {content}{columns}{bad}{db}"
+    mapped = f"answer mapped from {v.answer_mapping} (loaded, flagged answer-mapped), " if v.answer_mapping else ""
+    return f"ok, {content}{mapped}{columns}{bad}{db}"
 
 
 def log_failure(ctx: RunContext, info: StackInfo) -> None:

@@ -53,7 +53,7 @@ def flagged_lines(pairs: list[RestGraphqlPair]) -> list[str]:
             if side.flags:
                 seen[(pair.stack, side.workload)] = (transport, side.flags)
     return [f"{stack} {workload} ({transport}): flagged {', '.join(f'`{f}`' for f in flags)} — measured like "
-            "every other cell, its answers not all the contract's exact ones (see Verification); ranked among all "
+            "every other cell; its answers differ from the contract's (see Verification), so it is ranked among all "
             "stacks only."
             for (stack, workload), (transport, flags) in seen.items()]
 

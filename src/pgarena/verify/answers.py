@@ -9,6 +9,9 @@ It applies the rules verification applies (verify.py, values.py) to a single ans
 - perf-minimal: one row `{"status": "ok", "ts": ...}` whose ts lies in the request's own time, like static;
 - the other scenarios (perf-post, perf-nested, perf-large-payload, perf-many-params): rows, like perf-test;
 - tx: `{"abalance": <int>}`, equal to the expected balance when pgarena can predict it (checks.py).
+
+A stack that declares its row answers' shape (stack.toml `[answer]`: an envelope, camelCase keys) has that
+shape undone first (contract/answer.py); an answer not in the declared shape is wrong.
 """
 
 from __future__ import annotations

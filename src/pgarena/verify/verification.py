@@ -2,7 +2,9 @@
 
 For each workload a stack declares: status and content type, the shape (a list of the right length with
 the right keys), a verdict per column (values.py), and the bad-input contract (400 + JSON). A workload
-whose status or shape is wrong is not loaded; one with wrong columns is loaded and flagged.
+whose status or shape is wrong is not loaded; one with wrong columns is loaded and flagged. A shape the
+stack's stack.toml `[answer]` declares (an envelope, camelCase keys) is undone before the values are judged;
+its workloads are loaded and flagged `answer-mapped`.
 """
 
 from __future__ import annotations

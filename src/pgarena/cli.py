@@ -200,7 +200,8 @@ def verify(
     """Build, start and verify stacks against the database; no load.
 
     Exit codes: 0 every stack passed, 1 a stack failed verification (a failed check, a ❌ column or
-    database accounting, a bad-input case answered wrongly, or it did not build, start or keep running),
+    database accounting, answers in a declared other shape (stack.toml [answer]), a bad-input case answered
+    wrongly, or it did not build, start or keep running),
     2 a user error.
     """
     config = _config(profile, stacks=_names(stacks), workloads=_names(workloads), database_url=database_url,

@@ -226,3 +226,45 @@ def test_n_plus_one_is_flagged_with_its_counts_and_not_made_invalid(managed_db, 
         a = v.accounting
         assert a is not None and a.n_plus_one is True and a.statements_by_limit == {5: 6.0, 20: 21.0}, a
         assert a.verdict is Verdict.EQUIVALENT and a.reason.startswith("N+1: 6 statements per request at limit 5")
+
+
+def _verify_enveloped(managed_db, tmp_path, *, declared: bool):
+    """fixture-enveloped (FraiseQL's REST shape: {"data": rows, "meta": ...}, camelCase keys), verified with its
+    stack.toml [answer] applied (declared) or without it (as if the stack had not declared it)."""
+    from pgarena.config.run import build_config
+    from pgarena.db.data import load_workload_data
+
+    workloads = ["perf-test", "users", "graphql", "users-posts"]
+    load_workload_data(managed_db, workloads)
+    config = build_config(project_dir=tmp_path, overrides={"pool_size": 4, "workers": 1})
+    stack = next(s for s in load_stacks(FIXTURE_STACKS)[0] if s.id == "fixture-enveloped")
+    port = free_port()
+    values = stack_values(config, managed_db, stack, port)
+    with ServerProcess(stack.definition.run.command, cwd=stack.directory,
+                       env=stack_environment(values, stack.definition.run.env), log_path=tmp_path / "run.log") as srv:
+        wait_until_healthy(srv, f"http://127.0.0.1:{port}/api/static", 30)
+        results = verify_stack(f"http://127.0.0.1:{port}", "fixture-enveloped", workloads, managed_db,
+                               perf_test_rows=[1], users_limits=[20], timeout_s=10, exit_code=srv.exit_code,
+                               answer=stack.answer if declared else None)
+    return {v.workload: v for v in results}
+
+
+def test_a_declared_answer_shape_is_undone_and_every_value_still_judged(managed_db, tmp_path, fixture_env):
+    """stack.toml [answer]: the envelope opened and the keys mapped, then the same verdicts as for the canonical
+    stack — every column exact, the bad-input battery (perf-test's echo case inside the envelope) right — and
+    the mapping recorded on the row workloads only; without the declaration the same answers fail."""
+    results = _verify_enveloped(managed_db, tmp_path, declared=True)
+    for workload, v in results.items():
+        assert v.ok, (workload, [c for c in v.checks if not c.ok])
+        assert {c.verdict for c in v.columns} == {Verdict.EXACT}, (workload, v.columns)
+        assert v.bad_input and all(case.ok for case in v.bad_input), (workload, [c for c in v.bad_input if not c.ok])
+    assert {w: v.answer_mapping for w, v in results.items()} == {
+        "perf-test": 'envelope "data", camelCase keys', "users": 'envelope "data", camelCase keys',
+        "users-posts": 'envelope "data", camelCase keys', "graphql": None}
+    assert len(results["perf-test"].columns) == 23 and results["users"].accounting.workload_statements_per_request == 1
+    undeclared = _verify_enveloped(managed_db, tmp_path / "undeclared", declared=False)
+    for workload in ("perf-test", "users", "users-posts"):
+        v = undeclared[workload]
+        assert not v.ok and v.answer_mapping is None
+        assert any(c.name.endswith("a JSON array") and not c.ok for c in v.checks), v.checks
+    assert undeclared["graphql"].ok

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from pgarena.analysis.ranking import in_field
 from pgarena.contract import workloads as wl
+from pgarena.contract.flags import INEXACT
 from pgarena.results.models import Cell, RunResults
 from pgarena.stats.intervals import welch_log_ratio
 
@@ -33,6 +34,9 @@ class Side:
     p99_ms: float
     cpu_us_per_request: float | None
     rss_peak_bytes: int | None
+    flags: tuple[str, ...] = ()
+    """The cell's flags.INEXACT flags (its answers are not all exact: `columns-wrong`, `content-type-wrong`,
+    `answer-mapped`): measured like any other cell, ranked among all stacks only."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ def _side(cell: Cell) -> Side:
     reps = cell.repetitions
     return Side(cell.workload, _geometric_mean([r.rps for r in reps]),
                 _geometric_mean([r.latency.p50_ms for r in reps]), _geometric_mean([r.latency.p99_ms for r in reps]),
-                s.stack_cpu_us_per_request, s.stack_rss_peak_bytes)
+                s.stack_cpu_us_per_request, s.stack_rss_peak_bytes, tuple(f for f in cell.flags if f in INEXACT))
 
 
 def rest_graphql_pairs(results: RunResults) -> list[RestGraphqlPair]:

@@ -43,6 +43,7 @@ DEFAULT_STARTUP_TIMEOUT_S = 60.0
 DEFAULT_BUILD_TIMEOUT_S = 1200.0
 
 _TEMPLATE_RE = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
+from pgarena.contract.answer import KEY_STYLES, MAPPED_WORKLOADS, AnswerShape
 from pgarena.contract.workloads import WorkloadName
 
 
@@ -127,6 +128,33 @@ class DatabaseSpec(_Strict):
         return check_role_name(user)
 
 
+class AnswerSpec(_Strict):
+    """`[answer]`: the documented shape of the stack's row answers, undone before they are judged
+    (contract/answer.py): `envelope` names the member of a JSON object that holds the rows, `keys` the style
+    the contract's snake_case keys arrive in. The stack's cells are flagged `answer-mapped`."""
+
+    envelope: str | None = Field(None, min_length=1, description="the member of a JSON object holding the rows")
+    keys: str | None = Field(None, description=f"the contract's keys arrive in: {', '.join(KEY_STYLES)}")
+
+    @field_validator("keys")
+    @classmethod
+    def _known_style(cls, keys: str | None) -> str | None:
+        if keys is not None and keys not in KEY_STYLES:
+            raise ValueError(f"'{keys}' is not a key style pgarena maps; allowed: {', '.join(KEY_STYLES)}")
+        return keys
+
+    @model_validator(mode="after")
+    def _something_declared(self) -> AnswerSpec:
+        if self.envelope is None and self.keys is None:
+            raise ValueError("declares neither 'envelope' nor 'keys' (leave [answer] out for the contract's shape)")
+        return self
+
+    @property
+    def shape(self) -> AnswerShape:
+        """The mapping as verification and the answer checks under load apply it."""
+        return AnswerShape(envelope=self.envelope, keys=self.keys)
+
+
 def check_role_name(user: str | None) -> str | None:
     """A role name PostgreSQL lets pgarena create (`pg_*` names are reserved)."""
     if user is not None and user.startswith("pg_"):
@@ -164,6 +192,9 @@ class StackDef(_Strict):
     database: DatabaseSpec | None = None
     routes: dict[WorkloadName, str] = Field(
         default_factory=dict, description="workload → path, for apps that serve a workload elsewhere")
+    answer: AnswerSpec | None = Field(None, description=(
+        "the stack's row answers come in a documented other shape (an envelope, camelCase keys): undone before "
+        "judging, cells flagged answer-mapped"))
 
     @field_validator("routes")
     @classmethod
@@ -178,6 +209,13 @@ class StackDef(_Strict):
         workload = self.run.health_workload
         if workload is not None and workload not in self.workloads:
             raise ValueError(f"run.health_path names workload '{workload}', which the stack does not declare")
+        return self
+
+    @model_validator(mode="after")
+    def _answer_applies(self) -> StackDef:
+        if self.answer is not None and not any(w in MAPPED_WORKLOADS for w in self.workloads):
+            raise ValueError(f"[answer] applies to the row workloads ({', '.join(MAPPED_WORKLOADS)}) only, and the "
+                             "stack declares none of them (GraphQL's envelope is its own contract)")
         return self
 
 
@@ -196,6 +234,11 @@ class Stack:
     @property
     def available(self) -> bool:
         return self.unavailable_reason is None
+
+    @property
+    def answer(self) -> AnswerShape | None:
+        """The stack's declared answer shape (stack.toml `[answer]`), None for the contract's own."""
+        return self.definition.answer.shape if self.definition.answer is not None else None
 
 
 @dataclass(frozen=True)
@@ -237,7 +280,7 @@ def _model_for_location(loc: tuple) -> type[BaseModel]:
         if field is None:
             break
         annotation = field.annotation
-        for candidate in (BuildSpec, RunSpec, DatabaseSpec):
+        for candidate in (BuildSpec, RunSpec, DatabaseSpec, AnswerSpec):
             if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
                 model = candidate
     return model

@@ -49,7 +49,11 @@ CONTENT_TYPE_WRONG = "content-type-wrong"
 loaded and measured, ranked among all stacks only, like ❌ columns."""
 CONTENT_TYPE = "content-type"
 """The name under which a wrong content type is passed with the ❌ columns not judged again under load."""
-INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG)
+ANSWER_MAPPED = "answer-mapped"
+"""The stack's row answers come in a shape its stack.toml `[answer]` declares (an envelope, camelCase keys),
+which pgarena undid before judging the values (contract/answer.py): loaded and measured, ranked among all
+stacks only, like ❌ columns."""
+INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG, ANSWER_MAPPED)
 """Flags of a valid cell whose answers are not all exact: ranked among all stacks only."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"

@@ -12,6 +12,7 @@ from typing import Any
 
 from pgarena.config.run import RunConfig
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape
 from pgarena.contract.flags import (
     QUERIES_WRONG,
     VARIANTS_WRONG,
@@ -44,7 +45,8 @@ from pgarena.verify.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_varian
 
 def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str,
                       routes: dict[str, str], raw_dir: Path, label: str, log: Callable[[str], None],
-                      cache: dict | None, known_wrong: Sequence[str] = ()) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
+                      cache: dict | None, known_wrong: Sequence[str] = (),
+                      answer: AnswerShape | None = None) -> tuple[LoadSpec, list[variants.Variant], set[int]]:
     """The cell's load spec, its read variants with their expected answers (tx: none; the sampler's tx
     requests are drawn per window) and, for tx, the accounts the generator's bodies touch.
 
@@ -67,7 +69,8 @@ def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Data
                      config=config, rate=rate, urls_file=urls_file)
     cell.variants = len(cases)
     cell.variants_failed, cell.variants_failure = check_variants(
-        base_url, cell.workload, cases, engine.request_headers(spec), config.http_timeout_s, routes, known_wrong)
+        base_url, cell.workload, cases, engine.request_headers(spec), config.http_timeout_s, routes, known_wrong,
+        answer)
     if cell.variants_failed:
         cell.flags.append(VARIANTS_WRONG)
         log(f"  {cell.variants_failed} of {len(cases)} variants answered wrongly before the load: "
@@ -108,6 +111,8 @@ class CellRun:
     """Columns verification already judged ❌ for this stack: not judged again under load (answers.py)."""
     headers: list[tuple[str, str | None]] = field(default_factory=list)
     """The generator's request headers, which the sampler sends too."""
+    answer: AnswerShape | None = None
+    """The stack's declared answer shape (stack.toml `[answer]`): the sampler undoes it before judging."""
     tx_changes: txcheck.TxSnapshot | None = None
     object_pattern: Any = None
     """What makes a statement the workload's (accounting.object_pattern, read once before the first window)."""
@@ -124,7 +129,8 @@ class CellRun:
 
 def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str, run_dir: Path,
                routes: dict[str, str], log: Callable[[str], None], variants_cache: dict | None = None,
-               known_wrong: Sequence[str] = (), places: Sequence[GeneratorPlace] = ()) -> CellRun:
+               known_wrong: Sequence[str] = (), places: Sequence[GeneratorPlace] = (),
+               answer: AnswerShape | None = None) -> CellRun:
     """The spec, variants (checked once, before any load: `_prepare_variants`) and files of a cell before
     its first window; whether window accounting is possible on this database. `places`: where its
     generators run (more than one: every window of the cell, warm-ups included, is distributed)."""
@@ -133,11 +139,12 @@ def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, b
     label = cell_label(cell)
     spec, cases, tx_avoid = _prepare_variants(cell, engine=engine, config=config, db=db, base_url=base_url,
                                               routes=routes, raw_dir=raw_dir, label=label, log=log,
-                                              cache=variants_cache, known_wrong=known_wrong)
+                                              cache=variants_cache, known_wrong=known_wrong, answer=answer)
     cell.window_accounting_unavailable = accounting.available(db)
     pattern = accounting.object_pattern(db, cell.workload) if cell.window_accounting_unavailable is None else None
     return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label, cases=cases,
                    tx_avoid=tx_avoid, headers=engine.request_headers(spec), known_wrong=tuple(known_wrong),
+                   answer=answer,
                    tx_changes=txcheck.ZERO if cell.workload == wl.TX else None, object_pattern=pattern,
                    places=tuple(places))
 
@@ -180,7 +187,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     is_tx = cell.workload == wl.TX
     sample_cases = _tx_sample_cases(db, cell, index, run.tx_avoid) if is_tx else run.cases
     sampler = AnswerSampler(base_url, cell.workload, sample_cases, run.headers, config.http_timeout_s, routes,
-                            reuse=not is_tx, known_wrong=run.known_wrong)
+                            reuse=not is_tx, known_wrong=run.known_wrong, answer=run.answer)
     # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
     before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
     with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
@@ -258,7 +265,8 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
                  base_url: str, run_dir: Path, routes: dict[str, str], log: Callable[[str], None],
                  cpu: CpuMeters | None = None, on_repetition: Callable[[int, float], None] | None = None,
                  variants_cache: dict | None = None, on_warmed: Callable[[], None] | None = None,
-                 known_wrong: Sequence[str] = (), places: Sequence[GeneratorPlace] = ()) -> None:
+                 known_wrong: Sequence[str] = (), places: Sequence[GeneratorPlace] = (),
+                 answer: AnswerShape | None = None) -> None:
     """Warm-up and back-to-back repetitions of one cell (the sequential schedule); fills cell.repetitions
     (and, for tx, its invariants).
 
@@ -269,7 +277,8 @@ def measure_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database,
     window would take the measured time past `config.cell_budget_s`.
     """
     run = start_cell(cell, engine=engine, config=config, db=db, base_url=base_url, run_dir=run_dir, routes=routes,
-                     log=log, variants_cache=variants_cache, known_wrong=known_wrong, places=places)
+                     log=log, variants_cache=variants_cache, known_wrong=known_wrong, places=places,
+                     answer=answer)
     cpu = cpu or CpuMeters({})
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None else None
     cell.warmup = warm_until_steady(run, engine=engine, config=config, minimum_s=cell.warmup_seconds)

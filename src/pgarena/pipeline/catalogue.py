@@ -14,7 +14,9 @@ def stacks_catalogue(stacks: list) -> str:
         d = stack.definition
         lines = count(stack.directory, d.source_globs) if d.source_globs else None
         rows.append((f"`{d.id}`", d.language, f"{d.framework} {d.framework_version}", f"{d.driver} {d.driver_version}",
-                     d.server, d.pooler, yes_no(d.prepared_statements), ", ".join(d.workloads),
+                     d.server, d.pooler, yes_no(d.prepared_statements), ", ".join(d.workloads) + (
+                         "" if d.answer is None else f" (row answers in a declared shape: {d.answer.shape.describe()}, "
+                                                     "flagged answer-mapped)"),
                      "?" if lines is None else f"{lines.total:,}",
                      ("yes" if stack.available else stack.unavailable_reason)
                      + ("" if d.min_postgres is None else f" (needs PostgreSQL {d.min_postgres} or newer)")))

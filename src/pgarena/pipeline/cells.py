@@ -6,7 +6,7 @@ from contextlib import ExitStack
 
 from pgarena.config.run import RunConfig, workload_parameters
 from pgarena.config.stackdef import Stack
-from pgarena.contract.flags import CONTENT_TYPE, CONTENT_TYPE_WRONG, GENERATOR_BOUND_CPU_FRACTION
+from pgarena.contract.flags import ANSWER_MAPPED, CONTENT_TYPE, CONTENT_TYPE_WRONG, GENERATOR_BOUND_CPU_FRACTION
 from pgarena.contract.values import Verdict
 from pgarena.db.connections import ConnectionPoller, add_pool_flag
 from pgarena.load.engines.base import EngineOutputError
@@ -107,12 +107,15 @@ def known_wrong_columns(ctx: RunContext, cell: Cell) -> tuple[str, ...]:
 
 
 def mark_invalid_answers(ctx: RunContext, cell: Cell) -> None:
-    """Flags the cell inherits from its stack's verification: ❌ columns, wrong database accounting."""
+    """Flags the cell inherits from its stack's verification: ❌ columns, a wrong content type, answers mapped
+    from a declared other shape, wrong database accounting."""
     verification = ctx.results.verification(cell.stack, cell.workload)
     if verification and verification.wrong_columns:
         cell.flags.append("columns-wrong")
     if verification and verification.content_type_wrong:
         cell.flags.append(CONTENT_TYPE_WRONG)
+    if verification and verification.answer_mapping:
+        cell.flags.append(ANSWER_MAPPED)
     if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
         cell.flags.append("queries-wrong")
 
@@ -161,7 +164,8 @@ def run_cell(ctx: RunContext, live: LiveStack, cell: Cell, warmed: set[str]) -> 
             measure_cell(cell, engine=ctx.engine, config=config, db=ctx.db, server=live.server,  # type: ignore[arg-type]
                          base_url=live.base_url, run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, cpu=live.cpu,
                          on_repetition=on_repetition, on_warmed=on_warmed, variants_cache=ctx.variants_cache,
-                         known_wrong=known_wrong_columns(ctx, cell), places=ctx.generator_places)
+                         known_wrong=known_wrong_columns(ctx, cell), places=ctx.generator_places,
+                         answer=live.answer)
             record_cell_envelope(ctx.config, info, cell, poller)
             if cell.repetitions:
                 summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))

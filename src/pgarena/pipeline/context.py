@@ -9,6 +9,7 @@ from typing import Any
 
 from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import Stack
+from pgarena.contract.answer import AnswerShape
 from pgarena.db.connections import ConnectionPoller
 from pgarena.db.postgres import (
     Database,
@@ -86,6 +87,11 @@ class LiveStack:
     """--db-rtt: puts the stack's database round trip at a cell's level (its Toxiproxy proxy's latency)."""
     pool_size: int | None = None
     """The pool size it was started with (PGARENA_POOL_SIZE); a run with several starts it once per pool size."""
+
+    @property
+    def answer(self) -> AnswerShape | None:
+        """The stack's declared answer shape (stack.toml `[answer]`), undone before answers are judged."""
+        return self.stack.answer
 
     def use_network(self, cell: Cell) -> None:
         """The cell's network conditions, before its warm-up and each of its windows."""

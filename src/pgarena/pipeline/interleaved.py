@@ -183,7 +183,7 @@ class InterleavedRun:
             run = start_cell(cell, engine=self.ctx.engine, config=self.ctx.config, db=self.ctx.db,  # type: ignore[arg-type]
                              base_url=live.base_url, run_dir=self.ctx.run_dir, routes=live.routes, log=self.ctx.log,
                              variants_cache=self.ctx.variants_cache, known_wrong=known_wrong_columns(self.ctx, cell),
-                             places=self.ctx.generator_places)
+                             places=self.ctx.generator_places, answer=live.answer)
             self.runs[cell.key] = run
         return run
 

@@ -179,7 +179,7 @@ def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server:
     workloads = {w: workload_parameters(config, w)[0] for w in config.workloads if w in verified}
     known_wrong = {w: v.wrong_columns for w in workloads if (v := ctx.results.verification(stack.id, w))}
     problems = check_after_restart(base_url, ctx.db, workloads, timeout_s=config.http_timeout_s, routes=routes,
-                                   known_wrong=known_wrong)
+                                   known_wrong=known_wrong, answer=stack.answer)
     if start is not None:
         start.startup_seconds = round(healthy, 3)
         start.verified = {w: problem is None for w, problem in problems.items()}
@@ -219,7 +219,7 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
         info.cold_start = measure_cold_start(
             base_url, workload=first, parameter=workload_parameters(config, first)[0], healthy_seconds=healthy,
             healthy_at=server.started_at + healthy, count=config.cold_start_requests,
-            timeout_s=config.http_timeout_s, routes=routes)
+            timeout_s=config.http_timeout_s, routes=routes, answer=stack.answer)
         cs = info.cold_start
         ctx.log(f"[{stack.id}] healthy after {healthy:.2f} s; first correct answer at "
                 + (f"{cs.first_correct_seconds:.2f} s" if cs.first_correct_seconds is not None else "— (none)")
@@ -229,7 +229,8 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
     verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
                                  users_limits=config.users_limits, timeout_s=config.http_timeout_s,
                                  health_path=health_path, routes=routes, exit_code=server.exit_code,
-                                 scenario_parameters={w: workload_parameters(config, w) for w in wl.SCENARIOS})
+                                 scenario_parameters={w: workload_parameters(config, w) for w in wl.SCENARIOS},
+                                 answer=stack.answer)
     ctx.results.verifications.extend(verifications)
     for v in verifications:
         ctx.log(f"[{stack.id}] {v.workload}: {verification_line(v)}")
@@ -259,7 +260,8 @@ def verification_line(v: WorkloadVerification) -> str:
         db = f", no database accounting ({v.accounting_unavailable})" if v.accounting_unavailable else ""
     content = ("content type wrong (loaded, flagged content-type-wrong), "
                if v.content_type_wrong else "")
-    return f"ok, {content}{columns}{bad}{db}"
+    mapped = f"answer mapped from {v.answer_mapping} (loaded, flagged answer-mapped), " if v.answer_mapping else ""
+    return f"ok, {content}{mapped}{columns}{bad}{db}"
 
 
 def log_failure(ctx: RunContext, info: StackInfo) -> None:

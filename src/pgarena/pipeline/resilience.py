@@ -129,7 +129,8 @@ def _one_fault(ctx: RunContext, live: LiveStack, workload: str, parameter: int |
                 arrival_rate_spec=f"{FAULT_LOAD_SHARE:.0%}", engine=ctx.engine.name,  # type: ignore[union-attr]
                 warmup_seconds=0, duration_seconds=WINDOW_S, db_rtt_ms=live_rtt(config))
     run = start_cell(cell, engine=ctx.engine, config=config, db=db, base_url=live.base_url,  # type: ignore[arg-type]
-                     run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, variants_cache=ctx.variants_cache)
+                     run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, variants_cache=ctx.variants_cache,
+                     answer=live.answer)
     stem = f"{run.label}-{fault}"
     path = run.raw_dir / f"{stem}.requests.json.gz"
     spec = replace(run.spec, rate=rate, timeline_path=path)
@@ -210,7 +211,7 @@ def _answers_again(ctx: RunContext, live: LiveStack, workload: str, parameter: i
                     body = parse_json(response.content) if response.status_code == 200 else None
                     if isinstance(body, dict) and isinstance(body.get("abalance"), int):
                         return True
-                elif answer_ok(response, workload, expected_rows):
+                elif answer_ok(response, workload, expected_rows, live.answer):
                     return True
             except (httpx.HTTPError, ValueError):  # no answer, or no JSON: not yet
                 pass

@@ -41,6 +41,8 @@ FLAG_MEANINGS = {
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
     "columns-wrong": "the stack's answers have ❌ columns (ranked among all stacks only, not among the exact ones)",
     "content-type-wrong": "the right JSON without Content-Type: application/json (ranked among all stacks only)",
+    F.ANSWER_MAPPED: "the right values in a shape the stack's stack.toml [answer] declares (an envelope, camelCase "
+                     "keys), undone before judging (ranked among all stacks only)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
@@ -155,9 +157,16 @@ def _status_title(results: RunResults, stack: str, workload: str) -> dict:
                 "title": "; ".join(f"{c.name}: {c.detail}" for c in failed)}
     if v.content_type_wrong:
         failed = [c for c in v.checks if not c.ok]
-        return {"symbol": "❌", "text": "no JSON content type (loaded, content-type-wrong)",
-                "title": "; ".join(f"{c.name}: {c.detail}" for c in failed)}
+        mapped = f"; answer mapped from {v.answer_mapping}" if v.answer_mapping else ""
+        return {"symbol": "❌", "text": "no JSON content type (loaded, content-type-wrong"
+                + (", answer-mapped)" if v.answer_mapping else ")"),
+                "title": "; ".join(f"{c.name}: {c.detail}" for c in failed) + mapped}
     wrong = [c for c in v.columns if c.verdict is Verdict.WRONG]
+    if v.answer_mapping:
+        return {"symbol": "❌", "text": "answer mapped (loaded, answer-mapped)"
+                + (f", {len(wrong)} wrong column(s)" if wrong else ""),
+                "title": f"the stack's stack.toml [answer] declares {v.answer_mapping}: pgarena undid it, then "
+                         "judged the values" + "".join(f"; {c.column}: {c.reason}" for c in wrong)}
     if wrong:
         return {"symbol": "❌", "text": f"{len(wrong)} wrong column(s)",
                 "title": "; ".join(f"{c.column}: {c.reason}" for c in wrong)}

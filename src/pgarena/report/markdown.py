@@ -362,7 +362,8 @@ def verification_section(results: RunResults) -> str:
             if v.ok:
                 wrong = v.wrong_columns
                 marks = ([f"{len(wrong)} wrong column(s)"] if wrong else []) + (
-                    ["no JSON content type (loaded, `content-type-wrong`)"] if v.content_type_wrong else [])
+                    ["no JSON content type (loaded, `content-type-wrong`)"] if v.content_type_wrong else []) + (
+                    [f"answer mapped from {v.answer_mapping} (loaded, `answer-mapped`)"] if v.answer_mapping else [])
                 row.append("❌ " + ", ".join(marks) if marks else "✅ ok")
             else:
                 failed = next((c for c in v.checks if not c.ok), None)
@@ -544,8 +545,10 @@ def render_markdown(results: RunResults) -> str:
         "answered wrongly) / `pool-exceeded` (more connections than the pool size) / `generator-bound` (the generator used "
         ">90 % of its CPUs over the measured window, or the cell's request rate reached 90 % of the generator's "
         "measured headroom — it measured the generator, not the stack). Other flags: `columns-wrong` ranked "
-        "among all stacks only; `demonstration` a stack kept to show a mistake on purpose (stack.toml `competes = "
-        "false`), shown but never ranked; `noisy`; `database-bound` PostgreSQL used >90 % of the server CPUs while the "
+        "among all stacks only, and so are `content-type-wrong` (the right JSON without `Content-Type: "
+        "application/json`) and `answer-mapped` (the right values in a shape the stack's stack.toml `[answer]` "
+        "declares — an envelope, camelCase keys — undone before judging); `demonstration` a stack kept to show a "
+        "mistake on purpose (stack.toml `competes = false`), shown but never ranked; `noisy`; `database-bound` PostgreSQL used >90 % of the server CPUs while the "
         "stack used <50 %; `timeouts` some requests hit the HTTP timeout. `Variants`: distinct requests the load "
         "drew from; `Window accounting`: did pg_stat_statements see the workload's statements for every "
         "measured window's answers (✅) or not (❌ a cache or an N+1). Method: docs/methodology.md.",

@@ -44,6 +44,20 @@ def _row(pair: RestGraphqlPair) -> tuple[str, ...]:
             f"{_mib(r.rss_peak_bytes)} / {_mib(g.rss_peak_bytes)}")
 
 
+def flagged_lines(pairs: list[RestGraphqlPair]) -> list[str]:
+    """One sentence per stack × workload of the pairs whose answers are flagged inexact (the figures are measured
+    like every other; the verification table says what differs)."""
+    seen: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+    for pair in pairs:
+        for transport, side in (("REST", pair.rest), ("GraphQL", pair.graphql)):
+            if side.flags:
+                seen[(pair.stack, side.workload)] = (transport, side.flags)
+    return [f"{stack} {workload} ({transport}): flagged {', '.join(f'`{f}`' for f in flags)} — measured like "
+            "every other cell; its answers differ from the contract's (see Verification), so it is ranked among all "
+            "stacks only."
+            for (stack, workload), (transport, flags) in seen.items()]
+
+
 def statements_text(results: RunResults) -> str:
     """Statements per request of the nested list at each probed limit, N+1 flagged."""
     rows = nested_statements(results)
@@ -69,6 +83,9 @@ def section(results: RunResults) -> str:
                                 "p50 ms REST / GraphQL", "p99 ms REST / GraphQL", "REST vs GraphQL p99",
                                 "stack CPU µs/req REST / GraphQL", "peak RSS REST / GraphQL"],
                                [_row(p) for p in pairs], "lllrrrrrrrr")]
+        flagged = flagged_lines(pairs)
+        if flagged:
+            parts.append("\n".join(f"- {line}" for line in flagged))
     statements = statements_text(results)
     if statements:
         parts.append(statements)
@@ -84,6 +101,7 @@ def payload(results: RunResults) -> dict:
         "intro": INTRO,
         "pairs": [dict(zip(("stack", "pair", "vus", "rest_rps", "graphql_rps", "rps_change", "p50", "p99",
                             "p99_change", "cpu", "rss"), _row(p))) for p in pairs],
+        "flagged": flagged_lines(pairs),
         "limits": limits,
         "statements": [{"stack": s, "workload": w, "counts": [by_limit.get(limit) for limit in limits],
                         "n_plus_one": n} for s, w, by_limit, n in rows],

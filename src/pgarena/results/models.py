@@ -224,6 +224,9 @@ class WorkloadVerification(_Model):
     accounting: DbAccounting | None = None
     accounting_unavailable: str | None = Field(None, description="why there is no accounting")
     tx_invariants: TxInvariants | None = Field(None, description="over the verification's tx requests")
+    answer_mapping: str | None = Field(None, description=(
+        "the shape the stack's stack.toml [answer] declares and pgarena undid before judging the values, e.g. "
+        "'envelope \"data\", camelCase keys' (the cells are flagged answer-mapped); None: answers judged as sent"))
 
     @property
     def wrong_columns(self) -> list[str]:

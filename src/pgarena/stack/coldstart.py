@@ -13,6 +13,7 @@ import time
 import httpx
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape
 from pgarena.results.models import ColdStart
 from pgarena.verify import http
 from pgarena.verify.checks import answer_ok
@@ -27,8 +28,10 @@ def cold_start_workload(workloads: list[str]) -> str | None:
 
 
 def measure_cold_start(base_url: str, *, workload: str, parameter: int | None, healthy_seconds: float,
-                       healthy_at: float, count: int, timeout_s: float, routes: dict[str, str]) -> ColdStart:
-    """Time `count` sequential requests sent straight after the stack became healthy.
+                       healthy_at: float, count: int, timeout_s: float, routes: dict[str, str],
+                       answer: AnswerShape | None = None) -> ColdStart:
+    """Time `count` sequential requests sent straight after the stack became healthy (a correct answer: status
+    200 and the expected rows, in the stack's declared `answer` shape).
 
     `healthy_at` is the time.monotonic() reading when the health answer arrived and `healthy_seconds` the
     seconds from process start to it; the first correct answer's end is expressed from process start.
@@ -42,7 +45,7 @@ def measure_cold_start(base_url: str, *, workload: str, parameter: int | None, h
         for _ in range(count):
             started = time.monotonic()
             try:
-                ok = answer_ok(http.send(client, request), workload, expected)
+                ok = answer_ok(http.send(client, request), workload, expected, answer)
             except httpx.HTTPError:
                 ok = False
             ended = time.monotonic()

@@ -9,6 +9,9 @@ It applies the rules verification applies (verify.py, values.py) to a single ans
 - perf-minimal: one row `{"status": "ok", "ts": ...}` whose ts lies in the request's own time, like static;
 - the other scenarios (perf-post, perf-nested, perf-large-payload, perf-many-params): rows, like perf-test;
 - tx: `{"abalance": <int>}`, equal to the expected balance when pgarena can predict it (checks.py).
+
+A stack that declares its row answers' shape (stack.toml `[answer]`: an envelope, camelCase keys) has that
+shape undone first (contract/answer.py); an answer not in the declared shape is wrong.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Collection
 from typing import Any
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape, AnswerShapeError
 from pgarena.contract.flags import CONTENT_TYPE
 from pgarena.contract.values import Verdict, judge, parse_json
 
@@ -64,9 +68,12 @@ def judge_rows(workload: str, expected: list[dict], body: Any, known_wrong: Coll
 
 
 def judge_answer(workload: str, expected: Any, *, status: int, content_type: str | None, body: bytes,
-                 sent_ms: float, received_ms: float, known_wrong: Collection[str] = ()) -> str | None:
+                 sent_ms: float, received_ms: float, known_wrong: Collection[str] = (),
+                 answer: AnswerShape | None = None) -> str | None:
     """None if one HTTP answer is right, else a one-line reason. `sent_ms`/`received_ms` are the
-    request's wall-clock send and receive times in milliseconds since the epoch (static only)."""
+    request's wall-clock send and receive times in milliseconds since the epoch (static only). `answer` is
+    the stack's declared answer shape (stack.toml `[answer]`), undone before the rows are judged: an answer
+    not in that shape is wrong."""
     if status != 200:
         return f"status {status}"
     if CONTENT_TYPE not in known_wrong and not wl.is_json_content_type(content_type, graphql=wl.is_graphql(workload)):
@@ -75,6 +82,11 @@ def judge_answer(workload: str, expected: Any, *, status: int, content_type: str
         parsed = parse_json(body)
     except ValueError:
         return f"not JSON: {body[:80]!r}"
+    if answer is not None:
+        try:
+            parsed = answer.unwrap(workload, parsed)
+        except AnswerShapeError as exc:
+            return str(exc)
     if workload == wl.STATIC:
         stamp = parsed.get("timestamp") if isinstance(parsed, dict) else None
         if not isinstance(parsed, dict) or parsed.get("status") != "ok" or not _is_int(stamp):

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import httpx
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape, AnswerShapeError
 from pgarena.contract.values import parse_json
 from pgarena.results.models import BadInputCase
 from pgarena.verify import http
@@ -242,8 +243,10 @@ CASES: dict[str, list[Case]] = {
 """Every workload's hostile requests (docs/verification.md lists them)."""
 
 
-def _judge(case: Case, response: httpx.Response, elapsed_s: float) -> str | None:
-    """None if the answer is the robust one, else what was wrong."""
+def _judge(case: Case, response: httpx.Response, elapsed_s: float, workload: str = "",
+           answer: AnswerShape | None = None) -> str | None:
+    """None if the answer is the robust one, else what was wrong. An "echo" answer is rows: the stack's
+    declared answer shape (`answer`) is undone first; error answers are judged as sent."""
     try:
         body = parse_json(response.content)
     except ValueError:
@@ -262,6 +265,11 @@ def _judge(case: Case, response: httpx.Response, elapsed_s: float) -> str | None
         return f"HTTP {response.status_code}, expected a GraphQL error: {response.text[:100]}"
     if elapsed_s > SLOW_ANSWER_S:
         return f"answered after {elapsed_s:.1f} s: the string ran as SQL"
+    if answer is not None and body is not None:
+        try:
+            body = answer.unwrap(workload, body)
+        except AnswerShapeError as exc:
+            return f"HTTP {response.status_code}, {exc}"
     rows_ok = isinstance(body, list) and body and isinstance(body[0], dict)
     if response.status_code == 200 and rows_ok and _echoed(case.path, body[0]):
         return None
@@ -278,8 +286,10 @@ def _echoed(path: str, row: dict) -> bool:
     return str(row.get("text_val", "")).startswith(INJECTION_SLEEP)
 
 
-def run_battery(client: httpx.Client, workload: str) -> tuple[list[BadInputCase], int]:
-    """Send every case of `workload`; return the verdicts and how many answers were 200 (tx writes)."""
+def run_battery(client: httpx.Client, workload: str,
+                answer: AnswerShape | None = None) -> tuple[list[BadInputCase], int]:
+    """Send every case of `workload`; return the verdicts and how many answers were 200 (tx writes).
+    `answer`: the stack's declared answer shape, undone in the answers that must echo rows."""
     results, answered_200 = [], 0
     for case in CASES[workload]:
         started = time.monotonic()
@@ -290,7 +300,7 @@ def run_battery(client: httpx.Client, workload: str) -> tuple[list[BadInputCase]
                                         detail=f"{type(exc).__name__}: {exc}"))
             continue
         answered_200 += response.status_code == 200
-        problem = _judge(case, response, time.monotonic() - started)
+        problem = _judge(case, response, time.monotonic() - started, workload, answer)
         results.append(BadInputCase(description=case.description, path=case.path[:200],
                                     status=response.status_code, ok=problem is None, detail=problem))
     return results, answered_200

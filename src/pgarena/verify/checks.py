@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import httpx
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape, AnswerShapeError
 from pgarena.contract.values import parse_json
 from pgarena.verify import http
 from pgarena.verify.answers import judge_answer
@@ -28,8 +29,13 @@ SAMPLE_INTERVAL_S = 0.25
 """pgarena's sampler sends one request this often during the window."""
 
 
-def rows_in(body: object, workload: str) -> int | None:
-    """How many rows an answer holds (GraphQL: data.users)."""
+def rows_in(body: object, workload: str, answer: AnswerShape | None = None) -> int | None:
+    """How many rows an answer holds (GraphQL: data.users; a stack's declared `answer` shape undone first)."""
+    if answer is not None:
+        try:
+            body = answer.unwrap(workload, body)
+        except AnswerShapeError:
+            return None
     if wl.is_graphql(workload):
         try:
             body = body["data"]["users"]  # type: ignore[index]
@@ -38,14 +44,16 @@ def rows_in(body: object, workload: str) -> int | None:
     return len(body) if isinstance(body, list) else None
 
 
-def answer_ok(response: httpx.Response, workload: str, expected_rows: int | None) -> bool:
-    """A plausible answer (cold start): status 200 and, where rows are expected, that many rows."""
+def answer_ok(response: httpx.Response, workload: str, expected_rows: int | None,
+              answer: AnswerShape | None = None) -> bool:
+    """A plausible answer (cold start): status 200 and, where rows are expected, that many rows (in the
+    stack's declared `answer` shape)."""
     if response.status_code != 200:
         return False
     if expected_rows is None:
         return True
     try:
-        return rows_in(parse_json(response.content), workload) == expected_rows
+        return rows_in(parse_json(response.content), workload, answer) == expected_rows
     except ValueError:
         return False
 
@@ -92,7 +100,7 @@ class AnswerSampler:
 
     def __init__(self, base_url: str, workload: str, variants: list[Variant],
                  headers: list[tuple[str, str | None]], timeout_s: float, routes: dict[str, str] | None = None, *,
-                 reuse: bool = True, known_wrong: Collection[str] = ()):
+                 reuse: bool = True, known_wrong: Collection[str] = (), answer: AnswerShape | None = None):
         self._client = bare_client(base_url, timeout_s, routes or {})
         self._headers = headers
         self._netloc = httpx.URL(base_url).netloc.decode()
@@ -101,6 +109,8 @@ class AnswerSampler:
         self._reuse = reuse
         self._known_wrong = frozenset(known_wrong)
         """Columns verification already judged ❌ (answers.judge_rows): not judged again."""
+        self._answer = answer
+        """The stack's declared answer shape (stack.toml `[answer]`), undone before every answer is judged."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="pgarena-checks", daemon=True)
         self.samples: list[Sample] = []
@@ -154,7 +164,8 @@ class AnswerSampler:
         for sample in self.samples:
             reason = sample.error or judge_answer(
                 self._workload, sample.variant.expected, status=sample.status or 0, content_type=sample.content_type,
-                body=sample.body, sent_ms=sample.sent_ms, received_ms=sample.received_ms, known_wrong=self._known_wrong)
+                body=sample.body, sent_ms=sample.sent_ms, received_ms=sample.received_ms, known_wrong=self._known_wrong,
+                answer=self._answer)
             if reason is not None:
                 failed += 1
                 if first is None:
@@ -165,10 +176,11 @@ class AnswerSampler:
 
 def check_variants(base_url: str, workload: str, variants: list[Variant], headers: list[tuple[str, str | None]],
                    timeout_s: float, routes: dict[str, str] | None = None,
-                   known_wrong: Collection[str] = ()) -> tuple[int, str | None]:
+                   known_wrong: Collection[str] = (), answer: AnswerShape | None = None) -> tuple[int, str | None]:
     """Send every variant once, one at a time, before the load and judge each answer whole:
     (wrong answers, the first one's reason and request)."""
-    sampler = AnswerSampler(base_url, workload, variants, headers, timeout_s, routes, known_wrong=known_wrong)
+    sampler = AnswerSampler(base_url, workload, variants, headers, timeout_s, routes, known_wrong=known_wrong,
+                            answer=answer)
     try:
         sampler.samples = [sampler.send(variant) for variant in variants]
     finally:

@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Collection, Mapping
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape
 from pgarena.db.expected import expected_perf_test
 from pgarena.db.postgres import Database
 from pgarena.verify.checks import check_variants
@@ -37,15 +38,17 @@ def first_variant(db: Database, workload: str, parameter: int | None) -> Variant
 
 
 def check_after_restart(base_url: str, db: Database, workloads: Mapping[str, int | None], *, timeout_s: float,
-                        routes: dict[str, str], known_wrong: Mapping[str, Collection[str]]) -> dict[str, str | None]:
+                        routes: dict[str, str], known_wrong: Mapping[str, Collection[str]],
+                        answer: AnswerShape | None = None) -> dict[str, str | None]:
     """Workload → None when its request (at the given parameter) was answered right, else why not. Columns in
-    `known_wrong[workload]` were judged ❌ by the first start's verification and are not judged again."""
+    `known_wrong[workload]` were judged ❌ by the first start's verification and are not judged again;
+    `answer` is the stack's declared answer shape (stack.toml [answer])."""
     problems: dict[str, str | None] = {}
     for workload, parameter in workloads.items():
         variant = first_variant(db, workload, parameter)
         content_type = variant.request.content_type
         headers = HEADERS + ([("Content-Type", content_type)] if content_type else [])
         failed, first = check_variants(base_url, workload, [variant], headers, timeout_s, routes,
-                                       known_wrong.get(workload, ()))
+                                       known_wrong.get(workload, ()), answer=answer)
         problems[workload] = first or ("answered wrongly" if failed else None)
     return problems

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape, AnswerShapeError
 from pgarena.contract.values import Verdict, judge, parse_json, worst
 from pgarena.results.models import Check, ColumnVerdict
 from pgarena.verify import http
@@ -63,19 +64,38 @@ def get(client: httpx.Client, path: str) -> tuple[httpx.Response | None, str | N
     return (None, response) if isinstance(response, str) else (response, None)
 
 
+def answer_body(response: httpx.Response, workload: str, answer: AnswerShape | None, case: str,
+                checks: list[Check]) -> tuple[bool, Any]:
+    """(parsed, the contract's answer): the JSON body with the stack's declared `[answer]` shape undone
+    (contract/answer.py). A body that is not JSON, or not in the declared shape, adds a failed check and
+    gives (False, None)."""
+    try:
+        body = parse_json(response.content)
+    except ValueError as exc:
+        checks.append(Check(name=f"{case}: JSON body", ok=False, detail=str(exc)[:200]))
+        return False, None
+    if answer is None or not answer.applies_to(workload):
+        return True, body
+    try:
+        return True, answer.unwrap(workload, body)
+    except AnswerShapeError as exc:
+        checks.append(Check(name=f"{case}: the declared answer shape ({answer.describe()})", ok=False,
+                            detail=f"{exc}: {response.text[:120]}"))
+        return False, None
+
+
 def rows_case(client: httpx.Client, request: wl.Request | str, expected: list[dict], case: str, tally: ColumnTally,
-              checks: list[Check]) -> None:
-    """Send one request (a path: GET) and judge its answer as rows against `expected`, column by column."""
+              checks: list[Check], *, workload: str = "", answer: AnswerShape | None = None) -> None:
+    """Send one request (a path: GET) and judge its answer as rows against `expected`, column by column
+    (after undoing `answer`, the stack's declared shape, for `workload`)."""
     response = send(client, wl.Request("GET", request) if isinstance(request, str) else request)
     if isinstance(response, str):
         checks.append(Check(name=f"{case}: answer", ok=False, detail=response))
         return
     checks.append(Check(name=f"{case}: status 200", ok=response.status_code == 200, detail=str(response.status_code)))
     checks.extend(content_checks(response, case))
-    try:
-        body = parse_json(response.content)
-    except ValueError as exc:
-        checks.append(Check(name=f"{case}: JSON body", ok=False, detail=str(exc)[:200]))
+    parsed, body = answer_body(response, workload, answer, case, checks)
+    if not parsed:
         return
     if not isinstance(body, list):
         checks.append(Check(name=f"{case}: a JSON array", ok=False, detail=f"got {type(body).__name__}"))

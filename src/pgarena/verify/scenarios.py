@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape
 from pgarena.contract.values import Verdict, parse_json
 from pgarena.db.expected import (
     expected_perf_large_payload,
@@ -27,7 +28,7 @@ from pgarena.db.expected import (
 )
 from pgarena.db.postgres import Database
 from pgarena.results.models import Check, ColumnVerdict, WorkloadVerification
-from pgarena.verify.rows import ColumnTally, content_checks, rows_case, send
+from pgarena.verify.rows import ColumnTally, answer_body, content_checks, rows_case, send
 
 MINIMAL_CASES = 3
 """perf-minimal answers compared with the database's clock (all three ending in 000 µs: precision lost)."""
@@ -54,7 +55,7 @@ def _pg_json_timestamptz(db: Database, instant: dt.datetime) -> str:
         return parse_json(conn.execute("SELECT to_json(%s::timestamptz)::text", [instant]).fetchone()[0])
 
 
-def verify_perf_minimal(client: httpx.Client, db: Database) -> WorkloadVerification:
+def verify_perf_minimal(client: httpx.Client, db: Database, answer: AnswerShape | None = None) -> WorkloadVerification:
     """`[{"status": "ok", "ts": <the database's now() of this request>}]`, MINIMAL_CASES times."""
     checks: list[Check] = []
     tally = ColumnTally(wl.PERF_MINIMAL_COLUMNS)
@@ -71,10 +72,8 @@ def verify_perf_minimal(client: httpx.Client, db: Database) -> WorkloadVerificat
         checks.append(Check(name=f"{name}: status 200", ok=response.status_code == 200,
                             detail=str(response.status_code)))
         checks.extend(content_checks(response, name))
-        try:
-            body = parse_json(response.content)
-        except ValueError as exc:
-            checks.append(Check(name=f"{name}: JSON body", ok=False, detail=str(exc)[:200]))
+        parsed, body = answer_body(response, wl.PERF_MINIMAL, answer, name, checks)
+        if not parsed:
             continue
         shaped = isinstance(body, list) and len(body) == 1 and isinstance(body[0], dict)
         checks.append(Check(name=f"{name}: 1 row", ok=shaped, detail=None if shaped else response.text[:100]))
@@ -116,60 +115,70 @@ def _mark(verification: WorkloadVerification, column: str, reason: str) -> None:
     ]
 
 
-def verify_perf_post(client: httpx.Client, db: Database, records: list[int]) -> WorkloadVerification:
+def verify_perf_post(client: httpx.Client, db: Database, records: list[int],
+                     answer: AnswerShape | None = None) -> WorkloadVerification:
     checks: list[Check] = []
     tally = ColumnTally(wl.PERF_POST_COLUMNS)
+    shape = {"workload": wl.PERF_POST, "answer": answer}
     for count in sorted(set(records) | set(POST_RECORDS)):
         rows_case(client, wl.perf_post_request(count), expected_perf_post(db, count),
-                   f"seed payload, {count} rows", tally, checks)
+                  f"seed payload, {count} rows", tally, checks, **shape)
     for index, payload in enumerate(wl.VARIED_POST_PAYLOADS, start=1):
         rows_case(client, wl.perf_post_request(POST_RECORDS[-1], payload),
-                   expected_perf_post(db, POST_RECORDS[-1], payload), f"varied payload {index}", tally, checks)
+                  expected_perf_post(db, POST_RECORDS[-1], payload), f"varied payload {index}", tally, checks, **shape)
     return _verification(wl.PERF_POST, checks, tally)
 
 
-def verify_perf_nested(client: httpx.Client, db: Database, depths: list[int]) -> WorkloadVerification:
+def verify_perf_nested(client: httpx.Client, db: Database, depths: list[int],
+                       answer: AnswerShape | None = None) -> WorkloadVerification:
     checks: list[Check] = []
     tally = ColumnTally(wl.PERF_NESTED_COLUMNS)
+    shape = {"workload": wl.PERF_NESTED, "answer": answer}
     for depth in range(wl.DEPTH_RANGE[0], wl.DEPTH_RANGE[1] + 1):
         rows_case(client, wl.perf_nested_request(depth, NESTED_CASE_RECORDS),
                   expected_perf_nested(db, depth, NESTED_CASE_RECORDS), f"depth {depth}, {NESTED_CASE_RECORDS} rows",
-                  tally, checks)
+                  tally, checks, **shape)
     for depth in sorted(set(depths)):
         rows_case(client, wl.perf_nested_request(depth), expected_perf_nested(db, depth),
-                  f"depth {depth}, {wl.NESTED_RECORDS} rows", tally, checks)
+                  f"depth {depth}, {wl.NESTED_RECORDS} rows", tally, checks, **shape)
     return _verification(wl.PERF_NESTED, checks, tally)
 
 
-def verify_perf_large_payload(client: httpx.Client, db: Database, sizes_kb: list[int]) -> WorkloadVerification:
+def verify_perf_large_payload(client: httpx.Client, db: Database, sizes_kb: list[int],
+                              answer: AnswerShape | None = None) -> WorkloadVerification:
     checks: list[Check] = []
     tally = ColumnTally(wl.PERF_LARGE_PAYLOAD_COLUMNS)
     for size_kb in sorted(set(sizes_kb) | set(LARGE_PAYLOAD_CASES_KB)):
         rows_case(client, wl.perf_large_payload_request(size_kb), expected_perf_large_payload(db, size_kb),
-                  f"{size_kb} KiB ({size_kb * 1024} characters)", tally, checks)
+                  f"{size_kb} KiB ({size_kb * 1024} characters)", tally, checks, workload=wl.PERF_LARGE_PAYLOAD,
+                  answer=answer)
     return _verification(wl.PERF_LARGE_PAYLOAD, checks, tally)
 
 
-def verify_perf_many_params(client: httpx.Client, db: Database) -> WorkloadVerification:
+def verify_perf_many_params(client: httpx.Client, db: Database,
+                            answer: AnswerShape | None = None) -> WorkloadVerification:
     checks: list[Check] = []
     tally = ColumnTally(wl.PERF_MANY_PARAMS_COLUMNS)
-    rows_case(client, wl.perf_many_params_request(), expected_perf_many_params(db), "seed values", tally, checks)
+    shape = {"workload": wl.PERF_MANY_PARAMS, "answer": answer}
+    rows_case(client, wl.perf_many_params_request(), expected_perf_many_params(db), "seed values", tally, checks,
+              **shape)
     for index, values in enumerate(wl.VARIED_MANY_PARAMS, start=1):
         rows_case(client, wl.perf_many_params_request(values), expected_perf_many_params(db, values),
-                  f"varied values {index} ({len(values)} of 20 given)", tally, checks)
+                  f"varied values {index} ({len(values)} of 20 given)", tally, checks, **shape)
     return _verification(wl.PERF_MANY_PARAMS, checks, tally)
 
 
-def verify_scenario(client: httpx.Client, db: Database, workload: str, parameters: list[int | None]) -> \
-        WorkloadVerification:
-    """Verify one of the five scenarios at the parameters its cells will load (and fixed extra cases)."""
+def verify_scenario(client: httpx.Client, db: Database, workload: str, parameters: list[int | None],
+                    answer: AnswerShape | None = None) -> WorkloadVerification:
+    """Verify one of the five scenarios at the parameters its cells will load (and fixed extra cases); `answer`:
+    the stack's declared answer shape, undone before judging."""
     given = [p for p in parameters if p is not None]
     if workload == wl.PERF_MINIMAL:
-        return verify_perf_minimal(client, db)
+        return verify_perf_minimal(client, db, answer)
     if workload == wl.PERF_POST:
-        return verify_perf_post(client, db, given)
+        return verify_perf_post(client, db, given, answer)
     if workload == wl.PERF_NESTED:
-        return verify_perf_nested(client, db, given)
+        return verify_perf_nested(client, db, given, answer)
     if workload == wl.PERF_LARGE_PAYLOAD:
-        return verify_perf_large_payload(client, db, given)
-    return verify_perf_many_params(client, db)
+        return verify_perf_large_payload(client, db, given, answer)
+    return verify_perf_many_params(client, db, answer)

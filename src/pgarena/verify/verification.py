@@ -2,7 +2,9 @@
 
 For each workload a stack declares: status and content type, the shape (a list of the right length with
 the right keys), a verdict per column (values.py), and the bad-input contract (400 + JSON). A workload
-whose status or shape is wrong is not loaded; one with wrong columns is loaded and flagged.
+whose status or shape is wrong is not loaded; one with wrong columns is loaded and flagged. A shape the
+stack's stack.toml `[answer]` declares (an envelope, camelCase keys) is undone before the values are judged;
+its workloads are loaded and flagged `answer-mapped`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Sequence
 import httpx
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.answer import AnswerShape
 from pgarena.contract.values import Verdict, parse_json
 from pgarena.db import accounting
 from pgarena.db.expected import expected_perf_test, expected_users
@@ -40,29 +43,34 @@ row, 12345.6790, is another. No zero: exact decimal types may write 0.0000 as 0 
 zero cannot tell a float from a decimal (values.py judges it ⚠️)."""
 
 
-def verify_perf_test(client: httpx.Client, db: Database, rows: Sequence[int]) -> WorkloadVerification:
+def verify_perf_test(client: httpx.Client, db: Database, rows: Sequence[int],
+                     answer: AnswerShape | None = None) -> WorkloadVerification:
     checks: list[Check] = []
     tally = ColumnTally(wl.PERF_TEST_COLUMNS)
+    shape = {"workload": wl.PERF_TEST, "answer": answer}
     for records in sorted(set(rows)):
         request = wl.perf_test_request(records)
-        rows_case(client, request.path, expected_perf_test(db, records), f"seed values, {records} rows", tally, checks)
+        rows_case(client, request.path, expected_perf_test(db, records), f"seed values, {records} rows", tally, checks,
+                  **shape)
     varied = wl.perf_test_request(VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
     expected = expected_perf_test(db, VARIED_CASE_ROWS, wl.VARIED_PERF_TEST_VALUES)
-    rows_case(client, varied.path, expected, f"varied values, {VARIED_CASE_ROWS} rows", tally, checks)
+    rows_case(client, varied.path, expected, f"varied values, {VARIED_CASE_ROWS} rows", tally, checks, **shape)
     for numeric in NUMERIC_CASE_VALUES:
         values = {**wl.SEED_PERF_TEST_VALUES, "_numeric": numeric}
         request = wl.perf_test_request(VARIED_CASE_ROWS, values)
         rows_case(client, request.path, expected_perf_test(db, VARIED_CASE_ROWS, values),
-                   f"_numeric {numeric}, {VARIED_CASE_ROWS} rows", tally, checks)
+                  f"_numeric {numeric}, {VARIED_CASE_ROWS} rows", tally, checks, **shape)
     return WorkloadVerification(stack="", workload=wl.PERF_TEST, ok=all(c.ok for c in checks), checks=checks,
                                 columns=tally.verdicts())
 
 
-def verify_users(client: httpx.Client, db: Database, limits: Sequence[int]) -> WorkloadVerification:
+def verify_users(client: httpx.Client, db: Database, limits: Sequence[int],
+                 answer: AnswerShape | None = None) -> WorkloadVerification:
     checks: list[Check] = []
     tally = ColumnTally(wl.USERS_COLUMNS)
     for limit in sorted(set(limits)):
-        rows_case(client, wl.users_request(limit).path, expected_users(db, limit), f"limit {limit}", tally, checks)
+        rows_case(client, wl.users_request(limit).path, expected_users(db, limit), f"limit {limit}", tally, checks,
+                  workload=wl.USERS, answer=answer)
     return WorkloadVerification(stack="", workload=wl.USERS, ok=all(c.ok for c in checks), checks=checks,
                                 columns=tally.verdicts())
 
@@ -213,6 +221,7 @@ def verify_stack(
     routes: dict[str, str] | None = None,
     exit_code: Callable[[], int | None] | None = None,
     scenario_parameters: dict[str, list[int | None]] | None = None,
+    answer: AnswerShape | None = None,
 ) -> list[WorkloadVerification]:
     """Verify every workload of one running stack: answers, bad input, database accounting.
 
@@ -221,6 +230,8 @@ def verify_stack(
     stack process's exit code once it has died (None while it runs): a stack that died during a
     workload gets a failed "still running" check instead of verdicts about answers it never gave (a
     burst of refused requests is not "a cache"), and the workloads after it are not verified.
+    `answer` is the stack's declared answer shape (stack.toml `[answer]`): undone before the values of its
+    row workloads are judged, and recorded as their `answer_mapping`.
     """
     results = []
     scenario_params = scenario_parameters or {}
@@ -230,22 +241,24 @@ def verify_stack(
             tx_before = txcheck.snapshot(db) if workload == wl.TX else None
             tx_200 = 0
             if workload == wl.PERF_TEST:
-                verification = verify_perf_test(client, db, perf_test_rows)
+                verification = verify_perf_test(client, db, perf_test_rows, answer)
             elif workload == wl.USERS:
-                verification = verify_users(client, db, users_limits)
+                verification = verify_users(client, db, users_limits, answer)
             elif workload == wl.TX:
                 verification, tx_200 = verify_tx(client, db)
             elif workload == wl.GRAPHQL:
                 verification = verify_graphql(client, db)
             elif workload in wl.NESTED_LISTS:
-                verification = verify_nested(client, db, workload)
+                verification = verify_nested(client, db, workload, answer)
             elif workload in wl.SCENARIOS:
-                verification = verify_scenario(client, db, workload, scenario_params.get(workload, [None]))
+                verification = verify_scenario(client, db, workload, scenario_params.get(workload, [None]), answer)
             else:
                 verification = verify_static(client)
+            if answer is not None and answer.applies_to(workload):
+                verification.answer_mapping = answer.describe()
             users_before = _users_count(db) if workload in (wl.USERS, wl.PERF_TEST, *wl.NESTED_LISTS) else None
             battery_before = txcheck.snapshot(db) if workload == wl.TX else None
-            verification.bad_input, battery_200 = badinput.run_battery(client, workload)
+            verification.bad_input, battery_200 = badinput.run_battery(client, workload, answer)
             if battery_before is not None:
                 untouched = txcheck.snapshot(db) == battery_before
                 verification.checks.append(Check(name="bad tx bodies wrote nothing", ok=untouched,
@@ -292,7 +305,8 @@ def verify_stack(
 
 def failure_reasons(verification: WorkloadVerification) -> list[str]:
     """Why one workload's verification counts as failed (empty: it passed): a failed check, a ❌ column,
-    a ❌ database accounting, bad-input cases answered wrongly. ⚠️ verdicts are not failures."""
+    answers in a declared other shape (`answer-mapped`), a ❌ database accounting, bad-input cases answered
+    wrongly. ⚠️ verdicts are not failures."""
     reasons = []
     failed = [c for c in verification.checks if not c.ok]
     if failed:
@@ -301,6 +315,9 @@ def failure_reasons(verification: WorkloadVerification) -> list[str]:
         reasons.append(f"{first.name}: {first.detail}{more}" if first.detail else f"{first.name}{more}")
     if verification.wrong_columns:
         reasons.append("❌ columns " + ", ".join(verification.wrong_columns))
+    if verification.answer_mapping:
+        reasons.append(f"not the contract's answer shape: {verification.answer_mapping} (stack.toml [answer]; "
+                       "loaded, flagged answer-mapped)")
     if verification.accounting is not None and verification.accounting.verdict is Verdict.WRONG:
         reasons.append(f"❌ database accounting: {verification.accounting.reason}")
     bad = [case for case in verification.bad_input if not case.ok]

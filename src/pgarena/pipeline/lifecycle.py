@@ -28,7 +28,12 @@ from pgarena.verify.verification import verify_stack
 
 def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: ExitStack) -> LiveStack | None:
     """Build, start (its process lives until `scope` closes), check health, time the cold start and verify
-    one stack. None, with the reason in `info`, when it cannot be loaded."""
+    one stack. None, with the reason in `info`, when it cannot be loaded. A remote target is only reached and
+    verified (pipeline/targets.py)."""
+    if stack.target_url is not None:
+        from pgarena.pipeline.targets import bring_up_target
+
+        return bring_up_target(ctx, stack, info, kind, scope)
     config, run_dir = ctx.config, ctx.run_dir
     logs = run_dir / "logs" / stack.id
     definition = stack.definition

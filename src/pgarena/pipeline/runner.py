@@ -28,6 +28,7 @@ from pgarena.pipeline.context import Log, RunContext, RunError
 from pgarena.pipeline.lifecycle import log_failure
 from pgarena.pipeline.plan import cluster_settings, config_error_info, plan_cells, select_stacks, stack_info
 from pgarena.pipeline.progress import RunProgress
+from pgarena.pipeline.targets import database_line, target_hosts
 from pgarena.results.models import (
     Cell,
     DatabaseInfo,
@@ -149,11 +150,13 @@ def execute(
         config = config.model_copy(update={"seed": new_seed()})  # stored in results.config: --seed repeats it
     if resume is None:
         run_dir = _create_run_dir(config)
-        version_commands = [argv for s in stacks if s.available for argv in s.definition.version_commands]
+        version_commands = [argv for s in stacks if s.available and s.target_url is None  # a target's are its host's
+                            for argv in s.definition.version_commands]
         environment = collect(project_dir, generator_cpus=config.generator_cpus, server_cpus=config.server_cpus,
                               version_commands=version_commands)
         if engine is not None:
             environment.engine_versions[engine.name] = engine.version()
+        environment.targets = target_hosts(stacks)
         results = RunResults(
             run_id=run_dir.name, command=redact_secrets(command_line), kind=kind, status="running",
             started_at=dt.datetime.now(dt.timezone.utc), config=config.redacted(), environment=environment,
@@ -195,8 +198,11 @@ def execute(
             db = scope.enter_context(provide_database(
                 run_dir, database_url=config.database_url, cpus=config.server_cpus,
                 admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
-                settings=settings, max_connections=max_connections, registry=registry, bin_dir=config.postgres_bin))
+                settings=settings, max_connections=max_connections, registry=registry, bin_dir=config.postgres_bin,
+                app_password=config.db_password if config.targets else None))  # the password targets log in with
             load_workload_data(db, config.workloads)
+            if config.targets:
+                log(database_line(db))
             version, settings = server_facts(db)
             environment.postgres_version = version
             stacks = _too_old_for(stacks, version, results, planned, log)

@@ -484,8 +484,8 @@ def environment_section(results: RunResults) -> str:
         ("Fairness knobs", f"pool size {cfg.get('pool_size')} connections per stack, {cfg.get('workers')} worker(s)"
          + (" — given to no remote target: its deployment sets them (the connections PostgreSQL saw are under "
             "Stacks)" if results.environment.targets else "")),
-        ("Network", network.topology_text(results).removeprefix("Network: ") or "loopback, stacks connect to PostgreSQL "
-                                                                                  "directly"),
+        ("Network", remote.network_text(results) or network.topology_text(results).removeprefix("Network: ")
+         or "loopback, stacks connect to PostgreSQL directly"),
         *([("pgarena CPUs", f"{env.pgarena_cpus} (its own process and sampler threads)")] if env.pgarena_cpus else []),
         *([("Stack order", f"shuffled, seed {cfg.get('seed')}: {', '.join(results.stack_order)}")]
           if cfg.get("seed") is not None and results.stack_order else []),

@@ -46,3 +46,12 @@ def cpu_sets_text(results: RunResults) -> str | None:
     env = results.environment
     return (f"generator {env.generator_cpus} (the stacks are remote targets: their CPUs are not pinned or known "
             "to pgarena)")
+
+
+def network_text(results: RunResults) -> str | None:
+    """The network row of a target run (None for a local run): what lies between here, the targets and PostgreSQL."""
+    if not results.environment.targets:
+        return None
+    return ("from this machine to each remote target over its URL, and from each target to PostgreSQL over its own "
+            f"network: neither is set up by pgarena, and their round trips are {NOT_MEASURED} (they are in every "
+            "latency figure)")

@@ -296,7 +296,8 @@ def test_html_says_not_measured_where_a_target_was_not_measured():
     assert {s["id"]: s["target_url"] for s in payload["stacks"]} == TARGET_URLS
     assert [r for r in payload["environment"]["rows"] if r[0] == "targets"] == [], "its own rows, not a dump"
     page = render_html(results)
-    assert 'id="targets-warning"' in page
+    assert 'id="targets-warning"' in page and 'id="targets-cost"' in page
+    assert 'id="targets-cost"' not in render_html(sample_results()), "a local run has no such note"
     cells = page.split('id="stacks"')[0]
     measured_rows = [c for t in payload["cells"] for c in t["rows"] if "rps_median" in c]
     assert cells.count(">not measured</td>") >= 2 * len(measured_rows), "CPU and memory of every measured cell"

@@ -320,3 +320,11 @@ def test_a_stack_definition_is_a_local_stack_unless_given_a_target_url(tmp_path)
                                           "framework_version": "1", "driver": "d", "driver_version": "1",
                                           "workloads": ["static"], "run": {"command": "true"}})
     assert Stack(definition, tmp_path).target_url is None
+
+
+def test_an_http_password_is_redacted_wherever_pgarena_stores_text():
+    from pgarena.config.run import redact_command, redact_secrets
+
+    assert redact_secrets(f"https://bob:{PASSWORD}@api.example.com/x") == "https://bob:***@api.example.com/x"
+    argv = redact_command(["run", "--target", f"api=http://bob:{PASSWORD}@h:80", "--db-password", PASSWORD])
+    assert PASSWORD not in " ".join(argv) and argv[-1] == "***"

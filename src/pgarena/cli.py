@@ -22,6 +22,7 @@ from pgarena.analysis import compare as comparing
 from pgarena.analysis.sharedrates import slowest_peaks
 from pgarena.config import run as cfg
 from pgarena.config.stackdef import load_stacks
+from pgarena.config.targets import TargetError, parse_targets
 from pgarena.db.postgres import PostgresError
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline.context import RunError
@@ -74,11 +75,16 @@ OverwriteOpt = Annotated[bool, typer.Option(
     "--allow-overwrite", help="with --database-url: use a schema or role named pgarena that pgarena did not create")]
 DbPortOpt = Annotated[Optional[int], typer.Option("--db-port", help="managed database: fixed port (default: a free one)")]
 DbUserOpt = Annotated[Optional[str], typer.Option("--db-user", help="managed database: the stacks' role (default: pgarena)")]
-DbPasswordOpt = Annotated[Optional[str], typer.Option("--db-password", help="managed database: that role's password")]
+DbPasswordOpt = Annotated[Optional[str], typer.Option("--db-password", help=(
+    "managed database: that role's password; with --target: the password of pgarena's role on --database-url"))]
 DbNameOpt = Annotated[Optional[str], typer.Option("--db-name", help="managed database: its name (default: pgarena)")]
 PostgresBinOpt = Annotated[Optional[Path], typer.Option(
     "--postgres-bin", help="managed database: folder of initdb, pg_ctl and postgres (e.g. PostgreSQL 18 from "
                            "`make postgres18`; default: PATH, pg_config, /usr/lib/postgresql/*/bin)")]
+TargetOpt = Annotated[Optional[list[str]], typer.Option(
+    "--target", metavar="ID=URL", help="a stack already deployed at URL (http/https base URL), verified and loaded "
+                                       "but neither built, started nor stopped; repeatable or comma-separated; needs "
+                                       "--database-url and --db-password (docs/contract.md, Remote targets)")]
 StacksDirOpt = Annotated[Path, typer.Option(help="folder of stack definitions")]
 ResultsDirOpt = Annotated[Path, typer.Option(help="where run folders are written")]
 
@@ -95,6 +101,7 @@ OPTION_OF_FIELD = {
     "stack_rtt_ms": "--stack-rtt", "netns": "--netns", "topology": "--topology",
     "generators": "--generators",
     "pool_sizes": "--pool-size",
+    "targets": "--target",
 }
 """RunConfig field → the command-line option that sets it, so that errors name what the user typed."""
 
@@ -103,6 +110,16 @@ def _option_names(message: str) -> str:
     """`message` with every RunConfig field name replaced by its command-line option."""
     return re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\brepetitions\b",
                   lambda m: OPTION_OF_FIELD.get(m.group(0), m.group(0)), message)
+
+
+def _targets(values: list[str] | None) -> dict[str, str] | None:
+    """--target values as {id: base URL}; a malformed one is a user error (one line, exit 2)."""
+    if not values:
+        return None
+    try:
+        return parse_targets(values)
+    except TargetError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _config(profile: str, **overrides) -> cfg.RunConfig:
@@ -183,6 +200,7 @@ def verify(
     stacks: StacksOpt = None,
     workloads: WorkloadsOpt = None,
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
+    target: TargetOpt = None,
     database_url: DbOpt = None,
     admin_database_url: AdminDbOpt = None,
     allow_overwrite: OverwriteOpt = False,
@@ -207,7 +225,7 @@ def verify(
     config = _config(profile, stacks=_names(stacks), workloads=_names(workloads), database_url=database_url,
                      admin_database_url=admin_database_url, allow_overwrite=allow_overwrite or None, db_port=db_port,
                      db_user=db_user, db_password=db_password, db_name=db_name, postgres_bin=postgres_bin, pool_size=pool_size, workers=workers, run_id=run_id, stacks_dir=stacks_dir,
-                     results_dir=results_dir)
+                     results_dir=results_dir, targets=_targets(target))
     run_dir = _execute(config, "verify")
     failing = failed_stacks(load(run_dir))
     out.print(f"Report: {run_dir / 'report.md'}")
@@ -222,6 +240,7 @@ def run(
     stacks: StacksOpt = None,
     workloads: WorkloadsOpt = None,
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
+    target: TargetOpt = None,
     engine: Annotated[Optional[str], typer.Option(help="load generator: oha (default) or k6")] = None,
     repetitions: Annotated[Optional[int], typer.Option(
         help="measured windows per cell (exact, unless --max-repetitions is given: then the minimum)")] = None,
@@ -338,6 +357,7 @@ def run(
         allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,
         db_name=db_name, postgres_bin=postgres_bin, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
         schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline, generators=generators,
+        targets=_targets(target),
     )
     _print_outputs(_execute(config, "run"))
 

@@ -248,9 +248,9 @@ def environment_differences(a: RunResults, b: RunResults, stacks: set[str] | Non
     """(differences that matter, differences listed as info only) between two runs' environments.
 
     What matters: CPU model and count, generator/server CPU sets, PostgreSQL version and settings, the
-    versions of the load generators used, the declared facts of the stacks compared, and the config's
-    profile, window, warm-up, load levels, pool size(s), workers and engine. Info only: hostname, pgarena
-    version and git revision, kernel, OS, Python, memory.
+    versions of the load generators used, the declared facts of the stacks compared (and where a remote
+    target was deployed), and the config's profile, window, warm-up, load levels, pool size(s), workers and
+    engine. Info only: hostname, pgarena version and git revision, kernel, OS, Python, memory.
     """
     matters: list[EnvDifference] = []
     info: list[EnvDifference] = []
@@ -276,7 +276,7 @@ def environment_differences(a: RunResults, b: RunResults, stacks: set[str] | Non
     for stack_id in sorted((stacks if stacks is not None else set(stacks_a)) & set(stacks_a) & set(stacks_b)):
         sa, sb = stacks_a[stack_id], stacks_b[stack_id]
         for name in ("framework", "framework_version", "driver", "driver_version", "server", "pooler",
-                     "prepared_statements"):
+                     "prepared_statements", "target_url"):  # target_url: a remote deployment, or another one
             check(matters, f"stack {stack_id}: {name}", getattr(sa, name), getattr(sb, name))
     for name in ("profile", "duration_seconds", "warmup_seconds", "vus", "pool_size", "workers", "engine"):
         check(matters, f"config.{name}", a.config.get(name), b.config.get(name))

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.config.stackdef import check_role_name
+from pgarena.config.targets import check_targets
 from pgarena.config.topology import load_topology
 from pgarena.contract import workloads as wl
 from pgarena.contract.workloads import PERF_MANY_PARAMS, PERF_MINIMAL, SCENARIOS, WORKLOAD_NAMES
@@ -293,6 +294,9 @@ class RunConfig(BaseModel):
     generators: int = Field(1, ge=1, le=MAX_GENERATORS, description=(
         "k6 processes driving each window, each one execution segment of the load, merged exactly "
         "(load/distributed.py); 1 = the single generator"))
+    targets: dict[str, str] = Field(default_factory=dict, description=(
+        "remote targets (--target ID=URL): stack id → base URL of a stack deployed elsewhere, verified and loaded "
+        "but neither built, started nor stopped by pgarena (config/targets.py); empty: local stacks"))
 
     @property
     def rewarm_seconds(self) -> float:
@@ -317,6 +321,7 @@ class RunConfig(BaseModel):
         return names
 
     _role_name = field_validator("db_user")(check_role_name)
+    _targets = field_validator("targets")(check_targets)
 
     @field_validator("vus")
     @classmethod
@@ -478,7 +483,10 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _managed_only_settings(self) -> RunConfig:
-        given = [f"--db-{k.removeprefix('db_')}" for k in ("db_port", "db_user", "db_password", "db_name")
+        # NOTE: with remote targets --db-password is the password of pgarena's role on --database-url (targets.py)
+        managed_only = ("db_port", "db_user", "db_name") if self.targets else ("db_port", "db_user", "db_password",
+                                                                                "db_name")
+        given = [f"--db-{k.removeprefix('db_')}" for k in managed_only
                  if getattr(self, k) is not None] + (["--postgres-bin"] if self.postgres_bin is not None else [])
         if self.database_url and given:
             raise ValueError(f"{', '.join(given)} only configure{'s' if len(given) == 1 else ''} the managed "
@@ -490,6 +498,35 @@ class RunConfig(BaseModel):
                              "--database-url")
         return self
 
+    @model_validator(mode="after")
+    def _target_rules(self) -> RunConfig:
+        """Remote targets run alone, against the user's database, whose pgarena role they log in with."""
+        if not self.targets:
+            return self
+        if self.stacks is not None:
+            raise ValueError("--target and --stacks in one run: refused. A remote target runs on another machine "
+                             "than the local stacks, so a ranking between them would compare machines and networks, "
+                             "not stacks; measure them in separate runs")
+        if not self.database_url:
+            raise ValueError("--target needs --database-url: the database the deployed stack reads, where pgarena "
+                             "loads its data and checks every answer (a managed database lives and dies with the run)")
+        if not self.db_password:
+            raise ValueError("--target needs --db-password: the password pgarena gives its role 'pgarena' on "
+                             "--database-url, which the deployed stack logs in with (docs/contract.md, Remote targets)")
+        if self.db_rtt_ms:
+            raise ValueError("--db-rtt with --target: pgarena cannot put its proxy between a deployed stack and "
+                             "its database")
+        if self.faults:
+            raise ValueError("the resilience faults with --target: they need a stack pgarena started and its managed "
+                             "database")
+        if len(self.pool_levels) > 1:
+            raise ValueError("--pool-size with several values and --target: pgarena cannot restart a deployed stack "
+                             "with another pool size")
+        if self.stack_rtt_ms:
+            raise ValueError("--stack-rtt with --target: measure the deployment at its own distance (a proxy here "
+                             "would add this machine as a hop)")
+        return self
+
     def redacted(self) -> dict:
         """The config as stored: every password (in URLs, conninfo strings, --db-password) replaced by '***'."""
         data = self.model_dump(mode="json", by_alias=True)
@@ -498,6 +535,8 @@ class RunConfig(BaseModel):
                 data[key] = redact_secrets(data[key])
         if data.get("db_password"):
             data["db_password"] = REDACTED
+        if data.get("targets"):
+            data["targets"] = {k: redact_secrets(v) for k, v in data["targets"].items()}
         return data
 
 
@@ -520,11 +559,11 @@ SECRET_OPTIONS = ("--database-url", "--admin-database-url", "--db-password")
 """Command-line options whose value is, or may contain, a password."""
 _SECRET_KEYS = r"password|passwd|pgpassword|sslpassword"
 _KEY_VALUE_RE = re.compile(rf"""(?i)\b({_SECRET_KEYS})(\s*=\s*)('(?:[^'\\]|\\.)*'|"[^"]*"|[^\s&;'"]*)""")
-_URL_USERINFO_RE = re.compile(r"(?i)\b(postgres(?:ql)?://[^:/?#@\s]*):([^@/?#\s]*)@")
+_URL_USERINFO_RE = re.compile(r"(?i)\b((?:postgres(?:ql)?|https?)://[^:/?#@\s]*):([^@/?#\s]*)@")
 
 
 def redact_url(url: str) -> str:
-    """`postgresql://u:secret@h/db?password=secret` → `postgresql://u:***@h/db?password=***`."""
+    """`postgresql://u:secret@h/db?password=secret` → `postgresql://u:***@h/db?password=***` (http(s) URLs too)."""
     return redact_secrets(url)
 
 

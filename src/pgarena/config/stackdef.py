@@ -226,6 +226,9 @@ class Stack:
     definition: StackDef
     directory: Path
     unavailable_reason: str | None = None
+    target_url: str | None = None
+    """A remote target (--target): the base URL where it is already deployed; pgarena neither builds, starts nor
+    stops it (config/targets.py). None: a stack pgarena builds and starts from `directory`."""
 
     @property
     def id(self) -> str:

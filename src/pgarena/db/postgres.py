@@ -399,17 +399,19 @@ def _check_url(url: str, option: str) -> None:
         raise PostgresError(f"cannot connect to {option}: {str(exc).strip()}") from None
 
 
-def external_database(url: str, *, admin_url: str | None = None, allow_overwrite: bool = False) -> Database:
+def external_database(url: str, *, admin_url: str | None = None, allow_overwrite: bool = False,
+                      app_password: str | None = None) -> Database:
     """A server the user runs: pgarena's schema and its stacks' role there (namespace.py), checked to work.
 
     pgarena connects with `url` (its role needs CREATEROLE and CREATE on the database); the stacks
-    connect as role `pgarena` with a password set for this run. `admin_url` only reads pg_stat_statements.
+    connect as role `pgarena` with a password set for this run (`app_password`, else a random one: remote
+    targets log in with the one the user gives). `admin_url` only reads pg_stat_statements.
     """
     _check_url(url, "--database-url")
     if admin_url:
         _check_url(admin_url, "--admin-database-url")
     parts = urlsplit(url)
-    password = secrets.token_hex(12)
+    password = app_password or secrets.token_hex(12)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             name = conn.execute("SELECT current_database()").fetchone()[0]
@@ -433,14 +435,17 @@ def provide_database(
     workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None,
     admin_url: str | None = None, allow_overwrite: bool = False, settings: ClusterSettings | None = None,
     max_connections: int | None = None, registry: PidRegistry | None = None, place: Place | None = None,
+    app_password: str | None = None,
 ) -> Iterator[Database]:
     """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened.
 
     `max_connections` raises the managed cluster's limit above the settings profile's (never lowers it);
     `registry` records the managed cluster so that a killed run's server is found and stopped (reaper.py).
+    `app_password`: with `database_url`, the password pgarena's role gets there (None: a random one).
     """
     if database_url:
-        yield external_database(database_url, admin_url=admin_url, allow_overwrite=allow_overwrite)
+        yield external_database(database_url, admin_url=admin_url, allow_overwrite=allow_overwrite,
+                                app_password=app_password)
         return
     cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus, settings=settings,
                              max_connections=max_connections, registry=registry, place=place)

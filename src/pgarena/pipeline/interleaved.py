@@ -59,7 +59,9 @@ STOP_REASONS = {"settled": "settled", "max-rounds": "max-repetitions", "budget":
 
 
 def coexist_problem(stack: Stack) -> str | None:
-    """Why a stack cannot run beside the others (None if it can)."""
+    """Why a stack cannot run beside the others (None if it can; a remote target always can)."""
+    if stack.target_url is not None:
+        return None
     port = stack.definition.run.port
     return f"it listens on the fixed port {port}" if port else None
 

@@ -37,7 +37,12 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     `pool_size`: the pool it is started with (None: `config.pool_size`). `restart`: the stack already ran in
     this process at another pool size, so it is not built again, its cold start is not timed again and it is
     verified briefly (its health path, then one request per workload judged whole: verify/restart.py); the
-    start is recorded in `info.pool_starts`, and None means its cells at this pool size cannot be measured."""
+    start is recorded in `info.pool_starts`, and None means its cells at this pool size cannot be measured.
+    A remote target is only reached and verified (pipeline/targets.py)."""
+    if stack.target_url is not None:
+        from pgarena.pipeline.targets import bring_up_target
+
+        return bring_up_target(ctx, stack, info, kind, scope)
     config = ctx.config
     definition = stack.definition
     pool = pool_size if pool_size is not None else config.pool_size

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
-from pgarena.config.run import RunConfig, parse_rate, workload_parameters, workload_vus
+from pgarena.config.run import RunConfig, parse_rate, redact_secrets, workload_parameters, workload_vus
 from pgarena.config.stackdef import Stack, StackLoadError, load_stacks
+from pgarena.config.targets import target_stacks
 from pgarena.contract import workloads as wl
 from pgarena.contract.flags import DEMONSTRATION
 from pgarena.db.postgres import (
@@ -22,8 +23,10 @@ from pgarena.stack import loc
 
 def stack_info(stack: Stack) -> StackInfo:
     d = stack.definition
+    remote = stack.target_url is not None  # a target's deployed code is not this folder's, as far as pgarena knows
     return StackInfo(
-        lines_of_code=loc.count(stack.directory, d.source_globs) if d.source_globs else None,
+        lines_of_code=loc.count(stack.directory, d.source_globs) if d.source_globs and not remote else None,
+        target_url=redact_secrets(stack.target_url) if remote else None,  # type: ignore[arg-type]
         id=d.id, title=d.title, language=d.language, framework=d.framework, framework_version=d.framework_version,
         driver=d.driver, driver_version=d.driver_version, server=d.server, pooler=d.pooler,
         prepared_statements=d.prepared_statements, workloads=list(d.workloads), notes=list(d.notes),
@@ -41,7 +44,10 @@ def config_error_info(error: StackLoadError) -> StackInfo:
 
 
 def select_stacks(config: RunConfig) -> tuple[list[Stack], list[StackLoadError]]:
-    """The stacks the config asks for; an unknown id is a RunError naming the known ones."""
+    """The stacks the config asks for; an unknown id is a RunError naming the known ones. With --target, the
+    remote targets instead (config/targets.py)."""
+    if config.targets:
+        return target_stacks(config.targets, config.workloads, config.stacks_dir)
     stacks, errors = load_stacks(config.stacks_dir)
     if config.stacks is None:
         return stacks, errors
@@ -58,7 +64,7 @@ def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
     """The managed database's settings: --db-* plus the selected stacks' `[database]` (RunError if they
     disagree, or if a stack fixes them while the run uses --database-url)."""
     wanted = {s.id: ClusterSettings(**s.definition.database.model_dump()) for s in stacks
-              if s.available and s.definition.database is not None}
+              if s.available and s.definition.database is not None and s.target_url is None}
     if config.database_url and wanted:
         raise RunError(f"stack {next(iter(wanted))} needs the managed database's settings "
                        f"({next(iter(wanted.values())).described()}); run it without --database-url")

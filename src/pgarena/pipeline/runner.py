@@ -32,6 +32,7 @@ from pgarena.pipeline.lifecycle import log_failure
 from pgarena.pipeline.placement import NETNS_DEFAULT, Placement, PlacementError
 from pgarena.pipeline.plan import cluster_settings, config_error_info, plan_cells, select_stacks, stack_info
 from pgarena.pipeline.progress import RunProgress
+from pgarena.pipeline.targets import database_line, target_hosts
 from pgarena.results.models import (
     Cell,
     DatabaseInfo,
@@ -158,6 +159,7 @@ def execute(
                               version_commands=version_commands)
         if engine is not None:
             environment.engine_versions[engine.name] = engine.version()
+        environment.targets = target_hosts(stacks)
         results = RunResults(
             run_id=run_dir.name, command=redact_secrets(command_line), kind=kind, status="running",
             started_at=dt.datetime.now(dt.timezone.utc), config=config.redacted(), environment=environment,
@@ -215,12 +217,15 @@ def execute(
                 run_dir, database_url=config.database_url, cpus=config.server_cpus,
                 admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
                 settings=settings, max_connections=max_connections, registry=registry, bin_dir=config.postgres_bin,
-                place=placement.database_place()))
+                place=placement.database_place(),
+                app_password=config.db_password if config.targets else None))  # the password targets log in with
             with db.connect() as conn:
                 refusal = pools_refusal(*connection_limit(conn), largest_pool, together)
             if refusal is not None and runnable:
                 raise RunError(refusal)
             load_workload_data(db, config.workloads)
+            if config.targets:
+                log(database_line(db))
             version, settings = server_facts(db)
             environment.postgres_version = version
             stacks = _too_old_for(stacks, version, results, planned, log)
@@ -292,7 +297,8 @@ def execute(
 
 
 def version_commands_of(stacks: list[Stack]) -> list[list[str]]:
-    return [argv for s in stacks if s.available for argv in s.definition.version_commands]
+    """The stacks' toolchain commands to record (a remote target's are its host's, not this machine's)."""
+    return [argv for s in stacks if s.available and s.target_url is None for argv in s.definition.version_commands]
 
 
 def _remote_environments(placement: Placement, results: RunResults, run_dir: Path, version_commands: list,

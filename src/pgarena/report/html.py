@@ -22,6 +22,7 @@ from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract import flags as F
 from pgarena.contract.values import Verdict
 from pgarena.report import figures, generators, poolsize, resilience, restgraphql
+from pgarena.report import targets as remote
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
 from pgarena.report.html_verdicts import Verdicts, headline, ratio_payload
@@ -242,6 +243,7 @@ def _stack_row(s: StackInfo, config: dict) -> dict:
         "build_seconds": rounded(s.build_seconds, 3), "startup_seconds": rounded(s.startup_seconds, 3),
         "warmup_seconds": s.warmup_seconds, "warmup_steady": s.warmup_steady,
         "listen_addresses": s.listen_addresses, "peak_connections": s.peak_connections, "flags": s.flags,
+        "target_url": s.target_url,
         "cold_start": None if cs is None else {
             "healthy_seconds": rounded(cs.healthy_seconds, 3), "first_correct_seconds": rounded(cs.first_correct_seconds, 3),
             "request": cs.request, "first_ms": rounded(cs.first_requests_ms[0], 3) if cs.first_requests_ms else None,
@@ -275,8 +277,8 @@ def environment_line(results: RunResults) -> str:
     env = results.environment
     parts = [f"{env.cpu_model} × {env.cpu_count}", f"{env.memory_bytes / 2**30:.0f} GiB", f"Linux {env.kernel}",
              f"PostgreSQL {env.postgres_version or '?'}", *env.engine_versions.values(),
-             f"generator CPUs {env.generator_cpus}, stack + PostgreSQL CPUs {env.server_cpus}"
-             + (" (shared)" if env.cpu_sets_shared else ""),
+             remote.cpu_sets_text(results) or f"generator CPUs {env.generator_cpus}, stack + PostgreSQL CPUs "
+             f"{env.server_cpus}" + (" (shared)" if env.cpu_sets_shared else ""),
              f"CPU accounting: {env.cpu_accounting or 'psutil'}"]
     if results.topology is not None:
         parts.append(f"roles in network namespaces ({results.topology.subnet})")
@@ -295,11 +297,13 @@ def environment(results: RunResults) -> dict:
     """Every environment field, the full configuration and the database, as (name, value) rows."""
     env = results.environment.model_dump()
     engines, toolchains = env.pop("engine_versions"), env.pop("toolchains")
+    env.pop("targets", None)  # rows of their own below: their hosts are not this machine
     rows = [[k, f"{v / 2**30:.1f} GiB ({v:,} bytes)" if k == "memory_bytes" else _text(v)] for k, v in env.items()]
     rows += [[f"engine {k}", v] for k, v in engines.items()] + [[f"toolchain: {k}", v] for k, v in toolchains.items()]
     rows.append(["roles", placement_text(results)])
     if results.network is not None:
         rows.append(["network", topology_text(results).removeprefix("Network: ")])
+    rows += [list(row) for row in remote.environment_rows(results)]
     db = results.database
     return {
         "rows": rows,
@@ -344,6 +348,7 @@ def html_payload(results: RunResults) -> dict:
                 if results.finished_at else None,
                 "error": results.error, "command": results.command},
         "environment_line": environment_line(results),
+        "targets_warning": remote.warning(results),
         "flags": flags_present(results),
         "headline": headline(results, verdicts),
         "cells": cell_tables(results, verdicts),
@@ -387,7 +392,8 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("pgarena.report", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_fmt, ms=_ms, pct=lambda v, d=1: "–" if v is None else f"{v:.{d}%}")
+    env.filters.update(num=_fmt, ms=_ms, pct=lambda v, d=1: "–" if v is None else f"{v:.{d}%}",
+                       measured=lambda v, d=0: remote.NOT_MEASURED if v is None else _fmt(v, d))
     return env
 
 

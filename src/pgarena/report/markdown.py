@@ -36,7 +36,9 @@ from pgarena.contract.workloads import (
 )
 from pgarena.report import generators, network, poolsize, resilience, restgraphql
 from pgarena.report import markdown_verdicts as mv
+from pgarena.report import targets as remote
 from pgarena.report.markup import table
+from pgarena.report.targets import NOT_MEASURED
 from pgarena.results.models import Cell, RunResults, StackInfo, WorkloadVerification
 
 WORKLOAD_ORDER = (PERF_TEST, *SCENARIOS, USERS, GRAPHQL, USERS_POSTS, GRAPHQL_NESTED, STATIC, TX)
@@ -53,14 +55,18 @@ def _ms(value: float, lower_bound: bool = False) -> str:
 
 
 def _cost(stack_us: float | None, db_us: float | None) -> str:
+    """'102 + 122' (stack + PostgreSQL CPU µs per request); a figure pgarena could not measure is 'not measured'."""
+    if stack_us is None and db_us is None:
+        return NOT_MEASURED
+
     def part(value: float | None) -> str:
-        return "?" if value is None else f"{value:,.0f}"
+        return NOT_MEASURED if value is None else f"{value:,.0f}"
 
     return f"{part(stack_us)} + {part(db_us)}"
 
 
 def _mib(value: int | None) -> str:
-    return "?" if value is None else f"{value / 2**20:,.0f} MiB"
+    return NOT_MEASURED if value is None else f"{value / 2**20:,.0f} MiB"
 
 
 def _cell_title(cell: Cell) -> str:
@@ -196,16 +202,21 @@ def cost_section(results: RunResults) -> str:
             WORKLOAD_ORDER.index(kv[0][0]) if kv[0][0] in WORKLOAD_ORDER else 99, kv[0][1] or 0, kv[0][2],
             kv[0][3] or 0, kv[0][4] or 0)):
         top = max(c.vus for c in cells)
-        for cell, rank in efficiency_ranks([c for c in cells if c.vus == top]):
+        at_top = [c for c in cells if c.vus == top]
+        ranked = efficiency_ranks(at_top)
+        listed = {id(c) for c, _ in ranked}
+        # NOTE: a cell without both CPU figures (a remote target's) is listed too, its figures "not measured"
+        for cell, rank in [*ranked, *((c, "–") for c in at_top if id(c) not in listed)]:
             s = cell.summary
             assert s is not None
             interval = s.cpu_us_per_request_interval
+            measured = s.stack_cpu_us_per_request is not None and s.db_cpu_us_per_request is not None
             rows.append((
                 f"{workload}{'' if parameter is None else f' {cell.parameter_name}={parameter}'} @ {top} VUs"
                 + (f" ({engine})" if mixed else "") + ("" if pool is None else f", pool size {pool}")
                 + ("" if rtt is None else f", database {rtt:g} ms away"),
-                rank, cell.stack, _num(s.stack_cpu_us_per_request or 0), _num(s.db_cpu_us_per_request or 0),
-                _num((s.stack_cpu_us_per_request or 0) + (s.db_cpu_us_per_request or 0)),
+                rank, cell.stack, _figure(s.stack_cpu_us_per_request), _figure(s.db_cpu_us_per_request),
+                _num(s.stack_cpu_us_per_request + s.db_cpu_us_per_request) if measured else NOT_MEASURED,  # type: ignore[operator]
                 "–" if interval is None else f"{_num(interval.low)}–{_num(interval.high)}",
                 _memory(s), f"{_num(s.rps.median)}/s"))
     if not rows:
@@ -255,10 +266,17 @@ def slo_section(results: RunResults) -> str:
     return "\n\n".join(parts)
 
 
+def _figure(value: float | None) -> str:
+    return NOT_MEASURED if value is None else _num(value)
+
+
 def cold_start_section(stacks: list[StackInfo]) -> str:
     rows = []
     for s in stacks:
         cs = s.cold_start
+        if cs is None and s.target_url is not None and s.status == "ok":  # pgarena did not start it
+            rows.append((s.id, *[NOT_MEASURED] * 6, "– (a remote target)"))
+            continue
         if cs is None:
             continue
         later = sorted(cs.first_requests_ms[1:]) or cs.first_requests_ms
@@ -407,7 +425,7 @@ def _memory(summary) -> str:
 
 
 def _connections(peak: int | None) -> str:
-    return "–" if peak is None else str(peak)
+    return NOT_MEASURED if peak is None else str(peak)
 
 
 def _warmup(s: StackInfo) -> str:
@@ -417,6 +435,8 @@ def _warmup(s: StackInfo) -> str:
 
 
 def _listening(s: StackInfo) -> str:
+    if s.target_url is not None:
+        return f"{s.target_url} (remote target)"
     if not s.listen_addresses:
         return "–"
     return ", ".join(s.listen_addresses) + (" ⚠️" if "listens-wide" in s.flags else "")
@@ -428,9 +448,9 @@ def yes_no(value: bool | None) -> str:
 
 def stacks_section(stacks: list[StackInfo]) -> str:
     rows = [(
-        s.id, s.language, f"{s.framework} {s.framework_version}", f"{s.driver} {s.driver_version}", s.server,
-        s.pooler, yes_no(s.prepared_statements),
-        "?" if s.lines_of_code is None else f"{s.lines_of_code.total:,}",
+        s.id, s.language, f"{s.framework} {s.framework_version}".strip(), f"{s.driver} {s.driver_version}".strip(),
+        s.server, s.pooler, yes_no(s.prepared_statements),
+        NOT_MEASURED if s.lines_of_code is None else f"{s.lines_of_code.total:,}",
         _warmup(s), _listening(s), _connections(s.peak_connections), ", ".join(s.flags),
         s.status if s.status == "ok" else f"{s.status}: {s.reason}",
     ) for s in stacks]
@@ -457,8 +477,9 @@ def environment_section(results: RunResults) -> str:
         ("CPU", f"{env.cpu_model} × {env.cpu_count}"),
         ("Memory", f"{env.memory_bytes / 2**30:.1f} GiB"),
         ("Kernel / OS", f"{env.kernel} / {env.os}"),
-        ("CPU sets", f"generator {env.generator_cpus}, stack + PostgreSQL {env.server_cpus}"
-                     + (" (shared: one-CPU machine)" if env.cpu_sets_shared else "")),
+        ("CPU sets", remote.cpu_sets_text(results) or f"generator {env.generator_cpus}, stack + PostgreSQL "
+                     f"{env.server_cpus}" + (" (shared: one-CPU machine)" if env.cpu_sets_shared else "")),
+        *remote.environment_rows(results),
         ("PostgreSQL", env.postgres_version or "?"),
         *[(f"engine {name}", version) for name, version in env.engine_versions.items()],
         *[(f"`{cmd}`", out) for cmd, out in env.toolchains.items()],
@@ -466,10 +487,12 @@ def environment_section(results: RunResults) -> str:
                     f"{cfg.get('duration_seconds')} s windows per cell, engine {cfg.get('engine')}"),
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
         ("Generator headroom", _headroom(results)),
-        ("Fairness knobs", f"{_pool_sizes(cfg)} connections per stack, {cfg.get('workers')} worker(s)"),
+        ("Fairness knobs", f"{_pool_sizes(cfg)} connections per stack, {cfg.get('workers')} worker(s)"
+         + (" — given to no remote target: its deployment sets them (the connections PostgreSQL saw are under "
+            "Stacks)" if results.environment.targets else "")),
         ("Roles", network.placement_text(results)),
-        ("Network", network.topology_text(results).removeprefix("Network: ") or "stacks connect to PostgreSQL "
-                                                                                  "directly"),
+        ("Network", remote.network_text(results) or network.topology_text(results).removeprefix("Network: ")
+         or "stacks connect to PostgreSQL directly"),
         *([("pgarena CPUs", f"{env.pgarena_cpus} (its own process and sampler threads)")] if env.pgarena_cpus else []),
         *([("Stack order", f"shuffled, seed {cfg.get('seed')}: {', '.join(results.stack_order)}")]
           if cfg.get("seed") is not None and results.stack_order else []),
@@ -555,6 +578,8 @@ def render_markdown(results: RunResults) -> str:
     ]
     if results.error:
         parts.append(f"> Run error: {results.error}")
+    if remote.warning(results):
+        parts.append(f"> **{remote.warning(results)}**")
     graphql = restgraphql.section(results)
     slo, cold, cost = slo_section(results), cold_start_section(results.stacks), cost_section(results)
     work = work_cost_section(results)

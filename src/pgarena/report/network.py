@@ -23,6 +23,9 @@ def topology_text(results: RunResults) -> str:
 def placement_text(results: RunResults) -> str:
     """Where the roles ran: each host and address (--netns, --topology), or the loopback."""
     t = results.topology
+    if t is None and results.environment.targets:
+        return ("generator on this machine; the stacks are remote targets deployed elsewhere (see Targets); "
+                "PostgreSQL is the server of --database-url")
     if t is None:
         return "generator, stacks and PostgreSQL on this machine's loopback (no namespaces)"
     where = {"netns": "in {host} ({address})", "ssh": "on {host} ({address})", "local": "on this machine ({address})"}

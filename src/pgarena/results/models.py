@@ -37,6 +37,18 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class TargetHost(_Model):
+    """The host of a remote target (--target) as pgarena sees it from outside: its URL only. What pgarena
+    cannot read there is None ("not measured"), never a guess or this machine's figure."""
+
+    stack: str = Field(description="the target's stack id")
+    url: str = Field(description="the base URL it was verified and loaded at (credentials redacted)")
+    cpu_model: str | None = Field(None, description="not measured: pgarena cannot read a remote host's CPU")
+    cpu_count: int | None = Field(None, description="not measured")
+    memory_bytes: int | None = Field(None, description="not measured")
+    kernel: str | None = Field(None, description="not measured")
+
+
 class Environment(_Model):
     """Where and with what the run happened."""
 
@@ -59,6 +71,9 @@ class Environment(_Model):
     headroom_unavailable: str | None = Field(None, description="why the generator headroom was not measured")
     pgarena_cpus: list[int] | None = Field(
         None, description="CPUs pgarena's own process and its sampler threads were pinned to (the generator CPUs)")
+    targets: list[TargetHost] = Field(default_factory=list, description=(
+        "remote targets: where each was loaded; its host is not this machine and its CPU, memory and kernel are "
+        "not measured (the CPU sets above are then the generator's and pgarena's only)"))
 
 
 class DatabaseInfo(_Model):
@@ -149,6 +164,9 @@ class StackInfo(_Model):
         None, description="what ran on the database before the stack (VACUUM (ANALYZE), CHECKPOINT) or why not")
     pool_starts: list[PoolStart] = Field(default_factory=list, description=(
         "--pool-size with several values: each start of the stack, one per pool size, in order"))
+    target_url: str | None = Field(None, description=(
+        "a remote target (--target): the base URL it was loaded at (credentials redacted); pgarena did not build, "
+        "start or stop it, and its CPU, memory, cold start and lines of code are not measured (None)"))
 
 
 class Check(_Model):

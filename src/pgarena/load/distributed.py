@@ -18,7 +18,6 @@ spec must already be the one that place reaches the stack at.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from pathlib import Path
 import httpx
 
 from pgarena.config.run import RunConfig
+from pgarena.db.postgres import free_port
 from pgarena.load.engines import Engine, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.merge import MERGE_METHOD, PlaceOutput, merge, read_latency_samples, summary_counts
@@ -81,13 +81,6 @@ def execution_segments(count: int) -> list[tuple[str, str]]:
 
 def segment_args(segment: str, sequence: str) -> list[str]:
     return [f"--execution-segment={segment}", f"--execution-segment-sequence={sequence}"]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -56,6 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from pgarena.results.atomic import write_text_atomic
 
 DEFAULT_PREFIX_BASE = "pga-"
 """Every name pgarena gives a namespace or link starts with this (then 6 hex digits of the run)."""
@@ -297,14 +298,7 @@ def write_state(path: Path, topology: Topology) -> None:
     data = {"version": STATE_VERSION, **topology.as_dict(),
             "owner": {"pid": topology.owner_pid, "start_time": topology.owner_start_time}}
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".netns-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 def read_state(path: Path) -> Topology | None:

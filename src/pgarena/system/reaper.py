@@ -30,12 +30,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+
+from pgarena.results.atomic import write_text_atomic
 
 PIDS_FILE = "pids.json"
 TOKEN_VARIABLE = "PGARENA_RUN_TOKEN"
@@ -79,14 +80,7 @@ def is_alive(record: dict) -> bool:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".pids-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 def read_state(run_dir: Path) -> dict | None:

@@ -55,6 +55,7 @@ from pathlib import Path, PurePosixPath
 
 import psutil
 
+from pgarena.results.atomic import write_text_atomic
 from pgarena.system.ssh_shell import (
     CHECK_SH,
     CLEAN_SH,
@@ -716,14 +717,7 @@ def read_state(path: Path) -> dict | None:
 
 def _write_state(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".ssh-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 def _owner() -> dict:

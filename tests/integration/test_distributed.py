@@ -156,3 +156,39 @@ def test_a_run_with_two_generators_keeps_tx_consistent_and_reports_each_generato
     assert cell.summary.generator_cpu_fraction is not None
     report = (run_dir / "report.md").read_text()
     assert "## Generators" in report and "| gen2 |" in report
+
+
+@needs_postgres
+@pytest.mark.postgres
+def test_two_generator_namespaces_merge_to_the_sum_and_the_union(tmp_path, fixture_env, k6, monkeypatch):
+    """The issue's test bed: examples/topology-netns.toml (two generator namespaces, one for the stack, one for
+    PostgreSQL). Each window's merged count is the sum of the parts and its p99 the p99 of the union of both
+    generators' raw samples; the stack saw both generators' addresses."""
+    from pgarena.system import netns
+
+    if (reason := netns.available()) is not None:
+        pytest.skip(f"cannot create network namespaces here: {reason}")
+    peers = tmp_path / "peers"
+    monkeypatch.setenv("FIXTURE_PEERS", str(peers))
+    config = build_config(project_dir=tmp_path, overrides={
+        "ceiling_s": 0, "headroom": False, "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "ns2",
+        "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5], "vus": [4], "repetitions": 2,
+        "warmup_s": 1, "duration_s": 1.5, "topology": str(PROJECT_DIR / "examples" / "topology-netns.toml")})
+    assert config.engine == "k6"  # chosen for two generators
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
+    results = load(run_dir)
+    roles = results.topology.roles
+    assert [roles[f"generator {i}"].host.rsplit("-", 1)[1] for i in (1, 2)] == ["ge1", "ge2"]
+    (cell,) = results.cells
+    assert cell.status == "ok", (cell.error, cell.flags)
+    for rep in cell.repetitions:
+        places = rep.generators.places
+        assert [p.name for p in places] == ["gen1", "gen2"] and all(p.requests > 0 for p in places)
+        assert rep.requests == sum(p.requests for p in places)
+        union = [v for p in places for v in _samples(run_dir / p.raw_samples)]
+        assert len(union) == rep.requests
+        assert rep.latency.p99_ms == pytest.approx(_p99(union), abs=1e-9)
+    seen = set(peers.read_text().split())
+    assert {roles["generator 1"].address, roles["generator 2"].address} <= seen
+    assert "127.0.0.1" not in seen
+    assert not [n for n in netns.list_namespaces() if n.startswith(roles["stack"].host.rsplit("-", 1)[0])]

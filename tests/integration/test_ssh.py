@@ -405,3 +405,47 @@ database = "here"
     assert "not measured" in render_markdown(results)
     assert not (run_dir / "ssh.json").exists() or not json.loads((run_dir / "ssh.json").read_text()).get("processes")
     assert _only_sshd_left(topology.namespaces["stack"], sshd[1].pid) == []
+
+
+@pytest.mark.postgres
+@needs_postgres
+def test_a_generator_on_an_ssh_host_splits_the_load_with_one_here(sshd, tmp_path, fixture_env):
+    """Two generators, one here and one on the SSH host: k6 copied there, each window's load split with
+    execution segments, the host's outputs copied back and merged exactly; its clock offset measured, its
+    CPU not; its folder removed at the end."""
+    require_load_path("k6")
+    topology, _, _, keys = sshd
+    workdir = tmp_path / "remote"
+    (tmp_path / "topology.toml").write_text(f"""
+[hosts.here]
+kind = "local"
+address = "{topology.host_address}"
+
+[hosts.far]
+kind = "ssh"
+destination = "root@{topology.addresses['stack']}"
+identity_file = "{keys / 'client_key'}"
+workdir = "{workdir}"
+options = {{ UserKnownHostsFile = "{keys / 'known_hosts'}", GlobalKnownHostsFile = "/dev/null", StrictHostKeyChecking = "yes" }}
+
+[roles]
+generators = ["here", "far"]
+stack = "here"
+database = "here"
+""")
+    config = build_config(project_dir=tmp_path, overrides={
+        "stacks_dir": FIXTURE_STACKS, "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5],
+        "vus": [4], "repetitions": 2, "warmup_s": 1.0, "duration_s": 1.5, "cold_start_requests": 1, "ceiling_s": 0,
+        "headroom": False, "results_dir": tmp_path, "run_id": "farload", "topology": str(tmp_path / "topology.toml")})
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
+    (cell,) = load(run_dir).cells
+    assert cell.status == "ok", (cell.error, cell.flags)
+    for rep in cell.repetitions:
+        here, far = rep.generators.places
+        assert (here.name, far.name) == ("here", "far") and far.host == f"ssh root@{topology.addresses['stack']}"
+        assert here.requests > 0 and far.requests > 0 and rep.requests == here.requests + far.requests
+        assert far.cpu_seconds is None and here.cpu_seconds is not None  # the host's k6 CPU is not measured
+        assert far.clock_offset_seconds is not None and abs(far.clock_offset_seconds) < 0.05  # same kernel clock
+        assert (run_dir / far.raw_samples).exists()  # copied back from the host
+    assert not list(workdir.glob("generators/*/far"))  # the run's folder on the host is gone
+    assert _only_sshd_left(topology.namespaces["stack"], sshd[1].pid) == []

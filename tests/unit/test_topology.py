@@ -31,8 +31,6 @@ def test_the_examples_load():
      "an ssh host needs 'destination'"),
     ('[hosts.a]\nkind = "ssh"\ndestination = "u@h"\n[hosts.b]\nkind = "local"\n'
      '[roles]\ngenerators = ["b"]\nstack = "a"\ndatabase = "a"\n', "roles.database: host 'a' is ssh"),
-    ('[hosts.a]\nkind = "ssh"\ndestination = "u@h"\n[hosts.b]\nkind = "local"\n'
-     '[roles]\ngenerators = ["a"]\nstack = "a"\ndatabase = "b"\n', "roles.generators: host 'a' is ssh"),
     ('[hosts.a]\nkind = "netns"\naddress = "10.0.0.1"\n[roles]\ngenerators = ["a"]\nstack = "a"\ndatabase = "a"\n',
      "assigned by pgarena"),
     ('[hosts.a]\nkind = "local"\naddress = "here"\n[roles]\ngenerators = ["a"]\nstack = "a"\ndatabase = "a"\n',
@@ -50,6 +48,17 @@ def test_mistakes_name_the_file_and_key(tmp_path, text, needle):
     with pytest.raises(TopologyError, match=needle) as caught:
         load_topology(path)
     assert str(path) in str(caught.value)
+
+
+def test_a_generator_may_live_on_an_ssh_host_with_k6(tmp_path):
+    from pgarena.config.run import build_config
+
+    path = _write(tmp_path, '[hosts.far]\nkind = "ssh"\ndestination = "u@192.0.2.5"\n[hosts.here]\nkind = "local"\n'
+                            '[roles]\ngenerators = ["far"]\nstack = "here"\ndatabase = "here"\n')
+    assert load_topology(path).kind("far") == "ssh"
+    assert build_config(project_dir=tmp_path, overrides={"topology": str(path)}).engine == "k6"
+    with pytest.raises(ValueError, match="SSH host .far. needs --engine k6"):
+        build_config(project_dir=tmp_path, overrides={"topology": str(path), "engine": "oha"})
 
 
 def test_run_options_refuse_what_a_topology_cannot_do(tmp_path):

@@ -361,6 +361,10 @@ class RunConfig(BaseModel):
             if self.database_url:
                 raise ValueError("--topology places the managed database; it cannot be used with --database-url")
             topology = load_topology(Path(self.topology))  # TopologyError (a ValueError) names the file and key
+            remote = [n for n in topology.roles.generators if topology.hosts[n].kind == "ssh"]
+            if remote and self.engine != "k6":
+                raise ValueError(f"{self.topology}: a generator on an SSH host ({remote[0]}) needs --engine k6 "
+                                 "(pgarena copies its pinned k6 binary there)")
             if len(topology.roles.generators) > 1 and self.engine != "k6":
                 raise ValueError(f"{self.topology}: {len(topology.roles.generators)} generators need --engine k6 "
                                  "(k6 splits one load between them with execution segments)")
@@ -649,11 +653,13 @@ def build_config(
 
 
 def _topology_generators(path: str) -> int:
-    """How many generators a topology file names (0 if it cannot be read: validation says why later)."""
+    """How many generators a topology file names, counting one on an SSH host as two (it needs k6 too); 0 if
+    it cannot be read (validation says why later)."""
     try:
-        return len(load_topology(Path(path)).roles.generators)
+        topology = load_topology(Path(path))
     except ValueError:
         return 0
+    return len(topology.roles.generators) + sum(topology.hosts[n].kind == "ssh" for n in topology.roles.generators)
 
 
 RTT_PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|us|µs|s)?\s*")

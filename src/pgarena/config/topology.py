@@ -41,12 +41,12 @@ HOST_NAME = re.compile(r"^[a-z][a-z0-9]{0,7}$")
 """Host names: short (a namespace host's name is part of interface names, at most 15 characters)."""
 DEFAULT_SSH_WORKDIR = "/tmp/pgarena"
 ROLE_KINDS = {
-    "generators": ("local", "netns"),
+    "generators": ("local", "netns", "ssh"),
     "stack": ("local", "netns", "ssh"),
     "database": ("local", "netns"),
 }
-"""Where each role may live. A generator over SSH would need the pinned k6 binary there; the managed
-database over SSH would need initdb and pg_ctl there (use --database-url for a server on another host)."""
+"""Where each role may live. The managed database over SSH would need initdb and pg_ctl there (use
+--database-url for a server on another host)."""
 
 
 class TopologyError(ValueError):

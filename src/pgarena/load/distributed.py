@@ -18,11 +18,13 @@ spec must already be the one that place reaches the stack at.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -62,6 +64,11 @@ class GeneratorPlace:
     """The machine it runs on: 'local' for this one and its namespaces (its process CPU is measured here);
     places of one host that share CPUs share them in the generator-bound figure."""
     clock_offset_method: str = SAME_HOST
+    ssh: Any = None
+    """A generator on another machine: its system.ssh.SshHost (None: this machine or a namespace on it). Its
+    k6 binary, script and data files are copied to `remote_dir` there before the window, its outputs back
+    after; its CPU is not measured."""
+    remote_dir: str | None = None
 
 
 def local_places(count: int) -> list[GeneratorPlace]:
@@ -105,8 +112,54 @@ def place_run(engine: Engine, spec: LoadSpec, raw_dir: Path, stem: str, place: G
     samples = raw_dir / f"{own}.k6.csv.gz"
     extra = [*segment_args(segment, sequence), "--paused", f"--address={address}",
              f"--system-tags={CSV_SYSTEM_TAGS}", "--out", f"csv={samples}"]
-    return PlaceRun(place=place, segment=segment, argv=[*place.argv_prefix, *base[:-1], *extra, base[-1]],
+    argv = [*base[:-1], *extra, base[-1]]
+    if place.ssh is not None:  # the same command on the host, its paths moved to the host's folder
+        argv = place.ssh.ssh_argv(shlex.join(remote_argv(argv, engine.binary, raw_dir, place)))
+    else:
+        argv = [*place.argv_prefix, *argv]
+    return PlaceRun(place=place, segment=segment, argv=argv,
                     address=address, summary=engine.raw_output(raw_dir, own), samples=samples, stem=own)
+
+
+def remote_binary(place: GeneratorPlace) -> str:
+    return f"{place.remote_dir}/k6"
+
+
+def remote_raw_dir(place: GeneratorPlace) -> str:
+    return f"{place.remote_dir}/raw"
+
+
+def remote_argv(argv: Sequence[str], binary: Path, raw_dir: Path, place: GeneratorPlace) -> list[str]:
+    """A local k6 command as it runs on an SSH place: its binary and every path under `raw_dir` moved to
+    the place's folder (`remote_dir`)."""
+    local = str(raw_dir)
+    moved = [remote_binary(place) if arg == str(binary) else arg.replace(local, remote_raw_dir(place)) for arg in argv]
+    return moved
+
+
+def stage_remote(engine: Engine, spec: LoadSpec, raw_dir: Path, places: Sequence[GeneratorPlace]) -> None:
+    """Copy k6 (once per place and run), its script and the window's data files to every SSH place."""
+    for place in places:
+        if place.ssh is None:
+            continue
+        key = f"{place.ssh.destination}:{place.remote_dir}"
+        if key not in _STAGED_BINARIES:
+            place.ssh.put_files([engine.binary], place.remote_dir)
+            _STAGED_BINARIES.add(key)
+        files = [engine.script_path(raw_dir), *(f for f in (spec.urls_file, spec.bodies_file) if f is not None)]
+        place.ssh.put_files(files, remote_raw_dir(place))
+
+
+_STAGED_BINARIES: set[str] = set()
+"""SSH places (destination:folder) that already have this process's k6 binary."""
+
+
+def fetch_remote(runs: Sequence[PlaceRun], raw_dir: Path) -> None:
+    """The summary and raw samples of every SSH place's k6, copied back next to the local ones."""
+    for run in runs:
+        if run.place.ssh is not None:
+            there = remote_raw_dir(run.place)
+            run.place.ssh.get_files([f"{there}/{run.summary.name}", f"{there}/{run.samples.name}"], raw_dir)
 
 
 class _Control:
@@ -115,7 +168,13 @@ class _Control:
 
     def __init__(self, run: PlaceRun, binary: Path) -> None:
         self.run, self.binary = run, binary
-        self.direct = not run.place.argv_prefix
+        self.direct = not run.place.argv_prefix and run.place.ssh is None
+
+    def _argv(self, *args: str) -> list[str]:
+        place = self.run.place
+        if place.ssh is not None:
+            return place.ssh.ssh_argv(shlex.join([remote_binary(place), *args]))
+        return [*place.argv_prefix, str(self.binary), *args]
 
     def status(self, client: httpx.Client) -> int | None:
         """k6's execution status, None while its API does not answer."""
@@ -125,8 +184,8 @@ class _Control:
                 return int(response.json()["data"]["attributes"]["status"])
             except (httpx.HTTPError, ValueError, KeyError, TypeError):
                 return None
-        out = subprocess.run([*self.run.place.argv_prefix, str(self.binary), "status", f"--address={self.run.address}"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(self._argv("status", f"--address={self.run.address}"), capture_output=True, text=True,
+                             timeout=20)
         for line in out.stdout.splitlines():  # k6 status prints YAML: "status: 4"
             key, _, value = line.partition(":")
             if key.strip() == "status" and value.strip().isdigit():
@@ -134,7 +193,7 @@ class _Control:
         return None
 
     def resume_argv(self) -> list[str]:
-        return [*self.run.place.argv_prefix, str(self.binary), "resume", f"--address={self.run.address}"]
+        return self._argv("resume", f"--address={self.run.address}")
 
 
 RESUME_BODY = {"data": {"type": "status", "id": "default", "attributes": {"paused": False}}}
@@ -193,6 +252,7 @@ def run_distributed_window(engine: Engine, spec: LoadSpec, duration_s: float, ra
             for place, (segment, sequence) in zip(places, execution_segments(len(places)))]
     for run in runs:
         run.summary.unlink(missing_ok=True)  # a file left from an earlier try must not pass for this one
+    stage_remote(engine, spec, raw_dir, places)
     controls = [_Control(run, engine.binary) for run in runs]
     children: list[MeasuredChild] = []
     try:
@@ -206,6 +266,7 @@ def run_distributed_window(engine: Engine, spec: LoadSpec, duration_s: float, ra
     finally:
         for child in children:
             child.stop()
+    fetch_remote(runs, raw_dir)
     return _merged_window(runs, children, skew, config, raw_dir.parent.parent)
 
 

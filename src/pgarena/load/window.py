@@ -107,7 +107,7 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     output file's modification time) and began the window's measured duration earlier, so k6's start-up
     (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
     """
-    if len(places) > 1:
+    if len(places) > 1 or (places and places[0].ssh is not None):  # a generator elsewhere: copied there too
         from pgarena.load.distributed import run_distributed_window
 
         return run_distributed_window(engine, spec, duration_s, raw_dir, stem, config, places)

@@ -98,6 +98,12 @@ class Placement:
             return [("local", ())]
         return [(name, self._host_prefix(name)) for name in self.definition.roles.generators]
 
+    def remote_generators(self) -> list[str]:
+        """The generator hosts reached over SSH."""
+        if self.definition is None:
+            return []
+        return [n for n in self.definition.roles.generators if self.definition.hosts[n].kind == "ssh"]
+
     @property
     def here(self) -> str:
         """The address of pgarena's own side (its listeners, e.g. Toxiproxy's proxies, bind there): the host

@@ -238,9 +238,8 @@ def execute(
             )
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
                            progress=progress, done_keys=done_keys, registry=registry, placement=placement)
-            if len(placement.generators()) > 1:
-                ctx.generator_places = [GeneratorPlace(name, argv_prefix=prefix, host="local")
-                                        for name, prefix in placement.generators()]
+            if len(placement.generators()) > 1 or placement.remote_generators():
+                ctx.generator_places = _generator_places(placement, run_dir, scope, log)
             elif config.generators > 1:
                 ctx.generator_places = local_places(config.generators)
             todo = {sid: [c for c in cells if c.key not in done_keys] for sid, cells in planned.items()}
@@ -324,6 +323,41 @@ def _remote_environments(placement: Placement, results: RunResults, run_dir: Pat
             raise RunError(f"{placement.source}: host '{name}': {exc}") from None
         log(f"{role} host {spec.destination}: {place.environment.get('cpu_model')} × {place.environment.get('cpu_count')}, "
             f"kernel {place.environment.get('kernel')}")
+
+
+def _generator_places(placement: Placement, run_dir: Path, scope: ExitStack, log: Log) -> list[GeneratorPlace]:
+    """The topology's generators as places of a distributed window: namespaces by their `ip netns exec`, SSH
+    hosts by their SshHost, a folder of this run there (removed at the end) and their clock offset."""
+    from pgarena.pipeline.remote import ssh_host
+    from pgarena.system.ssh import SshError
+
+    places = []
+    for name, prefix in placement.generators():
+        spec = placement.definition.hosts[name]  # type: ignore[union-attr]
+        if spec.kind != "ssh":
+            places.append(GeneratorPlace(name, argv_prefix=prefix, host="local"))
+            continue
+        host = ssh_host(spec, run_dir)
+        folder = f"{spec.workdir.rstrip('/')}/generators/{run_dir.name}/{name}"
+        try:
+            offset, uncertainty = host.clock_offset()
+        except SshError as exc:
+            raise RunError(f"{placement.source}: generator host '{name}': {exc}") from None
+        scope.callback(_remove_remote_folder, host, folder)
+        log(f"generator {name} on {spec.destination}: clock offset {offset * 1000:+.2f} ms (± {uncertainty * 1000:.2f})")
+        places.append(GeneratorPlace(name, host=f"ssh {spec.destination}", ssh=host, remote_dir=folder,
+                                     clock_offset_s=offset,
+                                     clock_offset_method=f"ssh date round trips, ± {uncertainty * 1000:.2f} ms"))
+    return places
+
+
+def _remove_remote_folder(host, folder: str) -> None:
+    from pgarena.system.ssh import SshError
+
+    try:
+        host.run(["rm", "-rf", "--", folder], timeout_s=60)
+    except SshError:
+        pass  # unreachable now: its files stay (k6, the script, the raw samples), nothing runs there
 
 
 def _topology(config: RunConfig) -> tuple[TopologyDef | None, str]:

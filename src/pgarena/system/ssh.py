@@ -484,6 +484,22 @@ class SshHost:
             self._copy(argv, timeout_s, remote, tool)
         return tool
 
+    def put_files(self, local: Sequence[Path], remote_dir: str, *, timeout_s: float = DEFAULT_COPY_TIMEOUT_S) -> None:
+        """Copy single files into the remote folder `remote_dir` (created if missing), keeping their names."""
+        remote_dir = _check_remote_folder(remote_dir)
+        self._call(remote_command('mkdir -p -- "$1"', remote_dir), timeout_s=DEFAULT_COMMAND_TIMEOUT_S,
+                   what=f"create {remote_dir}")
+        argv = ["scp", "-p", "-q", "-P", str(self.port), *self._common_options(), "--", *map(str, local),
+                self.remote_spec(f"{remote_dir}/")]
+        self._copy(argv, timeout_s, remote_dir, "scp")
+
+    def get_files(self, remote: Sequence[str], local_dir: Path, *, timeout_s: float = DEFAULT_COPY_TIMEOUT_S) -> None:
+        """Copy remote files into the local folder `local_dir`, keeping their names."""
+        local_dir.mkdir(parents=True, exist_ok=True)
+        argv = ["scp", "-p", "-q", "-P", str(self.port), *self._common_options(), "--",
+                *[self.remote_spec(path) for path in remote], f"{local_dir}/"]
+        self._copy(argv, timeout_s, str(local_dir), "scp")
+
     def _copy(self, argv: list[str], timeout_s: float, remote: str, tool: str) -> None:
         what = f"copy to {remote} with {tool}"
         try:

@@ -75,3 +75,18 @@ def test_run_options_refuse_what_a_topology_cannot_do(tmp_path):
         build_config(project_dir=tmp_path, overrides={"topology": two, "engine": "k6", "netns": True})
     with pytest.raises(ValueError, match="cannot read"):
         build_config(project_dir=tmp_path, overrides={"topology": str(tmp_path / "nope.toml")})
+
+
+def test_your_own_database_instead_of_the_managed_one(tmp_path):
+    from pgarena.config.run import build_config
+
+    url = "postgresql://u:p@192.0.2.9:5432/bench"
+    without = _write(tmp_path, '[hosts.far]\nkind = "ssh"\ndestination = "u@192.0.2.5"\n[hosts.here]\nkind = "local"\n'
+                               '[roles]\ngenerators = ["here"]\nstack = "far"\n')
+    assert load_topology(without).roles.database is None
+    assert build_config(project_dir=tmp_path, overrides={"topology": str(without), "database_url": url}).topology
+    with pytest.raises(ValueError, match="roles.database is missing"):
+        build_config(project_dir=tmp_path, overrides={"topology": str(without)})
+    with pytest.raises(ValueError, match="leave roles.database out of the file, or drop --database-url"):
+        build_config(project_dir=tmp_path, overrides={
+            "topology": str(PROJECT_DIR / "examples" / "topology-hosts.toml"), "database_url": url})

@@ -358,9 +358,13 @@ class RunConfig(BaseModel):
         if self.topology is not None:
             if self.netns:
                 raise ValueError("--netns is a topology of its own; give --netns or --topology, not both")
-            if self.database_url:
-                raise ValueError("--topology places the managed database; it cannot be used with --database-url")
             topology = load_topology(Path(self.topology))  # TopologyError (a ValueError) names the file and key
+            if self.database_url and topology.roles.database:
+                raise ValueError(f"{self.topology} places the managed database (roles.database) and --database-url "
+                                 "names your own: leave roles.database out of the file, or drop --database-url")
+            if not self.database_url and not topology.roles.database:
+                raise ValueError(f"{self.topology}: roles.database is missing; name the managed database's host, or "
+                                 "give --database-url (your own server)")
             remote = [n for n in topology.roles.generators if topology.hosts[n].kind == "ssh"]
             if remote and self.engine != "k6":
                 raise ValueError(f"{self.topology}: a generator on an SSH host ({remote[0]}) needs --engine k6 "

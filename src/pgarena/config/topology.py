@@ -3,7 +3,7 @@
 A host is `local` (this machine), `netns` (a network namespace pgarena creates for the run and removes,
 system/netns.py: the test bed on one machine) or `ssh` (another machine reached with the OpenSSH client,
 system/ssh.py). The roles are one or more **generators**, the **stack** (every stack of the run) and the
-**database** (the managed PostgreSQL). Validated like stack.toml: every error names the file and the key.
+**database** (the managed PostgreSQL; left out, the run uses your own server given with --database-url). Validated like stack.toml: every error names the file and the key.
 
     [hosts.gen1]
     kind = "netns"
@@ -100,7 +100,8 @@ class HostDef(_Strict):
 class RolesDef(_Strict):
     generators: list[str] = Field(min_length=1)
     stack: str
-    database: str
+    database: str | None = Field(None, description=(
+        "the managed PostgreSQL's host; leave it out to run against your own server (--database-url)"))
 
 
 class TopologyDef(_Strict):
@@ -117,7 +118,8 @@ class TopologyDef(_Strict):
 
     @model_validator(mode="after")
     def _roles_on_known_hosts(self) -> TopologyDef:
-        roles = {"generators": self.roles.generators, "stack": [self.roles.stack], "database": [self.roles.database]}
+        roles = {"generators": self.roles.generators, "stack": [self.roles.stack],
+                 "database": [self.roles.database] if self.roles.database else []}
         for role, names in roles.items():
             for name in names:
                 if name not in self.hosts:

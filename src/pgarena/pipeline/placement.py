@@ -66,6 +66,7 @@ class Placement:
             return None
         roles = self.definition.roles
         return {"stack": roles.stack, "database": roles.database, "generator": roles.generators[0]}[role]
+        # NOTE: a topology without roles.database runs against --database-url: host_of("database") is None
 
     def kind(self, role: str) -> str:
         host = self.host_of(role)
@@ -131,7 +132,8 @@ class Placement:
             key = "generator" if len(d.roles.generators) == 1 else f"generator {index + 1}"
             roles[key] = self._role_place(name)
         roles["stack"] = self._role_place(d.roles.stack)
-        roles["database"] = self._role_place(d.roles.database)
+        if d.roles.database is not None:
+            roles["database"] = self._role_place(d.roles.database)
         roles["pgarena"] = RolePlace(host="local", address=self.here, interface=t.host_interface if t else None,
                                      kind="local")
         kinds = sorted({h.kind for h in d.hosts.values()})
@@ -142,14 +144,16 @@ class Placement:
             mode="netns" if kinds == ["netns"] else "topology", subnet=t.subnet if t else None, roles=roles,
             description=f"{self.source or 'topology'}: hosts of kind {', '.join(kinds)}{bridge}",
             links=[f"generator(s) {generators} → stack {self.address('stack')} (HTTP)",
-                   f"stack {self.address('stack')} → database {self.address('database')} (PostgreSQL)",
+                   f"stack {self.address('stack')} → database "
+                   + (self.address("database") if d.roles.database else "of --database-url") + " (PostgreSQL)",
                    f"pgarena {self.here} → stack, database (verification, accounting)"])
 
     def _role_place(self, host: str) -> RolePlace:
         spec = self.definition.hosts[host]  # type: ignore[union-attr]
         if spec.kind == "netns":
             link = self.topology.link(host)  # type: ignore[union-attr]
-            return RolePlace(host=link.namespace, address=link.address, interface=link.interface, kind="netns")
+            return RolePlace(host=link.namespace, address=link.address, interface=link.interface, kind="netns",
+                             name=host)
         if spec.kind == "ssh":
-            return RolePlace(host=f"ssh {spec.destination}", address=self._host_address(host), kind="ssh")
-        return RolePlace(host="local", address=self._host_address(host), kind="local")
+            return RolePlace(host=f"ssh {spec.destination}", address=self._host_address(host), kind="ssh", name=host)
+        return RolePlace(host="local", address=self._host_address(host), kind="local", name=host)

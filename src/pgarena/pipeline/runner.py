@@ -308,19 +308,21 @@ def _remote_environments(placement: Placement, results: RunResults, run_dir: Pat
     from pgarena.pipeline.remote import ssh_host
     from pgarena.system.ssh import SshError
 
+    read: dict[str, dict] = {}
     for role, place in results.topology.roles.items():
-        if place.kind != "ssh":
+        if place.kind != "ssh" or place.name is None:
             continue
-        name = placement.host_of(role) if role in ("stack", "database", "generator") else None
-        spec = placement.definition.hosts[name] if name else None
-        if spec is None:
+        if place.name in read:  # one host in two roles: read once
+            place.environment = read[place.name]
             continue
+        name, spec = place.name, placement.definition.hosts[place.name]
         host = ssh_host(spec, run_dir)
         try:
             host.check()
             place.environment = host.environment(version_commands)
         except SshError as exc:
             raise RunError(f"{placement.source}: host '{name}': {exc}") from None
+        read[name] = place.environment
         log(f"{role} host {spec.destination}: {place.environment.get('cpu_model')} × {place.environment.get('cpu_count')}, "
             f"kernel {place.environment.get('kernel')}")
 

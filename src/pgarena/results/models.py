@@ -521,6 +521,7 @@ class RolePlace(_Model):
     address: str = Field(description="the address the other roles reach it at")
     interface: str | None = Field(None, description="its interface in its namespace")
     kind: Literal["local", "netns", "ssh"] = "netns"
+    name: str | None = Field(None, description="the host's name in the topology file (None: --netns or pgarena)")
     environment: dict[str, Any] | None = Field(None, description=(
         "ssh hosts: the host's CPU, memory, kernel, OS and toolchain versions as read over SSH (a value it could "
         "not read is null: not measured); None for this machine and its namespaces (see `environment`)"))

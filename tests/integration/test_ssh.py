@@ -366,7 +366,8 @@ def test_a_run_with_its_stack_on_an_ssh_host(sshd, tmp_path):
     stacks = tmp_path / "stacks"
     shutil.copytree(FIXTURE_STACKS / "fixture-good", stacks / "fixture-good")
     toml = stacks / "fixture-good" / "stack.toml"  # the "remote" host shares this filesystem: this Python has psycopg
-    toml.write_text(toml.read_text().replace('exec "$FIXTURE_PYTHON" server.py', f"exec {sys.executable} server.py"))
+    toml.write_text(toml.read_text().replace(  # FIXTURE_POOL=1: a fixed pool, connections long-lived enough to count
+        'exec "$FIXTURE_PYTHON" server.py', f"FIXTURE_POOL=1 exec {sys.executable} server.py"))
     (tmp_path / "topology.toml").write_text(f"""
 [hosts.here]
 kind = "local"
@@ -400,7 +401,7 @@ database = "here"
     (cell,) = results.cells
     assert cell.status == "ok" and cell.summary
     assert all(r.stack_cpu_seconds is None and r.stack_rss_peak_bytes is None for r in cell.repetitions)
-    assert stack.peak_connections is not None and 1 <= stack.peak_connections <= 10  # PostgreSQL's side: measured
+    assert stack.peak_connections == config.pool_size  # PostgreSQL's side: measured
     assert roles["pgarena"].address == topology.host_address
     assert "not measured" in render_markdown(results)
     assert not (run_dir / "ssh.json").exists() or not json.loads((run_dir / "ssh.json").read_text()).get("processes")

@@ -356,6 +356,28 @@ def test_a_killed_runs_remote_stack_is_stopped_by_the_reaper(sshd, tmp_path):
     assert ssh.reap_state_file(state_file) == []
 
 
+def _write_topology(path: Path, topology, keys: Path, name: str, workdir: Path, *, generators: str, stack: str) -> None:
+    """A topology file: this machine (`here`, on the host link's address) with PostgreSQL, and the sshd's
+    namespace as the SSH host `name`."""
+    path.write_text(f"""
+[hosts.here]
+kind = "local"
+address = "{topology.host_address}"
+
+[hosts.{name}]
+kind = "ssh"
+destination = "root@{topology.addresses['stack']}"
+identity_file = "{keys / 'client_key'}"
+workdir = "{workdir}"
+options = {{ UserKnownHostsFile = "{keys / 'known_hosts'}", GlobalKnownHostsFile = "/dev/null", StrictHostKeyChecking = "yes" }}
+
+[roles]
+generators = {generators}
+stack = "{stack}"
+database = "here"
+""")
+
+
 @pytest.mark.postgres
 @needs_postgres
 def test_a_run_with_its_stack_on_an_ssh_host(sshd, tmp_path):
@@ -368,23 +390,8 @@ def test_a_run_with_its_stack_on_an_ssh_host(sshd, tmp_path):
     toml = stacks / "fixture-good" / "stack.toml"  # the "remote" host shares this filesystem: this Python has psycopg
     toml.write_text(toml.read_text().replace(  # FIXTURE_POOL=1: a fixed pool, connections long-lived enough to count
         'exec "$FIXTURE_PYTHON" server.py', f"FIXTURE_POOL=1 exec {sys.executable} server.py"))
-    (tmp_path / "topology.toml").write_text(f"""
-[hosts.here]
-kind = "local"
-address = "{topology.host_address}"
-
-[hosts.app]
-kind = "ssh"
-destination = "root@{topology.addresses['stack']}"
-identity_file = "{keys / 'client_key'}"
-workdir = "{tmp_path / 'remote'}"
-options = {{ UserKnownHostsFile = "{keys / 'known_hosts'}", GlobalKnownHostsFile = "/dev/null", StrictHostKeyChecking = "yes" }}
-
-[roles]
-generators = ["here"]
-stack = "app"
-database = "here"
-""")
+    _write_topology(tmp_path / "topology.toml", topology, keys, "app", tmp_path / "remote",
+                    generators='["here"]', stack="app")
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": stacks, "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5], "vus": [2],
         "repetitions": 2, "warmup_s": 1.0, "duration_s": 1.5, "cold_start_requests": 1, "ceiling_s": 0,
@@ -417,23 +424,8 @@ def test_a_generator_on_an_ssh_host_splits_the_load_with_one_here(sshd, tmp_path
     require_load_path("k6")
     topology, _, _, keys = sshd
     workdir = tmp_path / "remote"
-    (tmp_path / "topology.toml").write_text(f"""
-[hosts.here]
-kind = "local"
-address = "{topology.host_address}"
-
-[hosts.far]
-kind = "ssh"
-destination = "root@{topology.addresses['stack']}"
-identity_file = "{keys / 'client_key'}"
-workdir = "{workdir}"
-options = {{ UserKnownHostsFile = "{keys / 'known_hosts'}", GlobalKnownHostsFile = "/dev/null", StrictHostKeyChecking = "yes" }}
-
-[roles]
-generators = ["here", "far"]
-stack = "here"
-database = "here"
-""")
+    _write_topology(tmp_path / "topology.toml", topology, keys, "far", workdir, generators='["here", "far"]',
+                    stack="here")
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5],
         "vus": [4], "repetitions": 2, "warmup_s": 1.0, "duration_s": 1.5, "cold_start_requests": 1, "ceiling_s": 0,

@@ -20,10 +20,8 @@ from pathlib import Path
 from pgarena.config.topology import HostDef, RolesDef, TopologyDef
 from pgarena.db.postgres import Place
 from pgarena.results.models import RolePlace, TopologyInfo
-from pgarena.system import netns
+from pgarena.system import netns, reaper
 
-STATE_FILE = "netns.json"
-"""The run folder's record of its namespaces, for the reaper (netns.reap_state_file)."""
 LOOPBACK = "127.0.0.1"
 NETNS_DEFAULT = TopologyDef.model_construct(
     hosts={"gen": HostDef(kind="netns"), "stk": HostDef(kind="netns"), "db": HostDef(kind="netns")},
@@ -55,7 +53,7 @@ class Placement:
             raise PlacementError(f"{source}: {reason}")
         try:
             topology = scope.enter_context(netns.namespaces(
-                definition.netns_hosts, state_file=run_dir / STATE_FILE, host_link=True))
+                definition.netns_hosts, state_file=run_dir / reaper.NETNS_STATE_FILE, host_link=True))
         except (netns.NetnsError, ValueError) as exc:
             raise PlacementError(f"{source}: {exc}") from None
         return cls(definition, topology, source)

@@ -19,11 +19,9 @@ from pgarena.config.stackdef import Stack, render_template
 from pgarena.config.topology import HostDef
 from pgarena.pipeline.context import LOG_TAIL_LINES, RunContext
 from pgarena.results.models import StackInfo
-from pgarena.system import ssh
+from pgarena.system import reaper, ssh
 from pgarena.system.process import tail
 
-STATE_FILE = "ssh.json"
-"""The run folder's record of processes started over SSH, for the reaper (ssh.reap_state_file)."""
 EXIT_POLL_S = 1.0
 """The remote process's state is read at most this often (each read is an SSH login)."""
 
@@ -31,7 +29,7 @@ EXIT_POLL_S = 1.0
 def ssh_host(spec: HostDef, run_dir: Path) -> ssh.SshHost:
     identity = Path(spec.identity_file).expanduser() if spec.identity_file else None
     return ssh.SshHost(spec.destination or "", port=spec.port, identity_file=identity, options=spec.options,
-                       state_file=run_dir / STATE_FILE)
+                       state_file=run_dir / reaper.SSH_STATE_FILE)
 
 
 class RemoteServer:

@@ -57,6 +57,8 @@ class RunContext:
     """Read workloads' request variants with their expected answers, per (workload, parameter)."""
     placement: Placement = field(default_factory=Placement)
     """Where the generator, the stacks and PostgreSQL run (--netns: each in a namespace)."""
+    deadline: float | None = None
+    """time.monotonic() at which the run's budget (--budget) is spent; None: no budget."""
     generator_places: list[GeneratorPlace] = field(default_factory=lambda: [GeneratorPlace("local")])
     """Where the load generators of each cell run: one place = the single generator (unchanged); more = one
     k6 process per place, each an execution segment, merged exactly (load/distributed.py)."""

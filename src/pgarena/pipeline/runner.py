@@ -6,7 +6,9 @@ argument parsing; it reports progress through a callback and returns the run dir
 
 from __future__ import annotations
 
+
 import datetime as dt
+import time
 import random
 from contextlib import ExitStack
 from dataclasses import replace
@@ -141,6 +143,7 @@ def execute(
     `resume=(run_dir, results)` continues an interrupted run in its folder: cells already in its
     results.json are kept and not measured again; the cell that was running when it stopped is redone.
     """
+    started = time.monotonic()
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
@@ -236,8 +239,11 @@ def execute(
                 cpu_affinity=process_affinity(db.postmaster_pid) if db.managed else None,
                 cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
+            deadline = None if config.budget_s is None or kind != "run" else started + config.budget_s
+            progress.deadline = deadline
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
-                           progress=progress, done_keys=done_keys, registry=registry, placement=placement)
+                             progress=progress, done_keys=done_keys, registry=registry, placement=placement,
+                             deadline=deadline)
             if len(placement.generators()) > 1 or placement.remote_generators():
                 ctx.generator_places = _generator_places(placement, run_dir, scope, log)
             elif config.generators > 1:

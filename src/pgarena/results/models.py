@@ -428,7 +428,7 @@ class CellSummary(_Model):
     rps_interval: Interval | None = Field(None, description="None with fewer than 2 repetitions")
     requests_per_second_all: Spread | None = Field(
         None, description="every completed request per second, failed ones included (beside `rps`)")
-    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled"] = Field(
+    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled", "out-of-reach"] = Field(
         "fixed", description="why repetitions stopped: interval within target, time budget, cap, fixed count, or "
                              "(interleaved) every paired comparison of the cell ordered or equivalent")
     noisy: bool = Field(False, description="the RPS interval ended wider than the target: do not rank")
@@ -668,7 +668,8 @@ class PhaseRecord(_Model):
     cells: int = Field(description="cells (workload × parameter × level) in the phase")
     windows: int = Field(0, description="measured windows so far")
     rounds: int = 0
-    stop_reason: str | None = Field(None, description="settled, max-rounds or budget; None while running")
+    stop_reason: str | None = Field(None, description=(
+        "settled, out-of-reach, max-rounds or budget; None while running"))
     unsettled: list[str] = Field(default_factory=list, description="pairs still unordered when it stopped")
     finished_at: dt.datetime | None = None
 

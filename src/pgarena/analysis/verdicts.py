@@ -132,6 +132,20 @@ class TableVerdict:
             out.append(pair.sentence() + (f" ({'; '.join(wrong)})" if wrong else ""))
         return out
 
+    def groups(self) -> list[list[str]]:
+        """The stacks of `pairs` in their order, split into groups that cannot be separated: consecutive
+        stacks are joined where the pair between them is not ordered (a group of one is a stack ordered
+        against both neighbours). Empty when the table has no paired pairs."""
+        if not self.pairs:
+            return []
+        out = [[self.pairs[0].upper]]
+        for pair in self.pairs:
+            if pair.ordered:
+                out.append([pair.lower])
+            else:
+                out[-1].append(pair.lower)
+        return out
+
     def leaders(self) -> list[str]:
         """The stacks ranked first (an explicit tie when several): among the exact stacks, or among all
         when no exact stack is ranked."""

@@ -85,3 +85,12 @@ def test_the_report_draws_every_paired_table_headline_first():
     one_vu = next(e for e in entries if e["title"] == "perf-test · 1 row · 1 VU")
     assert one_vu["groups"] == [["go-fast", "py-steady"]] and "indistinguishable" in one_vu["sentences"][0]
     assert all(e["title"] != "tx · 50 VUs" for e in entries), "tx: one stack in the field, nothing to compare"
+
+
+def test_the_report_and_the_schedule_agree_on_the_headline_table():
+    """NOTE: pipeline/interleaved.py keeps its own copy of the rule for now; they must name the same table."""
+    from pgarena.analysis.ranking import headline_key
+    from pgarena.pipeline.interleaved import headline_key as scheduled_first
+
+    cells = sample_results().cells
+    assert headline_key(cells) == scheduled_first(cells) == ("perf-test", 1, "closed", "50")

@@ -38,7 +38,8 @@ def _resume(run_dir: Path) -> tuple[list[str], RunResults]:
     return lines, load(run_dir)
 
 
-def test_an_unchanged_stack_is_checked_briefly_and_a_changed_one_verified_again(tmp_path, fixture_env):
+@pytest.mark.parametrize("schedule", ["interleaved", "sequential"])
+def test_an_unchanged_stack_is_checked_briefly_and_a_changed_one_verified_again(tmp_path, fixture_env, schedule):
     try:
         get_engine("k6").binary  # noqa: B018
     except EngineUnavailable as exc:
@@ -49,7 +50,8 @@ def test_an_unchanged_stack_is_checked_briefly_and_a_changed_one_verified_again(
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": stacks, "results_dir": tmp_path, "run_id": "resumed", "stacks": [STACK],
         "workloads": ["static", "users"], "users_limits": [5], "vus": [1, 2], "repetitions": 1, "warmup_s": 1.0,
-        "duration_s": 1.0, "engine": "k6", "cold_start_requests": 1, "headroom": False})
+        "duration_s": 1.0, "engine": "k6", "cold_start_requests": 1, "headroom": False,
+        "schedule": schedule})
     first_lines: list[str] = []
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test",
                              log=first_lines.append)

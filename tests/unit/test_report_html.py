@@ -127,7 +127,7 @@ def test_charts_without_data_are_not_built():
     sections = html_payload(sample_results())["sections"]
     kinds = {f["kind"] for figs in sections.values() for f in figs}
     assert kinds == {"throughput", "scaling-closed", "scaling-open", "latency", "cost", "memory", "scatter", "slo",
-                     "cold-start"}
+                     "cold-start", "forest"}
     # tx has one load level only: no scaling chart for it (a single point shows no scaling)
     assert [f["id"] for f in sections["scaling"]] == ["scaling-closed-perf-test-rows-1", "scaling-open-perf-test-rows-1"]
     # every figure has data

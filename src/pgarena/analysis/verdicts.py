@@ -40,7 +40,6 @@ from pgarena.analysis.sequential import (
     DEFAULT_FAMILY_LEVEL,
     Inference,
     PairInterval,
-    groups,
     judge,
     pair_count,
     rank_labels,
@@ -163,20 +162,6 @@ class TableVerdict:
                 f"still within reach of the budget, judged after every round; this table stopped after "
                 f"{self.rounds} round(s): {reason}.")
 
-    def groups(self) -> list[list[str]]:
-        """Consecutive stacks of the order (ranked ones) joined wherever the pair between them is not ordered."""
-        ranked = [c.stack for c in self.cells if self.rank_all.get(c.stack, UNRANKED) != UNRANKED]
-        if self.inference is not None:
-            return groups(ranked, self.inference)
-        out: list[list[str]] = []
-        ordered = {(p.upper, p.lower) for p in self.pairs if p.ordered}
-        for stack in ranked:
-            if out and (out[-1][-1], stack) not in ordered:
-                out[-1].append(stack)
-            else:
-                out.append([stack])
-        return out
-
     def sentences(self) -> list[str]:
         """The adjacent pairs' sentences, each naming the ❌ columns of a stack in it."""
         out = []
@@ -184,6 +169,20 @@ class TableVerdict:
             wrong = [f"{s}: ❌ {', '.join(self.wrong_columns[s])}" for s in (pair.upper, pair.lower)
                      if self.wrong_columns.get(s)]
             out.append(pair.sentence() + (f" ({'; '.join(wrong)})" if wrong else ""))
+        return out
+
+    def groups(self) -> list[list[str]]:
+        """The stacks of `pairs` in their order, split into groups that cannot be separated: consecutive
+        stacks are joined where the pair between them is not ordered (a group of one is a stack ordered
+        against both neighbours). Empty when the table has no paired pairs."""
+        if not self.pairs:
+            return []
+        out = [[self.pairs[0].upper]]
+        for pair in self.pairs:
+            if pair.ordered:
+                out.append([pair.lower])
+            else:
+                out[-1].append(pair.lower)
         return out
 
     def leaders(self) -> list[str]:

@@ -22,6 +22,7 @@ from pgarena.results.models import (
     Cell,
     RunResults,
     StackInfo,
+    WorkloadVerification,
 )
 from pgarena.system import cgroups, reaper
 from pgarena.system.process import ServerProcess, tail
@@ -49,6 +50,10 @@ class RunContext:
     progress: RunProgress = field(default_factory=RunProgress)
     done_keys: set[tuple] = field(default_factory=set)
     """Cells already in results.json (a resumed run): not measured again."""
+    stored_verifications: dict[str, list[WorkloadVerification]] = field(default_factory=dict)
+    """A resumed run: stack → its verifications stored before the interruption. The schedules drop a stack's
+    verifications before its first start in this process; `lifecycle.bring_up` puts them back and checks the
+    stack briefly when its build inputs are unchanged (stack/inputs.py), else it verifies the stack again."""
     registry: reaper.PidRegistry | None = None
     """Where the processes of this run are recorded (run_dir/pids.json), so a killed run's are found."""
     network: Any = None

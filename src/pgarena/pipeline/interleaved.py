@@ -28,6 +28,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pgarena.analysis.ranking import headline_key
 from pgarena.config.stackdef import Stack
 from pgarena.db.connections import add_pool_flag
 from pgarena.db.startline import level_database
@@ -57,8 +58,6 @@ HEADLINE_BUDGET_SHARE = 1 / 3
 """With a time budget, the headline phase gets at least this share of the time left when it starts."""
 BUDGET_RESERVE_S = 60.0
 """Of a run's budget, kept for what follows the last round: cells' closing checks, ceilings, reports."""
-HEADLINE_MAX_VUS = 50
-"""The headline cell's closed-model level: the highest configured level up to this (seed 000's middle level)."""
 
 STOP_REASONS = {"settled": "settled", "out-of-reach": "out-of-reach", "max-rounds": "max-repetitions",
                 "budget": "budget"}
@@ -71,19 +70,6 @@ def coexist_problem(stack: Stack) -> str | None:
         return None
     port = stack.definition.run.port
     return f"it listens on the fixed port {port}" if port else None
-
-
-def headline_key(cells: list[Cell]) -> tuple | None:
-    """The cell key (without the stack) of the run's first table: first workload and parameter, highest
-    closed level up to HEADLINE_MAX_VUS (else the lowest level)."""
-    closed = [c for c in cells if c.model == "closed"]
-    if not closed:
-        return None
-    first = closed[0]
-    same = [c for c in closed if (c.workload, c.parameter) == (first.workload, first.parameter)]
-    levels = sorted({c.vus for c in same})
-    vus = max((v for v in levels if v <= HEADLINE_MAX_VUS), default=levels[0])
-    return next(c.key[1:] for c in same if c.vus == vus)
 
 
 def max_rounds(config) -> int:

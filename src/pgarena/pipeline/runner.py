@@ -244,6 +244,9 @@ def execute(
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
                              progress=progress, done_keys=done_keys, registry=registry, placement=placement,
                              deadline=deadline)
+            if resume is not None:  # kept for lifecycle.bring_up: a stack unchanged since is checked briefly
+                for v in results.verifications:
+                    ctx.stored_verifications.setdefault(v.stack, []).append(v)
             if len(placement.generators()) > 1 or placement.remote_generators():
                 ctx.generator_places = _generator_places(placement, run_dir, scope, log)
             elif config.generators > 1:

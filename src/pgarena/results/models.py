@@ -145,6 +145,10 @@ class StackInfo(_Model):
     reason: str | None = Field(None, description="why the stack did not run (unavailable, failed build, ...)")
     log_tail: str | None = Field(None, description="last lines of the failing phase's log")
     build_seconds: float | None = None
+    build_inputs_sha256: str | None = Field(None, description=(
+        "SHA-256 of the stack's definition and input files when it was built and verified (stack/inputs.py); a "
+        "resumed run re-checks the stack briefly instead of verifying it again when it is unchanged (None: not "
+        "known, e.g. a folder outside git: verified again)"))
     startup_seconds: float | None = Field(None, description="process start → first healthy answer")
     lines_of_code: LinesOfCode | None = None
     warmup_seconds: float | None = Field(None, description="longest warm-up of its cells (seconds)")

@@ -90,7 +90,8 @@ ResultsDirOpt = Annotated[Path, typer.Option(help="where run folders are written
 
 
 OPTION_OF_FIELD = {
-    "warmup_s": "--warmup", "duration_s": "--duration", "cell_budget_s": "--cell-budget",
+    "warmup_s": "--warmup", "duration_s": "--duration", "cell_budget_s": "--cell-budget", "budget_s": "--budget",
+    "equivalence_margin": "--margin",
     "target_rel_half_width": "--target-width", "perf_test_rows": "--rows", "users_limits": "--limits",
     "post_records": "--post-records", "nested_depths": "--nested-depths", "payload_kb": "--payload-kb",
     "arrival_rates": "--rates", "slo_p99_ms": "--slo-p99", "slo_budget_steps": "--slo-steps",
@@ -249,6 +250,12 @@ def run(
     target_width: Annotated[Optional[float], typer.Option(
         help="stop repeating once the 95 % RPS interval is within ± this fraction of the mean, e.g. 0.02")] = None,
     cell_budget: Annotated[Optional[float], typer.Option(help="measured seconds after which a cell stops")] = None,
+    budget: Annotated[Optional[str], typer.Option(
+        help="wall-clock budget of the whole run, builds included (e.g. 30m, 1h30m): the interleaved rounds go "
+             "to the pairs still open and stop when the next round would overrun it (default: the profile's)")] = None,
+    margin: Annotated[Optional[float], typer.Option(
+        help="equivalence margin: two stacks whose ratio's interval lies within [1/(1+m), 1+m] are 'equivalent' "
+             "(default 0.10)")] = None,
     rates: Annotated[Optional[str], typer.Option(
         help="open-model arrival rates: requests/s or % of the closed-model peak, e.g. 50%,90%,2000")] = None,
     shared_rates: Annotated[Optional[str], typer.Option(
@@ -342,7 +349,7 @@ def run(
     config = _config(
         profile, stacks=_names(stacks), workloads=_names(workloads), engine=engine, repetitions=repetitions,
         max_repetitions=max_repetitions, target_rel_half_width=target_width, cell_budget_s=cell_budget,
-        arrival_rates=_names(rates), shared_rates=_names(shared_rates), shared_rate_peaks=peaks,
+        budget_s=budget, equivalence_margin=margin, arrival_rates=_names(rates), shared_rates=_names(shared_rates), shared_rate_peaks=peaks,
         shared_rates_from=str(shared_rates_from) if shared_rates_from else None,
         open_connections=open_connections, slo_p99_ms=slo_p99,
         slo_budget_steps=slo_steps, headroom=headroom, ceiling_s=ceiling_seconds, duration_s=duration, warmup_s=warmup,

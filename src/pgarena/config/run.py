@@ -374,6 +374,11 @@ class RunConfig(BaseModel):
             raise ValueError(f"{option} takes values from {low} to {high}, got {values}")
         return values
 
+    @field_validator("budget_s", mode="before")
+    @classmethod
+    def _budget(cls, value: Any) -> Any:
+        return parse_budget(value) if isinstance(value, str) else value
+
     @field_validator("stack_rtt_ms", mode="before")
     @classmethod
     def _stack_rtt(cls, value: Any) -> Any:
@@ -699,6 +704,18 @@ def _topology_generators(path: str) -> int:
     except ValueError:
         return 0
     return len(topology.roles.generators) + sum(topology.hosts[n].kind == "ssh" for n in topology.roles.generators)
+
+
+BUDGET_PATTERN = re.compile(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?\s*")
+
+
+def parse_budget(text: str) -> float:
+    """A run's time budget as seconds: '45m', '1h30m', '90s', '2h' (a unit is required)."""
+    match = BUDGET_PATTERN.fullmatch(text)
+    if not match or not any(match.groups()):
+        raise ValueError(f"a budget is a duration with h, m or s (e.g. 30m, 1h30m), got '{text}'")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
 
 
 RTT_PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|us|µs|s)?\s*")

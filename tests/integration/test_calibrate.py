@@ -9,10 +9,9 @@ import sys
 import pytest
 
 from pgarena.config.run import build_config
-from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline.calibrate import CALIBRATION_FILE, calibrate
 from pgarena.results.store import load
-from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
+from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_engine
 from tests.fixtures import sequential_placeholder
 
 
@@ -37,10 +36,7 @@ def test_a_users_mistake_is_one_line_and_exit_2(tmp_path, args, needle):
 @pytest.mark.postgres
 def test_copies_of_one_stack_are_measured_and_checked(tmp_path, fixture_env, monkeypatch):
     sequential_placeholder.install(monkeypatch)
-    try:
-        get_engine("k6").binary  # noqa: B018
-    except EngineUnavailable as exc:
-        pytest.skip(f"k6 is not installed: {exc}")
+    require_engine("k6")
     config = build_config(project_dir=tmp_path, overrides={
         "ceiling_s": 0, "headroom": False, "engine": "k6", "stacks_dir": FIXTURE_STACKS,
         "results_dir": tmp_path / "results", "run_id": "aa", "workloads": ["static"], "vus": [2],

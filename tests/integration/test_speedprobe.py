@@ -14,25 +14,12 @@ import psutil
 import pytest
 
 from pgarena.config.run import build_config
-from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline import runner
 from pgarena.results.store import load
 from pgarena.system.speedprobe import SpeedProbe
-from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
+from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, process_gone, require_engine
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU pinning and prctl are Linux's")
-
-
-def _gone(pid: int, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_real_probe_is_pinned_and_reads_every_window():
@@ -46,7 +33,7 @@ def test_a_real_probe_is_pinned_and_reads_every_window():
         pid = probe.pid
     assert 7 <= reading.samples <= 12, reading  # one unit every 0.1 s
     assert reading.unit_ns is not None and 20_000 < reading.unit_ns < 50_000_000, reading  # ~0.5 ms of CPU
-    assert _gone(pid), "stop() reaps the child"
+    assert process_gone(pid), "stop() reaps the child"
     assert probe.reading(start, end).samples == reading.samples  # the samples outlive the child
 
 
@@ -63,7 +50,7 @@ def test_the_probe_dies_with_its_parent_killed_by_sigkill():
         assert psutil.Process(pid).is_running()
         parent.kill()
         parent.wait()
-        assert _gone(pid), "the probe outlived pgarena"
+        assert process_gone(pid), "the probe outlived pgarena"
     finally:
         if parent.poll() is None:
             parent.kill()
@@ -73,10 +60,7 @@ def test_the_probe_dies_with_its_parent_killed_by_sigkill():
 @needs_postgres
 @pytest.mark.postgres
 def test_a_run_stores_the_machine_speed_of_every_window(tmp_path, fixture_env):
-    try:
-        get_engine("k6").binary  # noqa: B018
-    except EngineUnavailable as exc:
-        pytest.skip(f"k6 is not installed: {exc}")
+    require_engine("k6")
     config = build_config(project_dir=tmp_path, overrides={
         "ceiling_s": 0, "headroom": False, "engine": "k6", "stacks_dir": FIXTURE_STACKS,
         "results_dir": tmp_path / "results", "run_id": "probe", "stacks": ["fixture-good"], "workloads": ["static"],
@@ -91,4 +75,4 @@ def test_a_run_stores_the_machine_speed_of_every_window(tmp_path, fixture_env):
         assert rep.reference_unit_ns is not None and rep.reference_unit_ns > 0
     probe_line = next(line for line in lines if line.startswith("speed probe:"))
     pid = int(probe_line.rsplit("pid ", 1)[1].rstrip(")"))
-    assert _gone(pid), "the probe is stopped with the run"
+    assert process_gone(pid), "the probe is stopped with the run"

@@ -26,11 +26,13 @@ from pgarena.config.stackdef import load_stacks
 from pgarena.config.targets import TargetError, parse_targets
 from pgarena.db.postgres import PostgresError
 from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.pipeline import calibrate as calibration
 from pgarena.pipeline.context import RunError
 from pgarena.pipeline.progress import RunProgress
 from pgarena.pipeline.runner import describe_os_error, execute, load_for_resume, new_run_id
 from pgarena.report import compare as compare_view
 from pgarena.report import with_baseline, write_reports
+from pgarena.report.calibration import verdict_line
 from pgarena.results.store import ResultsError, json_schema, load
 from pgarena.verify.verification import failed_stacks
 
@@ -462,10 +464,10 @@ def compare(
 
 @app.command()
 def calibrate(
-    stack: Annotated[str, typer.Option(help="the stack copied")] = "go-nethttp-pgx",
-    copies: Annotated[int, typer.Option(help="identical copies measured as different stacks")] = 4,
-    workloads: Annotated[str, typer.Option(help="comma-separated workloads")] = "perf-test,users,static",
-    vus: Annotated[str, typer.Option(help="closed-model levels, e.g. 1,50")] = "1,50",
+    stack: Annotated[str, typer.Option(help="the stack copied")] = calibration.DEFAULT_STACK,
+    copies: Annotated[int, typer.Option(help="identical copies measured as different stacks")] = calibration.DEFAULT_COPIES,
+    workloads: Annotated[str, typer.Option(help="comma-separated workloads")] = ",".join(calibration.DEFAULT_WORKLOADS),
+    vus: Annotated[str, typer.Option(help="closed-model levels, e.g. 1,50")] = ",".join(map(str, calibration.DEFAULT_VUS)),
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
     engine: Annotated[Optional[str], typer.Option(help="load generator: oha (default) or k6")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
@@ -478,9 +480,6 @@ def calibrate(
 
     Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
     """
-    from pgarena.pipeline import calibrate as calibration
-    from pgarena.report.calibration import verdict_line
-
     config = _config(profile, workloads=_names(workloads), vus=_ints(vus, "--vus"), engine=engine,
                      duration_s=duration, perf_test_rows=[calibration.DEFAULT_ROWS],
                      users_limits=[calibration.DEFAULT_LIMIT], stacks_dir=stacks_dir, results_dir=results_dir,

@@ -27,6 +27,7 @@ from pgarena.results.models import (
 from pgarena.system import cgroups, reaper
 from pgarena.system.process import ServerProcess, tail
 from pgarena.system.resources import CpuMeters
+from pgarena.system.speedprobe import SpeedProbe
 
 LOG_TAIL_LINES = 15
 
@@ -67,6 +68,9 @@ class RunContext:
     generator_places: list[GeneratorPlace] = field(default_factory=lambda: [GeneratorPlace("local")])
     """Where the load generators of each cell run: one place = the single generator (unchanged); more = one
     k6 process per place, each an execution segment, merged exactly (load/distributed.py)."""
+    probe: SpeedProbe | None = None
+    """The reference probe on the server CPUs, running for the whole run (baselines.speed_probe); None when
+    no stack runs on this machine or for `verify`."""
 
 
 @dataclass

@@ -87,7 +87,8 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
         meters["db"] = ctx.db_group.cpu_seconds
     if ctx.network is not None:
         meters["proxy"] = ctx.network.server.cpu_seconds
-    cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
+    cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil",
+                    probe=None if remote else ctx.probe)  # an SSH stack's CPUs are not the probe's
 
     db_port = ctx.db.port if proxy is None else proxy.port
     if not remote:

@@ -27,7 +27,7 @@ from pgarena.db.startline import new_seed, shuffled
 from pgarena.load.distributed import GeneratorPlace, local_places
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.summary import summarize
-from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom
+from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom, speed_probe
 from pgarena.pipeline.cells import run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError
 from pgarena.pipeline.lifecycle import log_failure
@@ -260,6 +260,7 @@ def execute(
                 ctx.network = DbNetwork(ctx, scope)
             if kind == "run":
                 cpu_accounting(ctx, scope)
+                speed_probe(ctx, scope, stacks)
                 if config.headroom and results.generator_headroom is None:
                     generator_headroom(ctx)
                 database_ceiling(ctx)

@@ -387,6 +387,10 @@ class Repetition(_Model):
     accounting: WindowAccounting | None = Field(None, description="database accounting over this window")
     generators: DistributedLoad | None = Field(
         None, description="several generators (k6 execution segments): each one's figures; None: one generator")
+    reference_unit_ns: float | None = Field(None, description=(
+        "median CPU nanoseconds of the reference probe's unit of work on the server CPUs during the window "
+        "(system/speedprobe.py); higher = the machine was slower; None: not measured"))
+    reference_samples: int = Field(0, description="units of work the reference probe timed during the window")
 
 
 class Spread(_Model):

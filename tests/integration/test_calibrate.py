@@ -12,7 +12,6 @@ from pgarena.config.run import build_config
 from pgarena.pipeline.calibrate import CALIBRATION_FILE, calibrate
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_engine
-from tests.fixtures import sequential_placeholder
 
 
 def _pgarena(*args: str) -> subprocess.CompletedProcess:
@@ -35,7 +34,6 @@ def test_a_users_mistake_is_one_line_and_exit_2(tmp_path, args, needle):
 @needs_postgres
 @pytest.mark.postgres
 def test_copies_of_one_stack_are_measured_and_checked(tmp_path, fixture_env, monkeypatch):
-    sequential_placeholder.install(monkeypatch)
     require_engine("k6")
     config = build_config(project_dir=tmp_path, overrides={
         "ceiling_s": 0, "headroom": False, "engine": "k6", "stacks_dir": FIXTURE_STACKS,

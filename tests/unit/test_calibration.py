@@ -12,14 +12,15 @@ from pgarena.config.stackdef import load_stacks
 from pgarena.pipeline.calibrate import copy_ids, write_copies
 from pgarena.report.calibration import calibration_markdown, verdict_line
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR
-from tests.fixtures import sequential_placeholder
 from tests.fixtures.report_run import cell, sample_results
 
 
-@pytest.fixture(autouse=True)
-def detectable_ratio(monkeypatch):
-    """sequential.detectable_ratio, or this branch's placeholder where the module is missing."""
-    return sequential_placeholder.install(monkeypatch)
+@pytest.fixture
+def detectable_ratio():
+    """The verdict's own smallest resolvable ratio."""
+    from pgarena.analysis.sequential import detectable_ratio as real
+
+    return real
 
 
 def test_copies_extend_the_original_and_build_and_run_it_in_its_folder(tmp_path):

@@ -340,17 +340,41 @@ def paired_order(inference: Inference) -> list[str]:
 
 
 def rank_labels(inference: Inference, order: Sequence[str] | None = None) -> dict[str, str]:
-    """Each stack's rank range from the claims: best = 1 + #stacks surely above it, worst = S − #stacks surely
-    below it (widened to include its position in the order); '2' or '2–3'."""
+    """Each stack's rank range from the claims and what they imply (x above a and a above b put x above b:
+    true whenever the claims are, so the closure holds at the same joint level): best = 1 + #stacks surely
+    above it, worst = S − #stacks surely below it (widened to include its position in the order); '2' or
+    '2–3'. `order` may be a subset of the stacks (e.g. the exact ones): ranks are then among those."""
     order = list(order if order is not None else inference.order())
+    members = set(order)
+    above = _closure(inference.claims_above())
     n = len(order)
     labels = {}
     for position, stack in enumerate(order, start=1):
-        above = sum(inference.surely_above(o, stack) for o in order if o != stack)
-        below = sum(inference.surely_above(stack, o) for o in order if o != stack)
-        best, worst = min(1 + above, position), max(n - below, position)
+        over = len(above.get(stack, set()) & members)
+        under = sum(stack in above.get(o, set()) for o in order if o != stack)
+        best, worst = min(1 + over, position), max(n - under, position)
         labels[stack] = str(best) if best == worst else f"{best}–{worst}"
     return labels
+
+
+def _closure(above: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """stack → every stack above it through a chain of claims (the transitive closure of `above`)."""
+    out: dict[str, set[str]] = {}
+
+    def reach(stack: str, seen: set[str]) -> set[str]:
+        if stack in out:
+            return out[stack]
+        found: set[str] = set()
+        for parent in above.get(stack, set()):
+            if parent in seen:
+                continue  # a cycle: only a wrong claim makes one; stop there
+            found |= {parent} | reach(parent, seen | {parent})
+        out[stack] = found
+        return found
+
+    for stack in above:
+        reach(stack, {stack})
+    return out
 
 
 def groups(order: Sequence[str], inference: Inference) -> list[list[str]]:

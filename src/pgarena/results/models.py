@@ -225,6 +225,9 @@ class DbAccounting(_Model):
     reason: str | None = None
     statements_by_limit: dict[int, float] | None = Field(None, description=(
         "graphql-nested / users-posts: workload statements per request at each users limit of the N+1 probe"))
+    posts_statements_by_limit: dict[int, float] | None = Field(None, description=(
+        "graphql-nested / users-posts: statements reading the posts (a join or a view over both included) per "
+        "request at each users limit of the N+1 probe; fewer than 1 is a posts cache"))
     n_plus_one: bool | None = Field(None, description=(
         "graphql-nested / users-posts: statements per request grow with the limit (one query per user); shown, "
         "never invalid"))
@@ -306,6 +309,10 @@ class WindowAccounting(_Model):
     expected_calls_high: int
     workload_rows: int = Field(0, description="rows those statements returned or changed")
     expected_rows_low: int | None = Field(None, description="rows at least (None: not checked)")
+    posts_statement_calls: int | None = Field(None, description=(
+        "graphql-nested / users-posts: calls of statements reading the posts (a join or a view over both included)"))
+    expected_posts_calls_low: int | None = Field(None, description=(
+        "graphql-nested / users-posts: posts statement calls at least (one per 2xx answer, less the tolerance)"))
     verdict: Verdict = Field(description="exact: within the bounds; wrong: a cache (too few) or an N+1 (too many)")
     reason: str | None = None
 

@@ -18,7 +18,9 @@ It does not hide a rank: a noisy cell is ranked wherever its interval is clear o
 DROPPED = "dropped>1%"
 """Open model: more than 1 % of the offered requests were not completed in the window (invalid)."""
 CHECKS_FAILED = "checks-failed>1%"
-"""More than 1 % of the answers sampled under load were wrong (invalid)."""
+"""The answers sampled under load show more than 1 % wrong: the one-sided exact binomial test of "at most
+1 % wrong" rejects at level 1 % (load/summary.py, CHECKS_TEST_LEVEL) — on the few answers sampled, the
+observed share alone would invalidate honest stacks by chance (invalid)."""
 QUERIES_WRONG = "queries-wrong"
 """The database did not see the workload's statements for the answers (a cache or an N+1), at
 verification or in a measured window (windowcheck.py): invalid."""

@@ -38,7 +38,8 @@ FLAG_MEANINGS = {
     F.NOISY: "the RPS confidence interval ended wider than the target: more rounds would have helped (still "
              "ranked where its interval is clear of its neighbours)",
     F.DROPPED: "open model: more than 1 % of offered requests were not completed (invalid, not ranked)",
-    F.CHECKS_FAILED: "more than 1 % of the answers sampled under load were wrong (invalid, not ranked)",
+    F.CHECKS_FAILED: "the answers sampled under load show more than 1 % wrong (one-sided exact binomial test at "
+                     "level 1 %; invalid, not ranked)",
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
     "columns-wrong": "the stack's answers have ❌ columns (ranked among all stacks only, not among the exact ones)",
     "content-type-wrong": "the right JSON without Content-Type: application/json (ranked among all stacks only)",

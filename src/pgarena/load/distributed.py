@@ -282,7 +282,7 @@ def _merged_window(runs: Sequence[PlaceRun], children: Sequence[MeasuredChild], 
                    config: RunConfig, run_dir: Path) -> Window:
     parts = [PlaceOutput(run.place.name, summary_counts(_read_summary(run, child.exit_code)),
                          read_latency_samples(run.samples)) for run, child in zip(runs, children)]
-    merged = merge(parts)
+    merged = merge(parts, config.http_timeout_s * 1000)
     figures = []
     for run, child, result in zip(runs, children, merged.places):
         local = run.place.host == "local"

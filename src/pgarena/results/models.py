@@ -261,7 +261,8 @@ class WorkloadVerification(_Model):
 
 class Latency(_Model):
     """Request latency of one repetition, in milliseconds, over every request of the window: a request
-    that got no answer (timeout, connection error) counts at the HTTP timeout (engines/latency.py)."""
+    that got no answer (timeout, connection error) counts at the HTTP timeout, and so does an open-model
+    request dropped by the window's end (engines/latency.py)."""
 
     avg_ms: float
     p50_ms: float
@@ -270,8 +271,8 @@ class Latency(_Model):
     p99_ms: float
     max_ms: float
     censored: list[str] = Field(default_factory=list, description=(
-        "fields that are lower bounds ('p99_ms', 'max_ms', ...): they reach requests without an answer, "
-        "counted at the timeout; reports print them with '≥'"))
+        "fields that are lower bounds ('p99_ms', 'max_ms', ...): they reach requests without an answer or "
+        "dropped ones (open model), counted at the timeout; reports print them with '≥'"))
 
 
 class Errors(_Model):

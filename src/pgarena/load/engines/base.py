@@ -140,9 +140,12 @@ class Engine(ABC):
         """argv for one window; output files go to `workdir` named from `stem`."""
 
     @abstractmethod
-    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None) -> LoadOutcome:
+    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None,
+              offered: int | None = None) -> LoadOutcome:
         """Read the window's machine-readable output (raise EngineOutputError if unusable). `timeout_s`
-        is the window's HTTP timeout: requests without an answer count at it in the latency."""
+        is the window's HTTP timeout: requests without an answer count at it in the latency, and so do the
+        open model's dropped requests; `offered` (open model: requests scheduled in the window) tells an
+        engine that does not count its dropped requests how many there were (offered − completed)."""
 
     @abstractmethod
     def raw_output(self, workdir: Path, stem: str) -> Path:

@@ -8,6 +8,7 @@ from pgarena.config.run import RunConfig
 from pgarena.contract.flags import (
     CHECKS_FAILED,
     DATABASE_BOUND,
+    DB_UNCHECKED,
     DROPPED,
     FAILURES,
     GENERATOR_BOUND,
@@ -19,7 +20,7 @@ from pgarena.results.models import Cell, CellSummary, Interval, Repetition, Spre
 from pgarena.stats.binomial import rate_exceeds
 from pgarena.stats.intervals import confidence_interval, interval_too_wide, relative_half_width, should_stop
 
-SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS)
+SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS, DB_UNCHECKED)
 """The flags `summarize` derives from the repetitions."""
 MAX_FAILURE_RATE = 0.01
 """A cell with more failed requests (or, open model, dropped ones) than this is flagged invalid (BRIEF.md)."""
@@ -171,6 +172,8 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
     if rate_exceeds(sum(r.checks_failed for r in reps), sum(r.checks_total for r in reps), MAX_FAILURE_RATE,
                     CHECKS_TEST_LEVEL):
         flags.append(CHECKS_FAILED)
+    if cell.window_accounting_unavailable:  # the database could not be checked: never ranked as if it had been
+        flags.append(DB_UNCHECKED)
     # NOTE: these flags are re-derived from all repetitions on every call (an interleaved cell is summarized
     # after each window), so one that no longer holds is dropped; flags set elsewhere are kept.
     cell.flags = sorted((set(cell.flags) - set(SUMMARY_FLAGS)) | set(flags))

@@ -45,6 +45,8 @@ FLAG_MEANINGS = {
     "content-type-wrong": "the right JSON without Content-Type: application/json (ranked among all stacks only)",
     F.ANSWER_MAPPED: "the right values in a shape the stack's stack.toml [answer] declares (an envelope, camelCase "
                      "keys), undone before judging (ranked among all stacks only)",
+    F.DB_UNCHECKED: "the database could not be checked (pg_stat_statements unreadable, e.g. --database-url without "
+                    "pg_read_all_stats): nothing shows the answers came from it (ranked among all stacks only)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "

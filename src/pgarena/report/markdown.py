@@ -526,7 +526,7 @@ def _repetitions(cfg: dict) -> str:
     if low == high:
         return f"{low}"
     return (f"{low}–{high} (until the 95 % RPS interval is within ±{cfg.get('target_rel_half_width', 0):.0%} "
-            f"or {cfg.get('cell_budget_s')} s measured)")
+            f"or {cfg.get('cell_budget_seconds', cfg.get('cell_budget_s'))} s measured)")
 
 
 def _headroom(results: RunResults) -> str:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from pgarena.pipeline import interleaved
+from pgarena.contract.flags import CONTENT_TYPE
+from pgarena.contract.values import Verdict
+from pgarena.pipeline import interleaved, resilience
 from pgarena.report.markdown import render_markdown
-from pgarena.results.models import Cell, Warmup
+from pgarena.results.models import Cell, Check, ColumnVerdict, Warmup, WorkloadVerification
 from tests.fixtures.report_run import sample_results
 
 
@@ -48,3 +50,33 @@ def test_the_interleaved_warm_up_peak_counts_in_the_cell_peak(monkeypatch):
     assert cell.warmup is not None and cell.warmup.peak_connections == 7
     assert cell.peak_connections == 7  # before: None until a window, and never the warm-up's
     assert "pool-exceeded" in cell.flags  # 7 connections against a pool of 5, during the warm-up
+
+
+class _Started(Exception):
+    """Raised by the fake start_cell: what the resilience window would have started with is known."""
+
+
+def test_a_resilience_window_passes_the_stacks_known_wrong_columns_and_content_type(monkeypatch, tmp_path):
+    results = sample_results()
+    results.verifications = [WorkloadVerification(
+        stack="node", workload="users", ok=True,
+        checks=[Check(name="limit 20: content type JSON", ok=False)],
+        columns=[ColumnVerdict(column="created_at", pg_type="timestamptz", verdict=Verdict.WRONG, reason="ms")])]
+    seen: dict = {}
+
+    def fake_start_cell(cell, **kwargs):
+        seen.update(kwargs)
+        raise _Started
+
+    monkeypatch.setattr(resilience, "start_cell", fake_start_cell)
+    monkeypatch.setattr(resilience, "closed_peak", lambda *a: 1000.0)
+    monkeypatch.setattr(resilience.faults, "unavailable", lambda db, fault: None)
+    ctx = SimpleNamespace(config=SimpleNamespace(db_rtt_ms=[], open_connections=10), db=None, results=results,
+                          engine=SimpleNamespace(name="k6"), run_dir=tmp_path, log=lambda _line: None,
+                          variants_cache={})
+    live = SimpleNamespace(id="node", db_proxy=None, base_url="http://127.0.0.1:1", routes={}, answer=None)
+    try:
+        resilience._one_fault(ctx, live, "users", 20, "terminate")
+    except _Started:
+        pass
+    assert set(seen["known_wrong"]) == {"created_at", CONTENT_TYPE}  # before: not passed, judged again

@@ -80,3 +80,13 @@ def test_a_resilience_window_passes_the_stacks_known_wrong_columns_and_content_t
     except _Started:
         pass
     assert set(seen["known_wrong"]) == {"created_at", CONTENT_TYPE}  # before: not passed, judged again
+
+
+def test_load_spec_carries_no_field_nothing_reads():
+    """LoadSpec.expected_rows was set for every cell and read by no engine: the rows of an answer are judged
+    by pgarena's sampler against the whole expected answer (verify/checks.py), never by the generator."""
+    from dataclasses import fields
+
+    from pgarena.load.engines.base import LoadSpec
+
+    assert "expected_rows" not in {f.name for f in fields(LoadSpec)}

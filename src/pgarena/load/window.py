@@ -42,7 +42,7 @@ def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, route
     return LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=connections,
                     duration_s=0, timeout_s=config.http_timeout_s, body=request.body,
                     content_type=request.content_type, bodies_file=bodies_file,
-                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate,
+                    workload=cell_workload, rate=rate,
                     urls_file=urls_file)
 
 

@@ -36,8 +36,6 @@ class LoadSpec:
     content_type: str | None = None
     bodies_file: Path | None = None
     """One request body per line; each request takes one (tx: pre-generated random transactions)."""
-    expected_rows: int | None = None
-    """Rows one answer holds (None: not a list of rows)."""
     workload: str = ""
     rate: float | None = None
     urls_file: Path | None = None

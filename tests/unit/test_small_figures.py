@@ -90,3 +90,19 @@ def test_load_spec_carries_no_field_nothing_reads():
     from pgarena.load.engines.base import LoadSpec
 
     assert "expected_rows" not in {f.name for f in fields(LoadSpec)}
+
+
+def test_the_regression_gate_states_its_false_alarm_rate_in_help_and_docs():
+    """compare --fail-on-regression tests every cell alone at α = 0.05 with no run-to-run drift in its
+    variance; its help and docs/compare.md must say what that costs (issue 22: they promised a gate)."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from pgarena.cli import app
+
+    help_text = " ".join(CliRunner().invoke(app, ["compare", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "tested alone" in help_text and "40 %" in help_text and "drift" in help_text
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "compare.md").read_text(encoding="utf-8")
+    assert "**Its false-alarm rate.**" in docs and "1 − 0.975^k" in docs
+    assert round(1 - 0.975 ** 20, 2) == 0.40  # the figure both state for 20 cells

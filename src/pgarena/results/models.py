@@ -492,8 +492,9 @@ class FaultResult(_Model):
     fault_end_s: float | None = None
     status: Literal["recovered", "never-recovered", "no-baseline", "unsteady-baseline", "not-run"]
     baseline_rps: float | None = None
-    failed_requests: int | None = Field(None, description="non-2xx and unanswered requests from the fault's start "
-                                                          "until recovery (None: not measured)")
+    failed_requests: int | None = Field(None, description="non-2xx, unanswered and dropped (due but never sent) "
+                                                          "requests from the fault's start until recovery (None: not "
+                                                          "measured)")
     unanswered: int | None = None
     errors_by_kind: dict[str, int] = Field(default_factory=dict)
     first_ok_after_s: float | None = Field(None, description="fault end → first 2xx answer (resolution: one bin)")

@@ -60,9 +60,14 @@ DB_UNCHECKED = "db-unchecked"
 pg_read_all_stats, or ingested generator outputs), so nothing shows that the cell's answers came from the
 database rather than a cache: loaded and measured, ranked among all stacks only with this flag, never
 among the verified ones as if it had been checked (issue 22)."""
-INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG, ANSWER_MAPPED, DB_UNCHECKED)
-"""Flags of a valid cell whose answers are not all exact, or not verified against the database: ranked
-among all stacks only."""
+PIPELINES_ACROSS_REQUESTS = "pipelines-across-requests"
+"""The wire observer saw the stack put statements of several concurrent requests into one flight to
+PostgreSQL (pipelining or batching across requests, verify/wire.py): it does work the others cannot, so it is
+ranked among all stacks only, never among those that send one request's statements at a time (TechEmpower
+stratifies its database results the same way)."""
+INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG, ANSWER_MAPPED, DB_UNCHECKED, PIPELINES_ACROSS_REQUESTS)
+"""Flags of a valid cell whose answers are not all exact, or not verified against the database, or that
+pipelines across requests: ranked among all stacks only."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"
 

@@ -6,7 +6,13 @@ from contextlib import ExitStack
 
 from pgarena.config.run import RunConfig, workload_parameters
 from pgarena.config.stackdef import Stack
-from pgarena.contract.flags import ANSWER_MAPPED, CONTENT_TYPE, CONTENT_TYPE_WRONG, GENERATOR_BOUND_CPU_FRACTION
+from pgarena.contract.flags import (
+    ANSWER_MAPPED,
+    CONTENT_TYPE,
+    CONTENT_TYPE_WRONG,
+    GENERATOR_BOUND_CPU_FRACTION,
+    PIPELINES_ACROSS_REQUESTS,
+)
 from pgarena.contract.values import Verdict
 from pgarena.db.connections import ConnectionPoller, add_pool_flag
 from pgarena.load.engines.base import EngineOutputError
@@ -108,7 +114,7 @@ def known_wrong_columns(ctx: RunContext, cell: Cell) -> tuple[str, ...]:
 
 def mark_invalid_answers(ctx: RunContext, cell: Cell) -> None:
     """Flags the cell inherits from its stack's verification: ❌ columns, a wrong content type, answers mapped
-    from a declared other shape, wrong database accounting."""
+    from a declared other shape, wrong database accounting, pipelining across requests (the wire observer)."""
     verification = ctx.results.verification(cell.stack, cell.workload)
     if verification and verification.wrong_columns:
         cell.flags.append("columns-wrong")
@@ -118,6 +124,8 @@ def mark_invalid_answers(ctx: RunContext, cell: Cell) -> None:
         cell.flags.append(ANSWER_MAPPED)
     if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
         cell.flags.append("queries-wrong")
+    if verification and verification.wire and verification.wire.across_requests:
+        cell.flags.append(PIPELINES_ACROSS_REQUESTS)
 
 
 def cell_title(cell: Cell) -> str:

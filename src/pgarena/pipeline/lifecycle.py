@@ -14,6 +14,7 @@ from pgarena.db.postgres import (
     free_port,
 )
 from pgarena.db.startline import level_database
+from pgarena.pipeline import wire
 from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext
 from pgarena.results.models import (
     PoolStart,
@@ -28,6 +29,7 @@ from pgarena.system import cgroups
 from pgarena.system.envelope import record_listening
 from pgarena.system.process import NotReady, ServerProcess, run_logged, tail, wait_until_healthy
 from pgarena.system.resources import CpuMeters
+from pgarena.system.wireobserver import WireObserver, WireObserverUnavailable
 from pgarena.verify.restart import check_after_restart
 from pgarena.verify.verification import verify_stack
 
@@ -68,6 +70,12 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     if proxy is not None:
         values = ctx.network.proxied(values, proxy)
         scope.callback(proxy.delete)
+    observer, unwatched = None, wire.unobservable(ctx, proxy is not None) if not restart else "a restart"
+    if kind == "verify" and unwatched is None:  # no load follows: the observer may sit in the stack's path
+        try:
+            observer, values = wire.start_observer(ctx, stack.id, values, scope)
+        except WireObserverUnavailable as exc:
+            unwatched = str(exc)
     inputs = None if restart else build_inputs_sha256(stack)  # before the build, which may write files
     info.database_levelled = level_database(ctx.db)
     ctx.log(f"[{stack.id}] database: {info.database_levelled}")
@@ -92,9 +100,9 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil",
                     probe=None if remote else ctx.probe)  # an SSH stack's CPUs are not the probe's
 
-    db_port = ctx.db.port if proxy is None else proxy.port
+    db_port = observer.listen_port if observer is not None else ctx.db.port if proxy is None else proxy.port
     if not remote:
-        poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user, direct=proxy is not None,
+        poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user, direct=proxy is not None or observer is not None,
                                                       ports=lambda: tree_db_ports(server.pid, db_port)))
     elif len(ctx.results.stacks) == 1 and proxy is None:  # the role's connections are this stack's alone
         poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user))
@@ -121,7 +129,11 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
         loadable = _health_and_recheck(ctx, stack, info, kind, server, values, start, stored)
     else:
         info.build_inputs_sha256 = inputs  # saved with the verification it describes
-        loadable = _health_and_verify(ctx, stack, info, kind, server, values)
+        loadable = _health_and_verify(ctx, stack, info, kind, server, values, observer)
+        if loadable and kind == "run" and unwatched is None:
+            wire.observe_second_start(ctx, stack, info, values, loadable)
+        elif loadable and observer is None and unwatched:
+            wire.mark_unavailable(ctx, stack.id, unwatched)
         if start is not None:
             start.startup_seconds = info.startup_seconds
             if loadable is None:
@@ -266,7 +278,7 @@ def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server:
 
 
 def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,
-                       values: dict[str, str]) -> set[str] | None:
+                       values: dict[str, str], observer: WireObserver | None = None) -> set[str] | None:
     """The started stack: health, cold start and verification; the workloads that may be loaded (None when
     it never became healthy)."""
     config, definition = ctx.config, stack.definition
@@ -297,11 +309,11 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
                 + (f"{cs.first_correct_seconds:.2f} s" if cs.first_correct_seconds is not None else "— (none)")
                 + f"; first request {cs.first_requests_ms[0]:.1f} ms, "
                   f"request {len(cs.first_requests_ms)} {cs.first_requests_ms[-1]:.1f} ms")
-    return _verify(ctx, stack, info, kind, server, values)
+    return _verify(ctx, stack, info, kind, server, values, observer)
 
 
 def _verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,
-            values: dict[str, str]) -> set[str] | None:
+            values: dict[str, str], observer: WireObserver | None = None) -> set[str] | None:
     """The whole verification of a healthy stack (verify/verification.py), saved; the workloads that may be
     loaded (None when it crashed meanwhile)."""
     config, definition = ctx.config, stack.definition
@@ -314,10 +326,11 @@ def _verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: S
                                  health_path=resolve_health_path(config, definition), routes=routes,
                                  exit_code=server.exit_code,
                                  scenario_parameters={w: workload_parameters(config, w) for w in wl.SCENARIOS},
-                                 answer=stack.answer)
+                                 answer=stack.answer, observer=observer)
     ctx.results.verifications.extend(verifications)
     for v in verifications:
         ctx.log(f"[{stack.id}] {v.workload}: {verification_line(v)}")
+        wire.log_profile(ctx, v)
     if server.exit_code() is not None:
         info.status, info.reason = "crashed", f"exited with code {server.exit_code()} during verification"
         info.log_tail = tail(server.log_path, LOG_TAIL_LINES)

@@ -21,7 +21,7 @@ from pgarena.analysis.verdicts import baseline_of
 from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract import flags as F
 from pgarena.contract.values import Verdict
-from pgarena.report import figures, forest, generators, poolsize, resilience, restgraphql
+from pgarena.report import figures, forest, generators, poolsize, resilience, restgraphql, wire
 from pgarena.report import targets as remote
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
@@ -47,6 +47,8 @@ FLAG_MEANINGS = {
                      "keys), undone before judging (ranked among all stacks only)",
     F.DB_UNCHECKED: "the database could not be checked (pg_stat_statements unreadable, e.g. --database-url without "
                     "pg_read_all_stats): nothing shows the answers came from it (ranked among all stacks only)",
+    F.PIPELINES_ACROSS_REQUESTS: "the wire observer saw statements of several requests in one flight to PostgreSQL "
+                                 "(pipelining or batching across requests: ranked among all stacks only)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
@@ -368,6 +370,7 @@ def html_payload(results: RunResults) -> dict:
         "pool_size": poolsize.payload(results),
         "slo": slo_tables(results),
         "verification": verification(results),
+        "wire": wire.payload(results),
         "stacks": [_stack_row(s, results.config) for s in results.stacks],
         "headroom": headroom(results),
         "cpu_accounting": {"environment": results.environment.cpu_accounting,

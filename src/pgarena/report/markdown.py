@@ -34,7 +34,7 @@ from pgarena.contract.workloads import (
     USERS_COLUMNS,
     USERS_POSTS,
 )
-from pgarena.report import generators, network, poolsize, resilience, restgraphql
+from pgarena.report import generators, network, poolsize, resilience, restgraphql, wire
 from pgarena.report import markdown_verdicts as mv
 from pgarena.report import targets as remote
 from pgarena.report.markup import table
@@ -573,7 +573,8 @@ def render_markdown(results: RunResults) -> str:
         "application/json`) and `answer-mapped` (the right values in a shape the stack's stack.toml `[answer]` "
         "declares — an envelope, camelCase keys — undone before judging) and `db-unchecked` (the database could "
         "not be checked — pg_stat_statements unreadable, e.g. `--database-url` without pg_read_all_stats — so "
-        "nothing shows the answers came from it); `demonstration` a stack kept to show a "
+        "nothing shows the answers came from it) and `pipelines-across-requests` (the wire observer saw statements of "
+        "several requests in one flight to PostgreSQL: pipelining or batching across requests); `demonstration` a stack kept to show a "
         "mistake on purpose (stack.toml `competes = false`), shown but never ranked; `noisy`; `database-bound` PostgreSQL used >90 % of the server CPUs while the "
         "stack used <50 %; `timeouts` some requests hit the HTTP timeout. `Variants`: distinct requests the load "
         "drew from; `Window accounting`: did pg_stat_statements see the workload's statements for every "
@@ -600,6 +601,7 @@ def render_markdown(results: RunResults) -> str:
         *(["## Resilience: faults under load", resilience.section(results)] if results.resilience else []),
         *(["## Cold start", cold] if cold else []),
         "## Verification", verification_section(results),
+        *(["## On the wire", wire.section(results)] if wire.section(results) else []),
         "## Stacks", stacks_section(results.stacks),
         "## Environment", environment_section(results),
     ]

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pgarena.contract.values import Verdict
+from pgarena.results.wire import WireProfile
 
 SCHEMA_VERSION = 4
 """History: 1 — the foundation (refused: no migration); 2 — adaptive repetitions, open model, SLO searches;
@@ -252,6 +253,8 @@ class WorkloadVerification(_Model):
     answer_mapping: str | None = Field(None, description=(
         "the shape the stack's stack.toml [answer] declares and pgarena undid before judging the values, e.g. "
         "'envelope \"data\", camelCase keys' (the cells are flagged answer-mapped); None: answers judged as sent"))
+    wire: WireProfile | None = Field(None, description="what the driver sent to PostgreSQL (results/wire.py)")
+    wire_unavailable: str | None = Field(None, description="why there is no wire profile")
 
     @property
     def wrong_columns(self) -> list[str]:

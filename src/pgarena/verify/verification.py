@@ -23,7 +23,8 @@ from pgarena.db import accounting
 from pgarena.db.expected import expected_perf_test, expected_users
 from pgarena.db.postgres import Database
 from pgarena.results.models import Check, RunResults, WorkloadVerification
-from pgarena.verify import badinput, http, txcheck
+from pgarena.system.wireobserver import WireObserver
+from pgarena.verify import badinput, http, txcheck, wire
 from pgarena.verify.nested import verify_nested
 from pgarena.verify.rows import ColumnTally, content_checks, get, rows_case
 from pgarena.verify.rows import send as send_request
@@ -179,19 +180,6 @@ def verify_graphql(client: httpx.Client, db: Database) -> WorkloadVerification:
                                 columns=tally.verdicts())
 
 
-def _accounting_sender(client: httpx.Client, workload: str, parameter: int | None) -> tuple[Callable[[int], None], list[int]]:
-    """A function sending the i-th request of an accounting burst, and the list counting its 200s."""
-    answered = [0]
-    bodies = wl.random_tx_bodies(accounting.ACCOUNTING_REQUESTS, seed=TX_VERIFY_SEED + 1)
-
-    def send(index: int) -> None:
-        request = wl.tx_request(bodies[index]) if workload == wl.TX else wl.load_request(workload, parameter)
-        response = send_request(client, request)
-        answered[0] += not isinstance(response, str) and response.status_code == 200
-
-    return send, answered
-
-
 def loadable(checks: Sequence[Check]) -> bool:
     """Every check passed but perhaps the content type: an answer with the right JSON under a wrong or missing
     Content-Type is loaded and measured, flagged `content-type-wrong` and ranked among all stacks only (its
@@ -222,6 +210,7 @@ def verify_stack(
     exit_code: Callable[[], int | None] | None = None,
     scenario_parameters: dict[str, list[int | None]] | None = None,
     answer: AnswerShape | None = None,
+    observer: WireObserver | None = None,
 ) -> list[WorkloadVerification]:
     """Verify every workload of one running stack: answers, bad input, database accounting.
 
@@ -231,7 +220,8 @@ def verify_stack(
     workload gets a failed "still running" check instead of verdicts about answers it never gave (a
     burst of refused requests is not "a cache"), and the workloads after it are not verified.
     `answer` is the stack's declared answer shape (stack.toml `[answer]`): undone before the values of its
-    row workloads are judged, and recorded as their `answer_mapping`.
+    row workloads are judged, and recorded as their `answer_mapping`. `observer`: the wire observer the
+    stack's database connections go through; each loadable workload then gets its `wire` profile (verify/wire.py).
     """
     results = []
     scenario_params = scenario_parameters or {}
@@ -272,17 +262,19 @@ def verify_stack(
             verification.checks.append(Check(name="still healthy after bad input",
                                              ok=alive is not None and alive.status_code == 200,
                                              detail=None if alive is None else str(alive.status_code)))
-            parameter = {wl.PERF_TEST: min(perf_test_rows, default=1), wl.USERS: min(users_limits, default=20),
-                         wl.GRAPHQL: wl.GRAPHQL_LIMIT}.get(workload, scenario_params.get(workload, [None])[0])
+            parameter = wire.burst_parameter(workload, perf_test_rows, users_limits, scenario_params)
             if accounting_off:
                 verification.accounting_unavailable = accounting_off
             elif loadable(verification.checks) and workload in wl.NESTED_LISTS:
                 verification.accounting = accounting.measure_nested(db, workload, _nested_sender(client, workload))
             elif loadable(verification.checks):
-                burst, answered = _accounting_sender(client, workload, parameter)
+                burst, answered = wire.burst_sender(client, workload, parameter, count=accounting.ACCOUNTING_REQUESTS,
+                                                    seed=TX_VERIFY_SEED + 1)
                 verification.accounting = accounting.measure(
                     db, workload, burst, rows_per_request=rows_per_request(workload, parameter))
                 tx_200 += answered[0]
+            if observer is not None and loadable(verification.checks):
+                tx_200 += wire.observe_into(verification, client, parameter, observer, seed=TX_VERIFY_SEED + 2)
             if tx_before is not None:
                 verification.tx_invariants = txcheck.check(tx_before, txcheck.snapshot(db), tx_200)
                 verification.checks.append(Check(name="TPC-B invariants over the verification requests",

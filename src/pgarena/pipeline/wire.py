@@ -1,0 +1,105 @@
+"""Where the wire observer (issue 25) sits in a run: between a verified stack and PostgreSQL, never under load.
+
+`pgarena verify` (no load follows): the stack's one start connects to PostgreSQL through the observer, and its
+verification ends, per workload, with the observer's bursts (verify/wire.py). `pgarena run`: the stack that
+is measured never sees the observer; after its verification pgarena starts it a second time, briefly, on
+another port with the observer as its database, sends the bursts, and stops it (`observe_second_start`), so
+the observer's own cost (a hop of a few tens of µs per round trip, its CPU) stays off every figure. Not on
+an SSH or namespaced stack (the observer listens on this machine's loopback) nor behind --db-rtt's proxy
+(the bursts would time the proxy): the workload then records why (`wire_unavailable`).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import replace
+
+from pgarena.config.run import workload_parameters
+from pgarena.config.stackdef import Stack, render_template
+from pgarena.contract import workloads as wl
+from pgarena.db.postgres import free_port
+from pgarena.pipeline.context import RunContext
+from pgarena.results.models import StackInfo, WorkloadVerification
+from pgarena.results.store import save
+from pgarena.stack.launch import resolve_health_path, stack_environment
+from pgarena.system.process import NotReady, ServerProcess, wait_until_healthy
+from pgarena.system.wireobserver import WireObserver, WireObserverUnavailable
+from pgarena.verify.verification import TX_VERIFY_SEED
+from pgarena.verify.wire import burst_parameter, observe_workloads, summary_lines
+
+
+def unobservable(ctx: RunContext, proxied: bool) -> str | None:
+    """Why this run's stacks cannot be observed (None: they can)."""
+    if ctx.placement.kind("stack") != "local" or ctx.placement.address("stack") != "127.0.0.1":
+        return "the stack runs on another host or in a namespace; the observer listens on this loopback only"
+    if proxied:
+        return "the stack reaches PostgreSQL through --db-rtt's proxy; observed in `pgarena verify` only"
+    return None
+
+
+def start_observer(ctx: RunContext, stack_id: str, values: dict[str, str],
+                   scope: ExitStack) -> tuple[WireObserver, dict[str, str]]:
+    """An observer to the database, living until `scope` closes, and the stack's launch values pointing
+    at it (raises WireObserverUnavailable)."""
+    observer = scope.enter_context(WireObserver(
+        f"{ctx.db.host}:{ctx.db.port}", log_path=ctx.run_dir / "logs" / stack_id / "wire-observer.log",
+        tracker=ctx.registry, cpus=list(ctx.config.generator_cpus)))
+    url = replace(ctx.db, host=observer.listen_host, port=observer.listen_port).url
+    return observer, {**values, "database_url": url, "db_host": observer.listen_host,
+                      "db_port": str(observer.listen_port)}
+
+
+def log_profile(ctx: RunContext, verification: WorkloadVerification) -> None:
+    """Log a workload's wire profile (nothing without one)."""
+    if verification.wire is not None:
+        for line in summary_lines(verification.wire):
+            ctx.log(f"[{verification.stack}] {verification.workload} {line}")
+
+
+def mark_unavailable(ctx: RunContext, stack_id: str, reason: str) -> None:
+    """Record on every verified workload of the stack why it has no wire profile."""
+    for verification in ctx.results.verifications:
+        if verification.stack == stack_id and verification.wire is None:
+            verification.wire_unavailable = reason
+
+
+def observe_second_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict[str, str],
+                         loadable: set[str]) -> None:
+    """`pgarena run`: start the verified stack again through an observer, profile its loadable workloads into
+    their verifications, stop both (see the module docstring)."""
+    definition = stack.definition
+    workloads = [w for w in ctx.config.workloads if w in loadable]
+    if not workloads:
+        return
+    if definition.run.port:  # a fixed port is still held by the measured start
+        mark_unavailable(ctx, stack.id, "a fixed port: the stack cannot be started twice")
+        return
+    with ExitStack() as scope:
+        try:
+            observer, launch = start_observer(ctx, stack.id, {**values, "port": str(free_port())}, scope)
+        except WireObserverUnavailable as exc:
+            mark_unavailable(ctx, stack.id, str(exc))
+            return
+        base_url = f"http://{launch['host']}:{launch['port']}"
+        server = scope.enter_context(ServerProcess(
+            render_template(definition.run.command, launch), cwd=stack.directory,
+            env=stack_environment(launch, definition.run.env), cpus=ctx.config.server_cpus, tracker=ctx.registry,
+            log_path=ctx.run_dir / "logs" / stack.id / "run-wire.log"))
+        try:
+            wait_until_healthy(server, base_url + wl.routed(resolve_health_path(ctx.config, definition),
+                                                            dict(definition.routes)),
+                               definition.run.startup_timeout_s)
+        except NotReady as exc:
+            mark_unavailable(ctx, stack.id, f"its second start (through the observer) failed: {exc}")
+            return
+        ctx.log(f"[{stack.id}] on the wire: a second start through the observer, {', '.join(workloads)}")
+        config = ctx.config
+        scenarios = {w: workload_parameters(config, w) for w in wl.SCENARIOS}
+        observe_workloads(ctx.results.verifications, stack.id, workloads, base_url, observer,
+                          parameters={w: burst_parameter(w, config.perf_test_rows, config.users_limits, scenarios)
+                                      for w in workloads},
+                          timeout_s=config.http_timeout_s, routes=dict(definition.routes), seed=TX_VERIFY_SEED + 2)
+    for verification in ctx.results.verifications:
+        if verification.stack == stack.id:
+            log_profile(ctx, verification)
+    save(ctx.results, ctx.run_dir)

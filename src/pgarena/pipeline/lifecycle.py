@@ -70,7 +70,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     if proxy is not None:
         values = ctx.network.proxied(values, proxy)
         scope.callback(proxy.delete)
-    observer, unwatched = None, wire.unobservable(ctx, proxy is not None) if not restart else "a restart"
+    observer, unwatched = None, wire.unobservable(ctx) if not restart else "a restart"
     if kind == "verify" and unwatched is None:  # no load follows: the observer may sit in the stack's path
         try:
             observer, values = wire.start_observer(ctx, stack.id, values, scope)
@@ -102,7 +102,8 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
 
     db_port = observer.listen_port if observer is not None else ctx.db.port if proxy is None else proxy.port
     if not remote:
-        poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user, direct=proxy is not None or observer is not None,
+        poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user,
+                                                      direct=proxy is not None or observer is not None,
                                                       ports=lambda: tree_db_ports(server.pid, db_port)))
     elif len(ctx.results.stacks) == 1 and proxy is None:  # the role's connections are this stack's alone
         poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user))

@@ -5,8 +5,10 @@ verification ends, per workload, with the observer's bursts (verify/wire.py). `p
 is measured never sees the observer; after its verification pgarena starts it a second time, briefly, on
 another port with the observer as its database, sends the bursts, and stops it (`observe_second_start`), so
 the observer's own cost (a hop of a few tens of µs per round trip, its CPU) stays off every figure. Not on
-an SSH or namespaced stack (the observer listens on this machine's loopback) nor behind --db-rtt's proxy
-(the bursts would time the proxy): the workload then records why (`wire_unavailable`).
+an SSH or namespaced stack (the observer listens on this machine's loopback): the workload then records why
+(`wire_unavailable`). The observer always connects to PostgreSQL directly, never through --db-rtt's proxy:
+round trips are counted, not timed, and the second start of a --db-rtt run is what the round-trip model
+(analysis/wiremodel.py) reads.
 """
 
 from __future__ import annotations
@@ -28,12 +30,10 @@ from pgarena.verify.verification import TX_VERIFY_SEED
 from pgarena.verify.wire import burst_parameter, observe_workloads, summary_lines
 
 
-def unobservable(ctx: RunContext, proxied: bool) -> str | None:
+def unobservable(ctx: RunContext) -> str | None:
     """Why this run's stacks cannot be observed (None: they can)."""
     if ctx.placement.kind("stack") != "local" or ctx.placement.address("stack") != "127.0.0.1":
         return "the stack runs on another host or in a namespace; the observer listens on this loopback only"
-    if proxied:
-        return "the stack reaches PostgreSQL through --db-rtt's proxy; observed in `pgarena verify` only"
     return None
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.analysis.wiremodel import RoundTripModelRow, predicted_loss
+from pgarena.analysis.wiremodel import RoundTripModelRow, predicted_loss, round_trip_model
 from pgarena.report.markdown import render_markdown
 from pgarena.report.wire import section
 from pgarena.system.wireobserver import WireObserver, observer_binary
@@ -173,3 +173,18 @@ def test_the_report_shows_round_trips_and_each_added_statement_on_its_own_line()
     for v in results.verifications:
         v.wire = None
     assert section(results) == "" and "## On the wire" not in render_markdown(results)
+
+
+def test_the_model_reads_the_wire_profile_beside_each_db_rtt_series():
+    results = sample_results()
+    near = next(c for c in results.cells if c.stack == "go-fast" and c.workload == "tx")
+    far = near.model_copy(deep=True)
+    near.db_rtt_ms, far.db_rtt_ms = 0.0, 2.0
+    far.summary.rps.median = 300.0
+    results.cells.append(far)
+    (row,) = [r for r in round_trip_model(results) if r.stack == "go-fast"]
+    # 50 VUs on a pool of 10: 10 hold a connection; 8 round trips of +2 ms at 905/s: 905 → 10 / (10/905 + 0.016)
+    assert row.concurrency == 10 and row.round_trips_per_request == 8 and row.added_ms == 2.0
+    assert row.predicted_loss == pytest.approx(1 - 10 / (10 / 905 + 0.016) / 905)
+    assert row.measured_loss == pytest.approx(1 - 300 / 905)
+    assert "Predicted loss" in section(results) and "| go-fast | tx |" in section(results)

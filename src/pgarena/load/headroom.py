@@ -9,18 +9,17 @@ more about the generator than about the stack. The figure is stored in results.j
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
-from importlib import resources
 from pathlib import Path
 
 from pgarena.config.run import RunConfig
 from pgarena.db.postgres import free_port
 from pgarena.load.engines import Engine
-from pgarena.load.engines.base import EngineOutputError, LoadSpec, tool_cache_dir
+from pgarena.load.engines.base import EngineOutputError, LoadSpec
 from pgarena.load.window import run_window
 from pgarena.results.models import Headroom
+from pgarena.system.gotool import GoBuildError, go_program
 from pgarena.system.process import NotReady, ServerProcess, wait_until_healthy
 
 HEADROOM_CONNECTIONS = 50
@@ -34,27 +33,10 @@ class HeadroomUnavailable(Exception):
 
 def trivial_server_binary() -> Path:
     """Build (once per source version, cached) and return the trivial endpoint's binary."""
-    sources = {name: resources.files("pgarena.trivial").joinpath(name).read_bytes() for name in ("main.go", "go.mod")}
-    digest = hashlib.sha256(b"".join(sources[n] for n in sorted(sources))).hexdigest()[:12]
-    target_dir = tool_cache_dir() / f"trivial-server-{digest}"
-    binary = target_dir / "trivial-server"
-    if binary.exists():
-        return binary
-    go = shutil.which("go")
-    if go is None:
-        raise HeadroomUnavailable("Go is not on PATH (needed to build the trivial endpoint)")
-    src = target_dir / "src"
-    src.mkdir(parents=True, exist_ok=True)
-    for name, data in sources.items():
-        (src / name).write_bytes(data)
     try:
-        out = subprocess.run([go, "build", "-o", str(binary), "."], cwd=src, capture_output=True, text=True,
-                             timeout=BUILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise HeadroomUnavailable(f"go build of the trivial endpoint took over {BUILD_TIMEOUT_S} s") from None
-    if out.returncode != 0:
-        raise HeadroomUnavailable(f"go build of the trivial endpoint failed: {out.stderr.strip()[-400:]}")
-    return binary
+        return go_program("pgarena.trivial", ("main.go", "go.mod"), "trivial-server", timeout_s=BUILD_TIMEOUT_S)
+    except GoBuildError as exc:
+        raise HeadroomUnavailable(str(exc)) from None
 
 
 def measure_headroom(engine: Engine, config: RunConfig, run_dir: Path, *, server_prefix: tuple[str, ...] = (),

@@ -1,7 +1,7 @@
 """The wire observer (wire/main.go): a PostgreSQL protocol proxy between one stack and its database.
 
 `observer_binary()` builds the Go program once per source version into pgarena's tool cache
-(`<cache>/wire-observer-<digest>/wire-observer`; its one dependency, github.com/jackc/pgx/v5/pgproto3, comes
+(`<cache>/wire-observer-<digest>/wire-observer`, system/gotool.py; its one dependency, github.com/jackc/pgx/v5/pgproto3, comes
 from the Go module proxy, pinned by wire/go.sum). `WireObserver` runs it as a context manager: it listens on
 a free loopback port (`listen_host`, `listen_port`: what the stack is given as its database) and forwards to
 `upstream`; `snapshot()` reads every connection's cumulative counters (see wire/main.go for what is counted
@@ -11,21 +11,18 @@ the stack's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
-import shutil
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psutil
 
-from pgarena.system.process import ProcessTracker, ServerProcess, run_logged, tail
-from pgarena.system.toxiproxy import default_cache_dir
+from pgarena.system.gotool import GoBuildError, go_program
+from pgarena.system.process import ProcessTracker, ServerProcess, tail
 
 SOURCES = ("main.go", "go.mod", "go.sum")
 BUILD_TIMEOUT_S = 300.0
@@ -37,35 +34,12 @@ class WireObserverUnavailable(Exception):
     """The observer cannot be built or started here; the message says why."""
 
 
-def _sources() -> dict[str, bytes]:
-    return {name: resources.files("pgarena.wire").joinpath(name).read_bytes() for name in SOURCES}
-
-
-def observer_binary(cache_dir: Path | None = None, tracker: ProcessTracker | None = None) -> Path:
+def observer_binary() -> Path:
     """Build (once per source version, cached) and return the observer's binary."""
-    sources = _sources()
-    digest = hashlib.sha256(b"".join(sources[n] for n in sorted(sources))).hexdigest()[:12]
-    home = (cache_dir or default_cache_dir()) / f"wire-observer-{digest}"
-    binary = home / "wire-observer"
-    if binary.is_file():
-        return binary
-    go = shutil.which("go")
-    if go is None:
-        raise WireObserverUnavailable("Go is not on PATH (it builds the wire observer)")
-    src = home / "src"
-    src.mkdir(parents=True, exist_ok=True)
-    for name, data in sources.items():
-        (src / name).write_bytes(data)
-    staging = home / f"wire-observer.tmp-{os.getpid()}"
-    log_path = home / "build.log"
-    result = run_logged(shlex.join([go, "build", "-trimpath", "-o", str(staging), "."]), cwd=src,
-                        env={**os.environ, "GOFLAGS": "-mod=readonly"}, log_path=log_path,
-                        timeout_s=BUILD_TIMEOUT_S, tracker=tracker)
-    if not result.ok or not staging.is_file():
-        why = f"timed out after {BUILD_TIMEOUT_S:.0f} s" if result.timed_out else f"exit code {result.returncode}"
-        raise WireObserverUnavailable(f"building the wire observer failed ({why}); {log_path}:\n{tail(log_path)}")
-    os.replace(staging, binary)
-    return binary
+    try:
+        return go_program("pgarena.wire", SOURCES, "wire-observer", timeout_s=BUILD_TIMEOUT_S)
+    except GoBuildError as exc:
+        raise WireObserverUnavailable(str(exc)) from None
 
 
 class WireObserver:
@@ -92,7 +66,7 @@ class WireObserver:
 
     def start(self) -> WireObserver:
         """Start the observer and wait (bounded) until it listens."""
-        binary = self.binary or observer_binary(tracker=self._tracker)
+        binary = self.binary or observer_binary()
         ready = self.log_path.with_suffix(".addresses.json")
         ready.unlink(missing_ok=True)
         argv = [str(binary), "-upstream", self.upstream, "-ready", str(ready)]

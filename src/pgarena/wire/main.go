@@ -125,16 +125,21 @@ func clip(text string) string {
 	return text
 }
 
+// count adds one message to a side's counts by its type's name (hex when unknown) and its bytes.
+func count(messages map[string]int64, bytes *int64, names map[byte]string, kind byte, body []byte) {
+	name, known := names[kind]
+	if !known {
+		name = fmt.Sprintf("0x%02x", kind)
+	}
+	messages[name]++
+	*bytes += int64(len(body)) + 5
+}
+
 // Client records one message from the client (type byte, body); its bytes count the 5-byte header.
 func (c *Connection) Client(kind byte, body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name, known := clientNames[kind]
-	if !known {
-		name = fmt.Sprintf("0x%02x", kind)
-	}
-	c.Counts.ClientMessages[name]++
-	c.Counts.BytesToServer += int64(len(body)) + 5
+	count(c.Counts.ClientMessages, &c.Counts.BytesToServer, clientNames, kind, body)
 	if c.serverSpoke && kind != 'X' {
 		if c.ready {
 			c.Counts.RoundTrips++
@@ -225,12 +230,7 @@ func (c *Connection) sync() {
 func (c *Connection) Server(kind byte, body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name, known := serverNames[kind]
-	if !known {
-		name = fmt.Sprintf("0x%02x", kind)
-	}
-	c.Counts.ServerMessages[name]++
-	c.Counts.BytesToClient += int64(len(body)) + 5
+	count(c.Counts.ServerMessages, &c.Counts.BytesToClient, serverNames, kind, body)
 	switch kind {
 	case 'N', 'S', 'A':
 		return

@@ -20,6 +20,7 @@ from pgarena.config.stackdef import Stack
 from pgarena.config.topology import TopologyDef, TopologyError, load_topology
 from pgarena.db.connections import connection_limit, pools_refusal
 from pgarena.db.data import load_workload_data, server_facts
+from pgarena.db.exposed import expose_in_schema
 from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
 from pgarena.load.distributed import GeneratorPlace, local_places
@@ -30,7 +31,14 @@ from pgarena.pipeline.cells import run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError
 from pgarena.pipeline.lifecycle import log_failure
 from pgarena.pipeline.placement import NETNS_DEFAULT, Placement, PlacementError
-from pgarena.pipeline.plan import cluster_settings, config_error_info, plan_cells, select_stacks, stack_info
+from pgarena.pipeline.plan import (
+    cluster_settings,
+    config_error_info,
+    plan_cells,
+    select_stacks,
+    stack_info,
+    stack_schemas,
+)
 from pgarena.pipeline.progress import RunProgress
 from pgarena.pipeline.targets import database_line, target_hosts
 from pgarena.results.models import (
@@ -224,6 +232,8 @@ def execute(
             if refusal is not None and runnable:
                 raise RunError(refusal)
             load_workload_data(db, config.workloads)
+            for schema in sorted(set(stack_schemas(stacks).values())):  # apps that name it: [database] schema
+                log(f"schema {schema}: pgarena's objects reachable there: {', '.join(expose_in_schema(db, schema))}")
             if config.targets:
                 log(database_line(db))
             version, settings = server_facts(db)

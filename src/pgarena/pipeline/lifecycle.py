@@ -139,7 +139,7 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
         build_log = logs / "build.log"
         step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
                           env=stack_environment(values, definition.build.env), log_path=build_log,
-                          timeout_s=definition.build.timeout_s, tracker=ctx.registry,
+                          timeout_s=definition.build.timeout_s, tracker=ctx.registry, secrets=_secrets(values),
                           cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
         info.build_seconds = round(step.duration_s, 3)
         if not step.ok:
@@ -153,8 +153,14 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
     server = scope.enter_context(ServerProcess(
         render_template(definition.run.command, values), cwd=stack.directory,
         env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
-        preexec=group.preexec_fn() if group else None, tracker=ctx.registry, argv_prefix=ctx.placement.prefix("stack")))
+        preexec=group.preexec_fn() if group else None, tracker=ctx.registry, argv_prefix=ctx.placement.prefix("stack"),
+        secrets=_secrets(values)))
     return server, group
+
+
+def _secrets(values: dict[str, str]) -> tuple[str, ...]:
+    """The passwords a stack's rendered command may hold (`${db_password}`, inside `${database_url}`)."""
+    return tuple(v for k, v in values.items() if k == "db_password" and v)
 
 
 def _fail_start(info: StackInfo, start: PoolStart | None, restart: bool, status: str, reason: str) -> None:

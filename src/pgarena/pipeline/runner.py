@@ -28,7 +28,7 @@ from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.summary import summarize
 from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom
 from pgarena.pipeline.cells import run_stack, slo_missing
-from pgarena.pipeline.context import Log, RunContext, RunError
+from pgarena.pipeline.context import Log, RunContext, RunError, redacting
 from pgarena.pipeline.lifecycle import log_failure
 from pgarena.pipeline.placement import NETNS_DEFAULT, Placement, PlacementError
 from pgarena.pipeline.plan import (
@@ -149,6 +149,7 @@ def execute(
     `resume=(run_dir, results)` continues an interrupted run in its folder: cells already in its
     results.json are kept and not measured again; the cell that was running when it stopped is redone.
     """
+    log = redacting(log, [config.db_password] if config.db_password else [])  # NOTE: every console line
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
@@ -246,6 +247,7 @@ def execute(
                 cpu_affinity=process_affinity(db.postmaster_pid) if db.managed else None,
                 cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
+            log = redacting(log, [db.password])
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
                            progress=progress, done_keys=done_keys, registry=registry, placement=placement)
             if len(placement.generators()) > 1 or placement.remote_generators():

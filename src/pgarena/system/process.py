@@ -25,6 +25,8 @@ from typing import Protocol
 import httpx
 import psutil
 
+from pgarena.config.run import redact_secrets
+
 DEFAULT_STOP_GRACE_S = 10.0
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal the calling process gets when its parent thread dies."""
@@ -112,11 +114,12 @@ def popen_guarded(argv: Sequence[str], **kwargs) -> subprocess.Popen:
 def _spawn_shell(command: str, *, cwd: Path, env: dict[str, str], log, cpus: Sequence[int] | None,
                  preexec: Callable[[], None] | None = None,
                  death_signal: signal.Signals | None = signal.SIGTERM,
-                 argv_prefix: Sequence[str] = ()) -> subprocess.Popen:
+                 argv_prefix: Sequence[str] = (), secrets: Sequence[str] = ()) -> subprocess.Popen:
     """`/bin/sh -c command` in its own process group, pinned to `cpus`, output appended to `log`;
     it gets `death_signal` when the thread that started it dies (SIGTERM: the shell may clean up).
-    `argv_prefix` starts it elsewhere (`ip netns exec NAME`, which execs the shell: same pid and group)."""
-    log.write(f"$ {command}\n".encode())
+    `argv_prefix` starts it elsewhere (`ip netns exec NAME`, which execs the shell: same pid and group).
+    The command is echoed to the log first, every password in it redacted (`secrets`: ones known to be in it)."""
+    log.write(f"$ {redact_secrets(command, secrets)}\n".encode())
     log.flush()
     return popen_guarded(
         [*argv_prefix, "/bin/sh", "-c", command],
@@ -161,14 +164,16 @@ def run_logged(
     timeout_s: float,
     cpus: Sequence[int] | None = None,
     tracker: ProcessTracker | None = None,
+    secrets: Sequence[str] = (),
 ) -> StepResult:
     """Run a shell command to completion, output appended to `log_path`; kill its group on timeout.
 
-    `tracker` records the command's process group while it runs (so a killed pgarena's build is found)."""
+    `tracker` records the command's process group while it runs (so a killed pgarena's build is found);
+    `secrets`: passwords that may stand in the command, redacted where it is echoed to the log."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log_path, "ab") as log:
-        proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus)
+        proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus, secrets=secrets)
         try:
             if tracker is not None:
                 tracker.track(proc.pid, "build")
@@ -231,14 +236,17 @@ class ServerProcess:
         tracker: ProcessTracker | None = None,
         role: str = "stack",
         argv_prefix: Sequence[str] = (),
+        secrets: Sequence[str] = (),
     ) -> None:
+        """Start `command` now; `secrets`: passwords that may stand in it, redacted where it is echoed to the log."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path = log_path
         self.started_at = time.monotonic()
         self._tracker = tracker
         with open(log_path, "ab") as log:
             self._proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus, preexec=preexec,
-                                      death_signal=_death_signal_for_server(), argv_prefix=argv_prefix)
+                                      death_signal=_death_signal_for_server(), argv_prefix=argv_prefix,
+                                      secrets=secrets)
         if tracker is not None:
             try:
                 tracker.track(self._proc.pid, role)

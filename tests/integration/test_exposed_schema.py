@@ -54,3 +54,17 @@ def test_a_users_own_database_is_never_given_the_objects(managed_db):
         expose_in_schema(external, SCHEMA)
     with managed_db.connect() as conn:
         assert conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [SCHEMA]).fetchone() is None
+
+
+def test_the_managed_log_names_the_role_of_every_error(managed_db):
+    """Item 13: the cause of a stack's 500s (a function it calls that does not exist) is found in postgres.log
+    by the stacks' role, as a failed start shows it."""
+    from pgarena.db.serverlog import role_errors
+
+    with psycopg.connect(managed_db.url, autocommit=True) as conn:
+        for _ in range(3):
+            with pytest.raises(psycopg.errors.UndefinedFunction):
+                conn.execute("SELECT * FROM nowhere_schema_fn(1)")
+    errors = role_errors(managed_db.log_path, managed_db.user, limit=10)
+    assert any(e.startswith("ERROR: function nowhere_schema_fn(integer) does not exist") and e.endswith("(3 times)")
+               for e in errors), errors

@@ -50,6 +50,7 @@ SETTINGS_PROFILE: dict[str, str] = {
     "log_timezone": "UTC",
     "log_min_messages": "warning",
     "log_checkpoints": "off",
+    "log_line_prefix": "%m [%p] %q%u@%d ",
 }
 """Settings applied to the managed cluster on top of PostgreSQL's defaults (docs/methodology.md).
 
@@ -150,6 +151,8 @@ class Database:
     """URL pgarena reads pg_stat_statements with (--admin-database-url; None = admin_url)."""
     data_dir: Path | None = None
     """Managed cluster: its data directory (postmaster.pid names the running server)."""
+    log_path: Path | None = None
+    """Managed cluster: its server log (`log_line_prefix` names each session's role: serverlog.py reads it)."""
     restart: Callable[[], int] | None = field(default=None, compare=False, repr=False)
     """Managed cluster: `pg_ctl restart -m fast`, returning the new postmaster's pid (resilience runs)."""
 
@@ -294,7 +297,8 @@ class ManagedCluster:
         with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
             conf.write("\n# pgarena settings profile: " + SETTINGS_PROFILE_NAME + "\n")
             for key, value in settings.items():
-                if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone"):
+                if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone",
+                           "log_line_prefix"):
                     value = f"'{value}'"
                 conf.write(f"{key} = {value}\n")
         if self.place.remote_clients:  # initdb allows host logins from the loopback only
@@ -330,6 +334,7 @@ class ManagedCluster:
             managed=True,
             postmaster_pid=pid,
             data_dir=self.data_dir,
+            log_path=self.log_path,
             restart=self.restart,
         )
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
+from pathlib import Path
 
-from pgarena.config.run import workload_parameters
+from pgarena.config.run import redact_secrets, workload_parameters
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.contract import workloads as wl
 from pgarena.db.connections import ConnectionPoller, add_pool_flag, pool_refusal, tree_db_ports
 from pgarena.db.postgres import (
     free_port,
 )
+from pgarena.db.serverlog import role_errors
 from pgarena.db.startline import level_database
 from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext
 from pgarena.results.models import (
@@ -163,6 +165,16 @@ def _secrets(values: dict[str, str]) -> tuple[str, ...]:
     return tuple(v for k, v in values.items() if k == "db_password" and v)
 
 
+def failed_start_tail(ctx: RunContext, run_log: Path, values: dict[str, str]) -> str:
+    """A failed start's evidence: the last lines of the stack's log, then the managed database's error lines
+    for the stacks' role (serverlog.py: most frequent first, with counts), every password redacted."""
+    text = tail(run_log, LOG_TAIL_LINES)
+    errors = role_errors(ctx.db.log_path, ctx.db.user)
+    if errors:
+        text += f"\n--- postgres.log, errors of role {ctx.db.user}:\n" + "\n".join(errors)
+    return redact_secrets(text, _secrets(values))
+
+
 def _fail_start(info: StackInfo, start: PoolStart | None, restart: bool, status: str, reason: str) -> None:
     """A start that failed: the stack's status on its first start, only this pool size's record on a restart."""
     if start is not None:
@@ -185,6 +197,7 @@ def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server:
     except NotReady as exc:
         _fail_start(info, start, True, "start_failed", f"{exc} (log: {server.log_path})")
         ctx.log(f"[{stack.id}] did not start at pool size {values['pool_size']}: {exc}")
+        ctx.log("    " + failed_start_tail(ctx, server.log_path, values).replace("\n", "\n    "))
         return None
     verified = [v.workload for v in ctx.results.verifications if v.stack == stack.id and v.ok]
     workloads = {w: workload_parameters(config, w)[0] for w in config.workloads if w in verified}
@@ -218,7 +231,7 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
                                      definition.run.startup_timeout_s)
     except NotReady as exc:
         info.status, info.reason = "start_failed", f"{exc} (log: {run_log})"
-        info.log_tail = tail(run_log, LOG_TAIL_LINES)
+        info.log_tail = failed_start_tail(ctx, run_log, values)
         return None
     info.startup_seconds = round(healthy, 3)
     info.status = "ok"

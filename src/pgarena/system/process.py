@@ -285,31 +285,65 @@ class ServerProcess:
 
 
 class NotReady(Exception):
-    """The server exited or did not answer its health path before the deadline."""
+    """The server exited, answered only server errors, or did not answer its health path before the deadline."""
 
 
-def wait_until_healthy(server: ServerProcess, url: str, timeout_s: float) -> float:
+FAILING_START_S = 10.0
+"""Seconds of nothing but server errors (HTTP 5xx other than 503) from the health path after which a start is
+given up before its deadline: the app is up and fails every request (a missing function, a wrong password),
+and waiting the full startup timeout would only delay the same verdict. 503 ("not ready yet") is waited for."""
+SHOWN_URL_CHARS = 100
+SHOWN_BODY_CHARS = 300
+
+
+def shown_url(url: str, limit: int = SHOWN_URL_CHARS) -> str:
+    """A URL fit for a message: passwords redacted, cut to `limit` characters with its full length said
+    (a perf-test health URL is some 700 characters of query string)."""
+    url = redact_secrets(url)
+    return url if len(url) <= limit else f"{url[:limit]}… ({len(url)} characters)"
+
+
+def shown_body(text: str, limit: int = SHOWN_BODY_CHARS) -> str:
+    """An answer's body for a message: one line, redacted, cut to `limit` characters."""
+    text = redact_secrets(" ".join(text.split()))
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def wait_until_healthy(server: ServerProcess, url: str, timeout_s: float,
+                       failing_s: float = FAILING_START_S) -> float:
     """Poll `url` until it answers 2xx; return seconds since the server started.
 
-    Raises NotReady if the process exits or the deadline passes (the message says which).
+    Raises NotReady if the process exits, if every answer for `failing_s` seconds was a server error (5xx but
+    503: the message shows the last body), or when the deadline passes (the message says which, with the URL
+    shortened).
     """
     deadline = time.monotonic() + timeout_s
     delay = 0.05
     last_error = "no answer yet"
+    failing_since: float | None = None  # the first of an unbroken run of server errors
     with httpx.Client(timeout=2.0) as client:
         while True:
             code = server.exit_code()
             if code is not None:
-                raise NotReady(f"exited with code {code} before answering {url}")
+                raise NotReady(f"exited with code {code} before answering {shown_url(url)}")
             try:
                 response = client.get(url)
                 if 200 <= response.status_code < 300:
                     return time.monotonic() - server.started_at
                 last_error = f"HTTP {response.status_code}"
+                if response.status_code >= 500 and response.status_code != 503:
+                    failing_since = failing_since if failing_since is not None else time.monotonic()
+                    if time.monotonic() - failing_since >= failing_s:
+                        raise NotReady(f"answered HTTP {response.status_code} to every health request for "
+                                       f"{failing_s:.0f} s at {shown_url(url)}; body: "
+                                       f"{shown_body(response.text) or '(empty)'}")
+                else:
+                    failing_since = None
             except httpx.HTTPError as exc:
                 last_error = type(exc).__name__
+                failing_since = None
             if time.monotonic() >= deadline:
-                raise NotReady(f"not healthy after {timeout_s:.0f} s at {url} (last: {last_error})")
+                raise NotReady(f"not healthy after {timeout_s:.0f} s at {shown_url(url)} (last: {last_error})")
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)  # fine enough to time cold starts
 

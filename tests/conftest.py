@@ -61,6 +61,10 @@ def update_golden(request) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+FOREIGN_APPS = ("seed000-go-pgx", "seed000-fastify-pg")
+"""Stacks whose code is another benchmark's, copied unmodified (seed 000's own apps): they serve what they were
+written for (seed 000's six scenarios) and answer bad input as they do; only their stack.toml is pgarena's."""
+
 ALLOWED_SKIPS: dict[str, str] = {
     "tests/e2e/test_every_stack_verifies.py::test_stack_builds_and_verifies[postgrest]":
         "PostgREST ships as GitHub release binaries only: no registry this machine reaches (apt, PyPI, npm, "

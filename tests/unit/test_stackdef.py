@@ -23,6 +23,7 @@ from pgarena.config.stackdef import (
     render_template,
 )
 from pgarena.contract.workloads import SCENARIOS, WORKLOAD_NAMES
+from tests.conftest import FOREIGN_APPS
 
 REAL_STACKS_DIR = Path(__file__).parents[2] / "stacks"
 
@@ -349,10 +350,6 @@ def test_load_stacks_of_an_empty_folder(tmp_path):
 
 
 # --- the repository's own stacks --------------------------------------------------------------------
-
-
-FOREIGN_APPS = ("seed000-go-pgx", "seed000-fastify-pg")
-"""Seed 000's own apps (NpgsqlRest/pg_function_load_tests), copied unmodified: seed 000's six scenarios only."""
 
 
 def test_real_stacks_all_parse_and_declare_every_workload():

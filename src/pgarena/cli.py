@@ -79,8 +79,8 @@ DbPasswordOpt = Annotated[Optional[str], typer.Option("--db-password", help=(
     "managed database: that role's password; with --target: the password of pgarena's role on --database-url"))]
 DbNameOpt = Annotated[Optional[str], typer.Option("--db-name", help="managed database: its name (default: pgarena)")]
 PostgresBinOpt = Annotated[Optional[Path], typer.Option(
-    "--postgres-bin", help="managed database: folder of initdb, pg_ctl and postgres (e.g. PostgreSQL 18 from "
-                           "`make postgres18`; default: PATH, pg_config, /usr/lib/postgresql/*/bin)")]
+    "--postgres-bin", help="managed database: folder of initdb, pg_ctl and postgres (any version; "
+                           "default: the newest of npm's PostgreSQL 18 from setup, PATH, pg_config, /usr/lib/postgresql/*/bin)")]
 TargetOpt = Annotated[Optional[list[str]], typer.Option(
     "--target", metavar="ID=URL", help="a stack already deployed at URL (http/https base URL), verified and loaded "
                                        "but neither built, started nor stopped; repeatable or comma-separated; needs "

@@ -14,11 +14,18 @@ import pytest
 
 from pgarena.config.stackdef import load_stacks
 from pgarena.contract.values import Verdict
+from pgarena.load.engines.base import tool_cache_dir
 from pgarena.results.store import load
 from tests.conftest import FOREIGN_APPS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]
 STACKS, LOAD_ERRORS = load_stacks(PROJECT_DIR / "stacks")
+COLD_BUILDS = {"rust-fraiseql": tool_cache_dir() / "fraiseql-2.19.0" / "bin" / "fraiseql"}
+"""Stacks whose build installs a tool that takes too long to build inside one test run → the tool. Until it is
+in the tool cache (`make bench` builds it, or `pgarena verify --stacks rust-fraiseql`), the stack is skipped here
+with the reason: FraiseQL 2.19.0's `cargo install` took about 60 minutes from scratch on this kind of 2-core
+machine, and CI gives one run 90 minutes with the rest of the suite taking about 40. Once built, its build step
+is `fraiseql compile` (seconds) and CI verifies it like every other stack."""
 FOREIGN_KNOWN_FAILURES = {
     ("seed000-go-pgx", "perf-many-params"): "a JSON array: got null",
 }
@@ -36,7 +43,7 @@ def verified(tmp_path_factory, request):
     selected = {item.callspec.params["stack"].id for item in request.session.items
                 if getattr(item, "callspec", None) is not None and "stack" in item.callspec.params
                 and item.module is request.module}
-    available = [s for s in STACKS if s.available and s.id in selected]
+    available = [s for s in STACKS if s.available and s.id in selected and not _cold(s.id)]
     # a stack whose [database] fixes the managed cluster (port 5432, a role, a database) is verified in a run of
     # its own kind, so that its settings are not every stack's (a port 5432 taken here would stop them all)
     groups: dict[tuple, list[str]] = {}
@@ -55,10 +62,18 @@ def verified(tmp_path_factory, request):
     return verified
 
 
+def _cold(stack_id: str) -> bool:
+    """The stack's tool is not built yet (COLD_BUILDS)."""
+    return stack_id in COLD_BUILDS and not COLD_BUILDS[stack_id].is_file()
+
+
 @pytest.mark.parametrize("stack", STACKS, ids=[s.id for s in STACKS])
 def test_stack_builds_and_verifies(stack, verified):
     if not stack.available:
         pytest.skip(stack.unavailable_reason)
+    if _cold(stack.id):
+        pytest.skip(f"{COLD_BUILDS[stack.id]} is not built: its cold build (about 60 min on 2 cores) does not fit "
+                    "in one CI run; `pgarena verify --stacks rust-fraiseql` builds it once")
     results, output = verified[stack.id]
     info = results.stack(stack.id)
     if info.status == "unavailable":  # known only once the server runs: a stack that needs a newer PostgreSQL

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from pgarena.config.run import build_config
+from pgarena.db.postgres import find_bin_dir, server_major
 from pgarena.load.engines.oha import OhaEngine
 from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown
@@ -81,6 +82,11 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
     assert "### perf-test — 4 Virtual Users, 1 Record" in report
     assert "unknown key 'workload'" in report and "start_failed" in report
     assert (run_dir / "postgres.log").exists() and not (run_dir / "postgres").exists()
+    # issue 22 item 17: the server's version (the newest installed: find_bin_dir) and the pgbench beside it
+    assert results.environment.postgres_version == results.database.version
+    assert results.environment.postgres_version.split(".")[0] == str(server_major(find_bin_dir()))
+    assert results.environment.toolchains["pgbench --version"].startswith("pgbench (PostgreSQL) ")
+    assert f"| PostgreSQL | {results.database.version} |" in report
 
 
 @pytest.mark.parametrize("engine", ["oha", "k6"])

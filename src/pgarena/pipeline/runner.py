@@ -19,7 +19,7 @@ from pgarena.config.run import RunConfig, redact_secrets, redact_url
 from pgarena.config.stackdef import Stack
 from pgarena.config.topology import TopologyDef, TopologyError, load_topology
 from pgarena.db.connections import connection_limit, pools_refusal
-from pgarena.db.data import load_workload_data, server_facts
+from pgarena.db.data import client_versions, load_workload_data, server_facts
 from pgarena.db.exposed import expose_in_schema
 from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
@@ -239,6 +239,7 @@ def execute(
                 log(database_line(db))
             version, settings = server_facts(db)
             environment.postgres_version = version
+            environment.toolchains.update(client_versions())
             stacks = _too_old_for(stacks, version, results, planned, log)
             results.database = DatabaseInfo(
                 mode="managed" if db.managed else "external", version=version,

@@ -11,7 +11,7 @@ from pgarena.config.run import build_config
 from pgarena.config.stackdef import DatabaseSpec, RunSpec, Stack, StackDef
 from pgarena.db.postgres import ClusterSettings, PostgresError, merge_cluster_settings
 from pgarena.pipeline.context import RunError
-from pgarena.pipeline.plan import cluster_settings, stack_schemas
+from pgarena.pipeline.plan import cluster_settings, ports_in_use, stack_schemas
 from pgarena.stack.launch import resolve_health_path
 
 
@@ -94,3 +94,16 @@ def test_an_unknown_database_key_lists_schema_by_its_toml_name(tmp_path):
     with pytest.raises(StackConfigError, match=r"unknown key 'database.schemas' \(did you mean 'schema'\?\); "
                                                "allowed keys: port, user, password, name, schema"):
         parse_stack_toml(folder / "stack.toml")
+
+
+def test_a_default_run_marks_a_stack_whose_fixed_port_is_taken_unavailable_not_the_whole_run(tmp_path):
+    fixed = _stack("seed-app", DatabaseSpec(port=5432))
+    default_run = build_config(project_dir=tmp_path)
+    marked = ports_in_use(default_run, [fixed, _stack("b")], taken=lambda port: port == 5432)
+    assert [s.available for s in marked] == [False, True]
+    assert marked[0].unavailable_reason == ("unavailable here: its [database] port 5432 is in use on this machine "
+                                            "(name it with --stacks once the port is free)")
+    assert cluster_settings(default_run, marked) == ClusterSettings()  # the others run on pgarena's free port
+    assert ports_in_use(default_run, [fixed], taken=lambda port: False)[0].available
+    named = build_config(project_dir=tmp_path, overrides={"stacks": ["seed-app"]})
+    assert ports_in_use(named, [fixed], taken=lambda port: True)[0].available  # named: the run says why it stops

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
 from pgarena.config.run import RunConfig, parse_rate, redact_secrets, workload_parameters, workload_vus
 from pgarena.config.stackdef import Stack, StackLoadError, load_stacks
@@ -13,6 +15,7 @@ from pgarena.db.postgres import (
     ClusterSettings,
     PostgresError,
     merge_cluster_settings,
+    port_taken,
 )
 from pgarena.pipeline.context import RunError
 from pgarena.results.models import (
@@ -82,6 +85,23 @@ def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
         return merge_cluster_settings(given, wanted)
     except PostgresError as exc:
         raise RunError(str(exc)) from None
+
+
+def ports_in_use(config: RunConfig, stacks: list[Stack], taken=port_taken) -> list[Stack]:
+    """The stacks, those of a default selection (no --stacks) whose `[database] port` is taken here marked
+    unavailable with the reason: an app written elsewhere that fixes the managed cluster's port (seed 000's, on
+    5432) must not stop the whole run on a machine whose own PostgreSQL holds that port. Named with --stacks,
+    the run refuses instead (postgres.ManagedCluster)."""
+    if config.stacks is not None or config.database_url:
+        return stacks
+    marked = []
+    for stack in stacks:
+        port = stack.definition.database.port if stack.definition.database is not None else None
+        if stack.available and stack.target_url is None and port is not None and taken(port):
+            stack = replace(stack, unavailable_reason=f"unavailable here: its [database] port {port} is in use on "
+                                                      "this machine (name it with --stacks once the port is free)")
+        marked.append(stack)
+    return marked
 
 
 def stack_schemas(stacks: list[Stack]) -> dict[str, str]:

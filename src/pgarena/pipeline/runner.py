@@ -37,6 +37,7 @@ from pgarena.pipeline.plan import (
     plan_cells,
     select_stacks,
     stack_info,
+    ports_in_use,
     stack_schemas,
 )
 from pgarena.pipeline.progress import RunProgress
@@ -153,6 +154,7 @@ def execute(
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
+    stacks = ports_in_use(config, stacks)
     settings = cluster_settings(config, stacks)
     engine = get_engine(config.engine) if kind == "run" else None
     if engine is not None:

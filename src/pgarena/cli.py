@@ -483,6 +483,8 @@ def calibrate(
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
     engine: Annotated[Optional[str], typer.Option(help="load generator: oha (default) or k6")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
+    budget: Annotated[Optional[str], typer.Option(
+        help="wall-clock budget of the check, build included (e.g. 10m; default: the profile's)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the calibration's folder (default: timestamp)")] = None,
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
@@ -493,7 +495,7 @@ def calibrate(
     Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
     """
     config = _config(profile, workloads=_names(workloads), vus=_ints(vus, "--vus"), engine=engine,
-                     duration_s=duration, perf_test_rows=[calibration.DEFAULT_ROWS],
+                     duration_s=duration, budget_s=budget, perf_test_rows=[calibration.DEFAULT_ROWS],
                      users_limits=[calibration.DEFAULT_LIMIT], stacks_dir=stacks_dir, results_dir=results_dir,
                      run_id=run_id)
     done = _guarded(lambda command_line, log, progress: calibration.calibrate(

@@ -4,6 +4,7 @@ and the cell's summary and flags (median and range over the repetitions, docs/me
 from __future__ import annotations
 
 import math
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -116,6 +117,8 @@ class CellRun:
     tx_changes: txcheck.TxSnapshot | None = None
     object_pattern: Any = None
     """What makes a statement the workload's (accounting.object_pattern, read once before the first window)."""
+    nested_patterns: Any = accounting.DEFAULT_NESTED_PATTERNS
+    """graphql-nested / users-posts: what reads the posts and the users (accounting.nested_patterns)."""
     answered_200: int = 0
     unknown_outcome: int = 0
     places: tuple[GeneratorPlace, ...] = ()
@@ -141,12 +144,14 @@ def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, b
                                               routes=routes, raw_dir=raw_dir, label=label, log=log,
                                               cache=variants_cache, known_wrong=known_wrong, answer=answer)
     cell.window_accounting_unavailable = accounting.available(db)
-    pattern = accounting.object_pattern(db, cell.workload) if cell.window_accounting_unavailable is None else None
+    checked = cell.window_accounting_unavailable is None
+    pattern = accounting.object_pattern(db, cell.workload) if checked else None
+    nested = accounting.nested_patterns(db) if checked and cell.workload in wl.NESTED_LISTS else None
     return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label, cases=cases,
                    tx_avoid=tx_avoid, headers=engine.request_headers(spec), known_wrong=tuple(known_wrong),
                    answer=answer,
                    tx_changes=txcheck.ZERO if cell.workload == wl.TX else None, object_pattern=pattern,
-                   places=tuple(places))
+                   nested_patterns=nested or accounting.DEFAULT_NESTED_PATTERNS, places=tuple(places))
 
 
 def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
@@ -191,13 +196,15 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
     before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
     with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
+        window_start_ns = time.monotonic_ns()
         window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config, run.places)
+        window_end_ns = time.monotonic_ns()
     outcome = window.outcome
     record = None
     if before is not None:
         record = windowcheck.judge_window(
             cell.workload, cell.parameter, before, accounting.read_counts(db), pattern=run.object_pattern,
-            answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
+            nested=run.nested_patterns, answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
             unknown=outcome.errors.total + sampler.unknown, in_flight=spec.connections + 1)
     run.count(outcome)
     run.answered_200 += sampler.answered_2xx  # the sampler's transactions reach the database too
@@ -207,6 +214,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     stack_usage, db_usage = usage.usage.get("stack"), usage.usage.get("db")
     checks_total, checks_failed, check_failure = sampler.judge()
     offered, dropped = window.dropped(spec, cell.duration_seconds)
+    speed = cpu.probe.reading(window_start_ns, window_end_ns) if cpu.probe is not None else None
     repetition = Repetition(
         index=index, round=round_index, requests=outcome.requests, duration_seconds=outcome.duration_seconds,
         rps=outcome.rps, requests_per_second_all=outcome.requests_per_second_all, latency=outcome.latency,
@@ -221,6 +229,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         offered_requests=offered, dropped=dropped,
         checks_total=checks_total, checks_failed=checks_failed, check_failure=check_failure,
         accounting=record, generators=window.generators,
+        reference_unit_ns=speed.unit_ns if speed else None, reference_samples=speed.samples if speed else 0,
     )
     cell.repetitions.append(repetition)
     return repetition

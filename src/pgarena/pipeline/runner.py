@@ -6,7 +6,9 @@ argument parsing; it reports progress through a callback and returns the run dir
 
 from __future__ import annotations
 
+
 import datetime as dt
+import time
 import random
 from contextlib import ExitStack
 from dataclasses import replace
@@ -26,7 +28,7 @@ from pgarena.db.startline import new_seed, shuffled
 from pgarena.load.distributed import GeneratorPlace, local_places
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.summary import summarize
-from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom
+from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom, speed_probe
 from pgarena.pipeline.cells import run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError, redacting
 from pgarena.pipeline.lifecycle import log_failure
@@ -35,9 +37,9 @@ from pgarena.pipeline.plan import (
     cluster_settings,
     config_error_info,
     plan_cells,
+    ports_in_use,
     select_stacks,
     stack_info,
-    ports_in_use,
     stack_schemas,
 )
 from pgarena.pipeline.progress import RunProgress
@@ -151,6 +153,7 @@ def execute(
     results.json are kept and not measured again; the cell that was running when it stopped is redone.
     """
     log = redacting(log, [config.db_password] if config.db_password else [])  # NOTE: every console line
+    started = time.monotonic()
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
@@ -251,8 +254,14 @@ def execute(
                 cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
             log = redacting(log, [db.password])
+            deadline = None if config.budget_s is None or kind != "run" else started + config.budget_s
+            progress.deadline = deadline
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
-                           progress=progress, done_keys=done_keys, registry=registry, placement=placement)
+                             progress=progress, done_keys=done_keys, registry=registry, placement=placement,
+                             deadline=deadline)
+            if resume is not None:  # kept for lifecycle.bring_up: a stack unchanged since is checked briefly
+                for v in results.verifications:
+                    ctx.stored_verifications.setdefault(v.stack, []).append(v)
             if len(placement.generators()) > 1 or placement.remote_generators():
                 ctx.generator_places = _generator_places(placement, run_dir, scope, log)
             elif config.generators > 1:
@@ -266,6 +275,7 @@ def execute(
                 ctx.network = DbNetwork(ctx, scope)
             if kind == "run":
                 cpu_accounting(ctx, scope)
+                speed_probe(ctx, scope, stacks)
                 if config.headroom and results.generator_headroom is None:
                     generator_headroom(ctx)
                 database_ceiling(ctx)

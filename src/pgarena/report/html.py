@@ -21,7 +21,7 @@ from pgarena.analysis.verdicts import baseline_of
 from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract import flags as F
 from pgarena.contract.values import Verdict
-from pgarena.report import figures, generators, poolsize, resilience, restgraphql
+from pgarena.report import figures, forest, generators, poolsize, resilience, restgraphql
 from pgarena.report import targets as remote
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
@@ -38,12 +38,15 @@ FLAG_MEANINGS = {
     F.NOISY: "the RPS confidence interval ended wider than the target: more rounds would have helped (still "
              "ranked where its interval is clear of its neighbours)",
     F.DROPPED: "open model: more than 1 % of offered requests were not completed (invalid, not ranked)",
-    F.CHECKS_FAILED: "more than 1 % of the answers sampled under load were wrong (invalid, not ranked)",
+    F.CHECKS_FAILED: "the answers sampled under load show more than 1 % wrong (one-sided exact binomial test at "
+                     "level 1 %; invalid, not ranked)",
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
     "columns-wrong": "the stack's answers have ❌ columns (ranked among all stacks only, not among the exact ones)",
     "content-type-wrong": "the right JSON without Content-Type: application/json (ranked among all stacks only)",
     F.ANSWER_MAPPED: "the right values in a shape the stack's stack.toml [answer] declares (an envelope, camelCase "
                      "keys), undone before judging (ranked among all stacks only)",
+    F.DB_UNCHECKED: "the database could not be checked (pg_stat_statements unreadable, e.g. --database-url without "
+                    "pg_read_all_stats): nothing shows the answers came from it (ranked among all stacks only)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
@@ -338,6 +341,7 @@ def html_payload(results: RunResults) -> dict:
     sections["stacks"] = [f for f in [figures.cold_start_figure(results, colors)] if f]
     sections["resilience"] = resilience.figures(results)
     sections["pool"] = poolsize.figures(results, colors)
+    forest_entries, sections["forest"] = forest.forest_tables(results, verdicts)
     cell_sources = Counter(c.summary.cpu_accounting for c in results.cells if c.summary is not None)
     return {
         "title": f"pgarena {results.kind} {results.run_id}",
@@ -351,6 +355,7 @@ def html_payload(results: RunResults) -> dict:
         "targets_warning": remote.warning(results),
         "flags": flags_present(results),
         "headline": headline(results, verdicts),
+        "forest": forest_entries,
         "cells": cell_tables(results, verdicts),
         "baseline": baseline_of(results),
         "schedule": schedule_summary(results),

@@ -145,6 +145,10 @@ class StackInfo(_Model):
     reason: str | None = Field(None, description="why the stack did not run (unavailable, failed build, ...)")
     log_tail: str | None = Field(None, description="last lines of the failing phase's log")
     build_seconds: float | None = None
+    build_inputs_sha256: str | None = Field(None, description=(
+        "SHA-256 of the stack's definition and input files when it was built and verified (stack/inputs.py); a "
+        "resumed run re-checks the stack briefly instead of verifying it again when it is unchanged (None: not "
+        "known, e.g. a folder outside git: verified again)"))
     startup_seconds: float | None = Field(None, description="process start → first healthy answer")
     lines_of_code: LinesOfCode | None = None
     warmup_seconds: float | None = Field(None, description="longest warm-up of its cells (seconds)")
@@ -225,6 +229,9 @@ class DbAccounting(_Model):
     reason: str | None = None
     statements_by_limit: dict[int, float] | None = Field(None, description=(
         "graphql-nested / users-posts: workload statements per request at each users limit of the N+1 probe"))
+    posts_statements_by_limit: dict[int, float] | None = Field(None, description=(
+        "graphql-nested / users-posts: statements reading the posts (a join or a view over both included) per "
+        "request at each users limit of the N+1 probe; fewer than 1 is a posts cache"))
     n_plus_one: bool | None = Field(None, description=(
         "graphql-nested / users-posts: statements per request grow with the limit (one query per user); shown, "
         "never invalid"))
@@ -258,7 +265,8 @@ class WorkloadVerification(_Model):
 
 class Latency(_Model):
     """Request latency of one repetition, in milliseconds, over every request of the window: a request
-    that got no answer (timeout, connection error) counts at the HTTP timeout (engines/latency.py)."""
+    that got no answer (timeout, connection error) counts at the HTTP timeout, and so does an open-model
+    request dropped by the window's end (engines/latency.py)."""
 
     avg_ms: float
     p50_ms: float
@@ -267,8 +275,8 @@ class Latency(_Model):
     p99_ms: float
     max_ms: float
     censored: list[str] = Field(default_factory=list, description=(
-        "fields that are lower bounds ('p99_ms', 'max_ms', ...): they reach requests without an answer, "
-        "counted at the timeout; reports print them with '≥'"))
+        "fields that are lower bounds ('p99_ms', 'max_ms', ...): they reach requests without an answer or "
+        "dropped ones (open model), counted at the timeout; reports print them with '≥'"))
 
 
 class Errors(_Model):
@@ -306,6 +314,10 @@ class WindowAccounting(_Model):
     expected_calls_high: int
     workload_rows: int = Field(0, description="rows those statements returned or changed")
     expected_rows_low: int | None = Field(None, description="rows at least (None: not checked)")
+    posts_statement_calls: int | None = Field(None, description=(
+        "graphql-nested / users-posts: calls of statements reading the posts (a join or a view over both included)"))
+    expected_posts_calls_low: int | None = Field(None, description=(
+        "graphql-nested / users-posts: posts statement calls at least (one per 2xx answer, less the tolerance)"))
     verdict: Verdict = Field(description="exact: within the bounds; wrong: a cache (too few) or an N+1 (too many)")
     reason: str | None = None
 
@@ -383,6 +395,10 @@ class Repetition(_Model):
     accounting: WindowAccounting | None = Field(None, description="database accounting over this window")
     generators: DistributedLoad | None = Field(
         None, description="several generators (k6 execution segments): each one's figures; None: one generator")
+    reference_unit_ns: float | None = Field(None, description=(
+        "median CPU nanoseconds of the reference probe's unit of work on the server CPUs during the window "
+        "(system/speedprobe.py); higher = the machine was slower; None: not measured"))
+    reference_samples: int = Field(0, description="units of work the reference probe timed during the window")
 
 
 class Spread(_Model):
@@ -428,7 +444,7 @@ class CellSummary(_Model):
     rps_interval: Interval | None = Field(None, description="None with fewer than 2 repetitions")
     requests_per_second_all: Spread | None = Field(
         None, description="every completed request per second, failed ones included (beside `rps`)")
-    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled"] = Field(
+    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled", "out-of-reach"] = Field(
         "fixed", description="why repetitions stopped: interval within target, time budget, cap, fixed count, or "
                              "(interleaved) every paired comparison of the cell ordered or equivalent")
     noisy: bool = Field(False, description="the RPS interval ended wider than the target: do not rank")
@@ -484,8 +500,9 @@ class FaultResult(_Model):
     fault_end_s: float | None = None
     status: Literal["recovered", "never-recovered", "no-baseline", "unsteady-baseline", "not-run"]
     baseline_rps: float | None = None
-    failed_requests: int | None = Field(None, description="non-2xx and unanswered requests from the fault's start "
-                                                          "until recovery (None: not measured)")
+    failed_requests: int | None = Field(None, description="non-2xx, unanswered and dropped (due but never sent) "
+                                                          "requests from the fault's start until recovery (None: not "
+                                                          "measured)")
     unanswered: int | None = None
     errors_by_kind: dict[str, int] = Field(default_factory=dict)
     first_ok_after_s: float | None = Field(None, description="fault end → first 2xx answer (resolution: one bin)")
@@ -668,7 +685,8 @@ class PhaseRecord(_Model):
     cells: int = Field(description="cells (workload × parameter × level) in the phase")
     windows: int = Field(0, description="measured windows so far")
     rounds: int = 0
-    stop_reason: str | None = Field(None, description="settled, max-rounds or budget; None while running")
+    stop_reason: str | None = Field(None, description=(
+        "settled, out-of-reach, max-rounds or budget; None while running"))
     unsettled: list[str] = Field(default_factory=list, description="pairs still unordered when it stopped")
     finished_at: dt.datetime | None = None
 

@@ -23,9 +23,14 @@ STACKS, LOAD_ERRORS = load_stacks(PROJECT_DIR / "stacks")
 COLD_BUILDS = {"rust-fraiseql": tool_cache_dir() / "fraiseql-2.19.0" / "bin" / "fraiseql"}
 """Stacks whose build installs a tool that takes too long to build inside one test run → the tool. Until it is
 in the tool cache (`make bench` builds it, or `pgarena verify --stacks rust-fraiseql`), the stack is skipped here
-with the reason: FraiseQL 2.19.0's `cargo install` took about 60 minutes from scratch on this kind of 2-core
-machine, and CI gives one run 90 minutes with the rest of the suite taking about 40. Once built, its build step
-is `fraiseql compile` (seconds) and CI verifies it like every other stack."""
+with the reason: FraiseQL 2.19.0's `cargo install` took 52 min 37 s from scratch on this kind of 2-core machine
+(2026-11-25, at nice 19 beside other tests; about 60 min before), and CI gives one run 90 minutes with the rest of
+the suite taking about 40. Once built, its build step is `fraiseql compile` (under a second, measured) and CI
+verifies it on the managed PostgreSQL 18 like every other stack."""
+AS_PUBLISHED = (*FOREIGN_APPS, "rust-fraiseql")
+"""Stacks whose answers to bad input are another project's, as published (seed 000's apps, seed 002's FraiseQL:
+a missing limit answers 100 rows, 10001 is clamped, users(limit: 0) is data; its stack.toml notes list them):
+their bad-input cases are recorded and reported, not asserted here."""
 FOREIGN_KNOWN_FAILURES = {
     ("seed000-go-pgx", "perf-many-params"): "a JSON array: got null",
 }
@@ -90,7 +95,7 @@ def test_stack_builds_and_verifies(stack, verified):
             continue
         assert v.ok, (workload, failed)
         bad = [f"{c.description}: {c.detail}" for c in v.bad_input if not c.ok]
-        if stack.id not in FOREIGN_APPS:  # another benchmark's app answers bad input as it was written to
+        if stack.id not in AS_PUBLISHED:  # another project's system answers bad input as it was written to
             assert not bad, (workload, bad)
         assert v.accounting is not None and v.accounting.verdict is not Verdict.WRONG, (workload, v.accounting)
     assert info.lines_of_code is not None and info.lines_of_code.total > 0

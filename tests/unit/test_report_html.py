@@ -88,7 +88,8 @@ def test_schedule_and_ceiling_are_in_the_payload_and_the_page():
     assert schedule["phases"][2]["sentence"].startswith("stopped at the round cap (3 rounds) with 1 pair(s) unsettled")
     assert schedule["fallbacks"] == [{"stack": "node-wrong", "reason": "it listens on the fixed port 3000"}]
     assert schedule["disturbances"] == [{"stack": "py-steady", "idle_cpu_fraction": 0.083}]
-    assert [(r["workload"], r["tps"]) for r in payload["ceiling"]["rows"]] == [("perf-test", 9000.0), ("tx", 2000.0)]
+    assert [(r["workload"], r["connections"], r["tps"]) for r in payload["ceiling"]["rows"]] == [
+        ("perf-test", 1, 2400.0), ("perf-test", 10, 9000.0), ("tx", 10, 2000.0)]
     html = render_html(sample_results())
     assert 'id="schedule-table"' in html and 'id="ceiling-table"' in html and "node-wrong: it listens on" in html
     assert "go-fast is 1.53× py-steady (1.50–1.55)" in html and "❌ timestamp_val" in html

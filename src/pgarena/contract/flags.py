@@ -55,6 +55,11 @@ which pgarena undid before judging the values (contract/answer.py): loaded and m
 stacks only, like ❌ columns."""
 INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG, ANSWER_MAPPED)
 """Flags of a valid cell whose answers are not all exact: ranked among all stacks only."""
+ABOVE_CEILING = "above-db-ceiling"
+"""The cell's 2xx/s was above the database ceiling measured under its conditions (pgbench alone, ceiling.py):
+no stack can beat the database it waits on, so one of the two measurements is wrong (a noisy ceiling, a
+disturbed window, or answers not from the database). Not ranked away (window accounting judges caching), but
+the ceiling share beside it is a measurement problem, not a finding."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"
 

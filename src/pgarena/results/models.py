@@ -646,18 +646,27 @@ class Headroom(_Model):
 
 
 class DbCeiling(_Model):
-    """The database alone running one workload's statements (ceiling.py): the most any stack could get."""
+    """The database alone running one workload's statements under one cell condition (ceiling.py): the most
+    any stack could get there."""
 
     workload: str
     parameter_name: str | None
     parameter: int | None
-    connections: int = Field(description="pgbench clients: the stacks' pool size")
-    transactions: int = Field(description="transactions in the whole seconds measured")
-    seconds: int
-    tps: float = Field(description="transactions per second (one transaction = one request's statements)")
+    connections: int = Field(description=(
+        "pgbench clients: min(VUs, pool size) of the cells it stands beside (results before per-condition "
+        "ceilings: the largest pool size, for every cell)"))
+    transactions: int = Field(description="transactions counted over the measured runs")
+    seconds: float = Field(description="seconds those transactions took, over the measured runs")
+    tps: float = Field(description="transactions per second, the mean over the runs (one transaction = one "
+                                   "request's statements)")
     protocol: str = Field(description="pgbench -M mode: prepared = parsed once, generic plan")
     statements: str = Field(description="what pgbench ran")
     cpus: list[int] = Field(default_factory=list, description="CPUs pgbench was pinned to (the server CPU set)")
+    db_rtt_ms: float | None = Field(None, description=(
+        "the round trip pgbench went through (--db-rtt, the cells' Toxiproxy at that round trip); None: direct"))
+    runs_tps: list[float] = Field(default_factory=list, description="each measured pgbench run's transactions/s")
+    tps_low: float | None = Field(None, description="95 % t interval of the mean over the runs: low end (tps)")
+    tps_high: float | None = Field(None, description="... and high end (tps); None with fewer than two runs")
 
 
 class PhaseRecord(_Model):
@@ -725,9 +734,25 @@ class RunResults(_Model):
     ceiling_unavailable: str | None = Field(None, description="why the ceiling was not measured")
     ingested: IngestRecord | None = Field(None, description="kind 'ingest': the outputs the run was made from")
 
-    def ceiling(self, workload: str, parameter: int | None) -> DbCeiling | None:
-        """The ceiling measured for a workload × parameter, if any."""
-        return next((c for c in self.ceilings if c.workload == workload and c.parameter == parameter), None)
+    def ceiling_conditions(self, cell: Cell) -> tuple[str, int | None, float | None, int]:
+        """(workload, parameter, round trip ms, connections): the conditions the database ceiling beside `cell`
+        is measured under — the cell's round trip and min(VUs, pool size), the most connections its stack
+        could use at once (VUs: closed-model users, or the open model's most requests in flight)."""
+        pool = cell.pool_size or self.config.get("pool_size")
+        return cell.workload, cell.parameter, cell.db_rtt_ms, min(cell.vus, pool) if pool else cell.vus
+
+    def ceiling(self, workload: str, parameter: int | None, db_rtt_ms: float | None = None,
+                connections: int | None = None) -> DbCeiling | None:
+        """The ceiling measured for a workload × parameter at a round trip (None: direct) over `connections`
+        (None: any), if any."""
+        return next((c for c in self.ceilings if (c.workload, c.parameter, c.db_rtt_ms) == (workload, parameter, db_rtt_ms)
+                     and connections in (None, c.connections)), None)
+
+    def ceiling_for(self, cell: Cell) -> DbCeiling | None:
+        """The ceiling measured under `cell`'s conditions (`ceiling_conditions`); None when none was: a ceiling
+        under other conditions (direct for a cell behind a round trip, 10 connections for a 1-VU cell) is not
+        that cell's ceiling."""
+        return self.ceiling(*self.ceiling_conditions(cell))
 
     def stack(self, stack_id: str) -> StackInfo:
         return next(s for s in self.stacks if s.id == stack_id)

@@ -74,9 +74,10 @@ def _synthetic_ceilings(tmp_path, monkeypatch, cells, *, network=None):
     from pgarena.pipeline.context import RunContext
     from tests.unit.test_compare import make_run
 
-    calls = []
+    calls, warm = [], []
 
-    def fake(db, workload, parameter, *, connections, seconds, cpus, log_dir, label):
+    def fake(db, workload, parameter, *, connections, seconds, cpus, log_dir, label, warm_up):
+        warm.append(warm_up)
         rtt = network.proxy.rtts[-1] if network and db.port == _Proxy.port else None
         calls.append((workload, parameter, rtt, connections, db.port))
         tps = 1000.0 / (1 + (rtt or 0)) * connections
@@ -90,6 +91,7 @@ def _synthetic_ceilings(tmp_path, monkeypatch, cells, *, network=None):
     ctx = RunContext(config=config, engine=None, results=run, run_dir=tmp_path, db=db, log=lambda _: None,
                      network=network)
     baselines.database_ceiling(ctx, cells)
+    assert warm[:1] == [True] and not any(warm[1:]), "one warm-up per workload × parameter"
     return calls, run
 
 

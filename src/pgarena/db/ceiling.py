@@ -167,10 +167,11 @@ class CeilingMeasurement:
 def measure_ceiling(db: Database, workload: str, parameter: int | None, *, connections: int,
                     seconds: int = DEFAULT_CEILING_SECONDS, runs: int = DEFAULT_CEILING_RUNS,
                     cpus: Sequence[int] | None = None, log_dir: Path | None = None,
-                    label: str = "") -> CeilingMeasurement | None:
-    """An uncounted warm-up, then `runs` pgbench runs of `seconds` each for one workload × parameter over
-    `connections` clients to `db` (a proxy's host and port for a round trip); None for a workload without
-    database work. `label` names the condition in the log file's name.
+                    label: str = "", warm_up: bool = True) -> CeilingMeasurement | None:
+    """An uncounted warm-up (unless `warm_up` is False: the data is warm from an earlier condition of the same
+    statements — every run opens new backends anyway), then `runs` pgbench runs of `seconds` each for one
+    workload × parameter over `connections` clients to `db` (a proxy's host and port for a round trip); None
+    for a workload without database work. `label` names the condition in the log file's name.
 
     Raises PostgresError when pgbench fails (its stderr is in the message and, with `log_dir`, in a file).
     """
@@ -195,8 +196,9 @@ def measure_ceiling(db: Database, workload: str, parameter: int | None, *, conne
         # gets a warm-up: the first seconds on a cold connection set ran ~35 % slower here.
         warm = list(argv)
         warm[warm.index("-T") + 1] = str(WARMUP_SECONDS)
-        subprocess.run(warm, capture_output=True, text=True, env=env, cwd=tmp, timeout=WARMUP_SECONDS + 60,
-                       preexec_fn=pin)
+        if warm_up:
+            subprocess.run(warm, capture_output=True, text=True, env=env, cwd=tmp, timeout=WARMUP_SECONDS + 60,
+                           preexec_fn=pin)
         for index in range(runs):
             folder = Path(tmp) / f"run{index}"
             folder.mkdir()

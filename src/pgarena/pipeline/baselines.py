@@ -55,7 +55,7 @@ def database_ceiling(ctx: RunContext, cells: Iterable[Cell]) -> None:
     if config.ceiling_s <= 0:
         results.ceiling_unavailable = "not measured (--ceiling-seconds 0)"
         return
-    set_rtt, route = None, None
+    set_rtt, route, warmed = None, None, set()
     for workload, parameter, rtt, connections in ceiling_conditions(results, cells):
         if results.ceiling(workload, parameter, rtt, connections) is not None:
             continue
@@ -74,7 +74,9 @@ def database_ceiling(ctx: RunContext, cells: Iterable[Cell]) -> None:
         try:
             found = measure_ceiling(target, workload, parameter, connections=connections, seconds=config.ceiling_s,
                                     cpus=config.server_cpus, log_dir=ctx.run_dir / "logs" / "ceiling",
-                                    label=f"c{connections}" + ("" if rtt is None else f"-rtt{rtt:g}ms"))
+                                    label=f"c{connections}" + ("" if rtt is None else f"-rtt{rtt:g}ms"),
+                                    warm_up=(workload, parameter) not in warmed)
+            warmed.add((workload, parameter))
         except (PostgresError, OSError, subprocess.SubprocessError) as exc:
             results.ceiling_unavailable = f"{label} ({where}): pgbench could not measure it: {exc}"
             ctx.log(f"database ceiling of {label} ({where}) not measured: {exc}")

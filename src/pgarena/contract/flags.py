@@ -64,8 +64,9 @@ DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"
 
 GENERATOR_BOUND_CPU_FRACTION = 0.90
-"""The load generator used more than 90 % of its CPU set over the measured windows: the generator, not
-the stack, may be the limit."""
+"""The load generator's CPU set was more than 90 % busy over the measured windows (the generator, and what
+shares those CPUs with it: pgarena's own samplers and pollers, Toxiproxy): the generator, not the stack,
+may be the limit."""
 GENERATOR_BOUND_HEADROOM_FRACTION = 0.90
 """... or the cell's request rate (every request, answered or not) reached 90 % of the generator's
 measured headroom (its rate against a trivial endpoint, headroom.py): the stack answered about as fast as
@@ -88,7 +89,8 @@ def saturation_flags(generator_cpu_fraction: float | None, db_cpu_fraction: floa
     """The saturation flags of one cell, in this order when present:
 
     - "generator-bound" (invalid: not ranked): generator_cpu_fraction > GENERATOR_BOUND_CPU_FRACTION
-      (0.90) of the generator's CPU set, or `requests_per_second` (every completed request per second)
+      (0.90) of the generator's CPU set (the caller passes the set's whole busy share: the generator plus
+      pgarena's own process and Toxiproxy, which share those CPUs — load/summary.py), or `requests_per_second` (every completed request per second)
       ≥ GENERATOR_BOUND_HEADROOM_FRACTION (0.90) × `headroom_rps` (the generator's measured headroom,
       None when it was not measured);
     - "database-bound": db_cpu_fraction > DATABASE_BOUND_DB_CPU_FRACTION (0.90) of the server CPU set and

@@ -46,8 +46,11 @@ FLAG_MEANINGS = {
                      "keys), undone before judging (ranked among all stacks only)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
-    F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
-                       "request rate reached 90 % of its measured headroom: it measured the generator (not ranked)",
+    F.GENERATOR_BOUND: "the load generator's CPUs were more than 90 % busy over the measured window (the generator, "
+                       "pgarena's own samplers and Toxiproxy together), or the request rate reached 90 % of its "
+                       "measured headroom: it measured the generator (not ranked)",
+    F.ABOVE_CEILING: "2xx/s above the database ceiling measured under the cell's conditions: a measurement problem "
+                     "(its DB ceiling share is marked ⚠), not a finding",
     F.DATABASE_BOUND: "PostgreSQL used more than 90 % of the server CPUs while the stack used under 50 %",
     F.TIMEOUTS: "some requests hit the HTTP timeout",
     F.POOL_EXCEEDED: "the stack held more database connections than the pool size (invalid, not ranked)",

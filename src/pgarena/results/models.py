@@ -367,7 +367,11 @@ class Repetition(_Model):
     stack_pss_peak_bytes: int | None = Field(
         None, description="peak of the tree's summed PSS (Linux: shared pages split among their sharers)")
     proxy_cpu_seconds: float | None = Field(None, description=(
-        "--db-rtt: CPU time of the Toxiproxy process over the window (counted apart from the stack's)"))
+        "--db-rtt: CPU time of the Toxiproxy process over the window (counted apart from the stack's; it runs "
+        "on the generator CPUs, so the generator-bound test counts it)"))
+    pgarena_cpu_seconds: float | None = Field(None, description=(
+        "CPU time of pgarena's own process over the window (its answer sampler, resource samplers and pollers, "
+        "all pinned to the generator CPUs; its children not included): counted by the generator-bound test"))
     peak_connections: int | None = Field(
         None, description="most database connections the stack held during this repetition")
     generator_cpu_seconds: float | None = Field(description=(
@@ -445,6 +449,9 @@ class CellSummary(_Model):
     stack_rss_peak_bytes: int | None = None
     stack_pss_peak_bytes: int | None = Field(None, description="highest peak PSS of the stack over the repetitions")
     generator_cpu_fraction: float | None = Field(None, description="generator CPU time / (window × its CPUs)")
+    generator_set_cpu_fraction: float | None = Field(None, description=(
+        "everything on the generator CPU set — the generator, pgarena's own process (samplers, pollers) and "
+        "Toxiproxy — CPU time / (window × those CPUs): what the generator-bound test judges (None: older results)"))
     generator_cpu_us_per_request: float | None = Field(None, description="the load generator's own CPU cost")
     stack_cpu_fraction: float | None = Field(None, description="stack CPU time / (window × server CPUs)")
     db_cpu_fraction: float | None = Field(None, description="PostgreSQL CPU time / (window × server CPUs)")

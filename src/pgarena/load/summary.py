@@ -85,20 +85,29 @@ def generator_cpu_fraction(reps: list[Repetition], seconds: float, config: RunCo
     where the places of one host pinned to the same CPUs share them (two k6 processes on one core at 50 %
     each make it 100 % busy). A set with a place whose CPU was not measured (another host) is left out; None
     when no set is left."""
-    groups: dict[tuple[str, tuple[int, ...]], list[float | None]] = {}
     local = ("local", tuple(config.generator_cpus))
+    entries: list[tuple[str, tuple[int, ...], float | None]] = []
     for rep in reps:
         places = rep.generators.places if rep.generators else []
-        for place in places:
-            key = (place.host, tuple(place.cpus or ()))
-            groups.setdefault(key, []).append(place.cpu_seconds)
+        entries += [(place.host, tuple(place.cpus or ()), place.cpu_seconds) for place in places]
         if not places:
-            groups.setdefault(local, []).append(rep.generator_cpu_seconds)
+            entries.append((*local, rep.generator_cpu_seconds))
         if sharers:
-            groups.setdefault(local, []).append(sharers_cpu_seconds(rep))
-    shares = [sum(values) / (seconds * len(cpus))  # type: ignore[arg-type]
-              for (_, cpus), values in groups.items() if cpus and seconds and None not in values]
-    return max(shares) if shares else None
+            entries.append((*local, sharers_cpu_seconds(rep)))
+    shares = cpu_set_shares(entries, seconds)
+    return max(shares.values()) if shares else None
+
+
+def cpu_set_shares(entries: list[tuple[str, tuple[int, ...], float | None]],
+                   seconds: float) -> dict[tuple[str, tuple[int, ...]], float]:
+    """(host, CPUs, CPU seconds) entries grouped by CPU set — entries of one host pinned to the same CPUs share
+    them — as each set's busy share: its CPU seconds / (`seconds` × its CPUs). A set with an entry whose CPU
+    was not measured (None: another host) or without CPUs is left out."""
+    groups: dict[tuple[str, tuple[int, ...]], list[float | None]] = {}
+    for host, cpus, cpu_seconds in entries:
+        groups.setdefault((host, cpus), []).append(cpu_seconds)
+    return {key: sum(values) / (seconds * len(key[1]))  # type: ignore[arg-type]
+            for key, values in groups.items() if key[1] and seconds and None not in values}
 
 
 def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",

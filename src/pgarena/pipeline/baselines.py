@@ -112,11 +112,12 @@ def flag_above_ceiling(results: RunResults) -> list[Cell]:
 
 
 def generator_headroom(ctx: RunContext) -> None:
-    """The generator's ceiling against a trivial endpoint, recorded before any stack runs."""
+    """The generator's ceiling against a trivial endpoint, recorded before any stack runs: driven by the run's
+    generator places together (--generators N, a topology's generators), as every cell is (headroom.py)."""
     try:
         headroom = measure_headroom(ctx.engine, ctx.config, ctx.run_dir,  # type: ignore[arg-type]
                                     server_prefix=ctx.placement.prefix("stack"),
-                                    server_host=ctx.placement.address("stack"))
+                                    server_host=ctx.placement.address("stack"), places=ctx.generator_places)
     except HeadroomUnavailable as exc:
         ctx.results.environment.headroom_unavailable = str(exc)
         ctx.log(f"generator headroom not measured: {exc}")
@@ -125,4 +126,7 @@ def generator_headroom(ctx: RunContext) -> None:
     ctx.log(f"generator headroom: {headroom.rps:,.0f} req/s against a trivial endpoint "
             f"({headroom.connections} connections, generator CPU "
             + (f"{headroom.generator_cpu_fraction:.0%})" if headroom.generator_cpu_fraction is not None else "?)"))
+    for place in headroom.places:
+        ctx.log(f"  {place.name} ({place.host}): {place.rps:,.0f} req/s, CPU "
+                + ("not measured (another machine)" if place.cpu_fraction is None else f"{place.cpu_fraction:.0%}"))
     save(ctx.results, ctx.run_dir)

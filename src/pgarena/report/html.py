@@ -260,6 +260,7 @@ def headroom(results: RunResults) -> dict:
     h = results.generator_headroom
     if h is None:
         return {"measured": False, "unavailable": results.environment.headroom_unavailable or "not measured in this run"}
+    scope = generators.headroom_scope(results)
     def sent(cell: Cell) -> float:  # every request per second: the generator sent them all
         s = cell.summary
         return s.requests_per_second_all.median if s.requests_per_second_all else s.rps.median  # type: ignore[union-attr]
@@ -267,11 +268,12 @@ def headroom(results: RunResults) -> dict:
     fastest = max((c for c in results.cells if c.summary is not None), key=sent, default=None)
     out = {"measured": True, "rps": rounded(h.rps), "latency_p99_ms": rounded(h.latency_p99_ms, 3), "connections": h.connections,
            "duration_seconds": rounded(h.duration_seconds, 3), "generator_cpu_fraction": rounded(h.generator_cpu_fraction, 3),
-           "endpoint": h.endpoint, "fastest_cell": None}
+           "endpoint": h.endpoint, "fastest_cell": None, **({"scope": scope} if scope else {})}
     if fastest is not None and h.rps > 0:
         rps = sent(fastest)
-        out["fastest_cell"] = {"stack": fastest.stack, "family": Family(fastest.workload, fastest.parameter_name,
-                                                                          fastest.parameter).title,
+        out["fastest_cell"] = {"stack": fastest.stack, "family": Family(
+                                   fastest.workload, fastest.parameter_name, fastest.parameter,
+                                   pool_size=fastest.pool_dimension, db_rtt_ms=fastest.db_rtt_ms).title,
                                "level": fastest.level_label, "rps": rounded(rps), "share": rounded(rps / h.rps, 4)}
     return out
 

@@ -538,7 +538,8 @@ def _headroom(results: RunResults) -> str:
             f"{h.connections} connections against a trivial endpoint ({h.endpoint}{cpu})")
     if h.generator_cpu_fraction is not None and h.generator_cpu_fraction <= GENERATOR_BOUND_CPU_FRACTION:
         text += "; the generator was not saturated, so its ceiling is higher still"
-    return text
+    scope = generators.headroom_scope(results)
+    return text if scope is None else f"{text}; {scope}"
 
 
 def render_markdown(results: RunResults) -> str:

@@ -640,16 +640,38 @@ class SloSearchResult(_Model):
     engine: str | None = Field(None, description="load generator that measured the curve (None: older results)")
 
 
-class Headroom(_Model):
-    """The load generator's own ceiling: its RPS against a trivial endpoint on its CPU set."""
+class HeadroomPlace(_Model):
+    """One generator place's part of the headroom window (--generators N, a topology's generators): all the
+    run's places drove the trivial endpoint together, as they drive every cell."""
 
-    rps: float
+    name: str = Field(description="the place's name, e.g. 'gen1'")
+    host: str = Field(description="'local' (this machine or a namespace on it) or 'ssh <destination>'")
+    rps: float = Field(description="its requests per second in the window (every request)")
+    cpus: list[int] | None = Field(None, description="the CPUs it was pinned to (None: not pinned by pgarena)")
+    cpu_fraction: float | None = Field(None, description=(
+        "its CPU set's busy share over the window, shared with the places pinned to the same CPUs (None: not "
+        "measured — a generator on another machine, whose CPU pgarena cannot read)"))
+
+
+class Headroom(_Model):
+    """The load generator's own ceiling: its RPS against a trivial endpoint on its CPU set — with several
+    generator places, of all of them together (the way every cell is driven), each place's part in `places`."""
+
+    rps: float = Field(description="requests per second of the whole window (all places together)")
     latency_p99_ms: float
     connections: int
     duration_seconds: float
-    generator_cpu_fraction: float | None
+    generator_cpu_fraction: float | None = Field(description=(
+        "the generator CPU set's busy share (several places: the busiest measured set; None: not measured, "
+        "e.g. every place on another machine)"))
     endpoint: str = Field(description="what answered (a minimal HTTP server pinned to the server CPUs)")
     engine: str | None = Field(None, description="load generator whose ceiling this is (None: older results)")
+    places: list[HeadroomPlace] = Field(default_factory=list, description=(
+        "several generator places: each one's part (empty: one local generator, or results from before "
+        "per-place headroom, which measured one local generator whatever the run's places)"))
+    cpu_not_measured: list[str] = Field(default_factory=list, description=(
+        "places whose CPU could not be read (another machine): whether the headroom window was generator-bound "
+        "there is not measured"))
 
 
 class DbCeiling(_Model):

@@ -90,3 +90,11 @@ def test_older_results_say_their_headroom_was_one_local_generators():
     run = RunResults.model_validate_json(text)
     assert ("measured for one local generator only (results from before per-place headroom), while the cells were "
             "driven by 2 generator places together: it is not their headroom") in render_markdown(run)
+
+
+def test_a_run_with_one_local_generator_renders_its_headroom_without_a_scope():
+    from pgarena.report.html import html_payload, render_html
+
+    run = make_run("r", [make_cell("a", [1000, 1000, 1000])]).model_copy(update={"generator_headroom": _headroom()})
+    assert html_payload(run)["headroom"]["scope"] is None
+    assert "Generator headroom: against a trivial endpoint" in render_html(run) and "headroom-scope" not in render_html(run)

@@ -268,7 +268,7 @@ def headroom(results: RunResults) -> dict:
     fastest = max((c for c in results.cells if c.summary is not None), key=sent, default=None)
     out = {"measured": True, "rps": rounded(h.rps), "latency_p99_ms": rounded(h.latency_p99_ms, 3), "connections": h.connections,
            "duration_seconds": rounded(h.duration_seconds, 3), "generator_cpu_fraction": rounded(h.generator_cpu_fraction, 3),
-           "endpoint": h.endpoint, "fastest_cell": None, **({"scope": scope} if scope else {})}
+           "endpoint": h.endpoint, "fastest_cell": None, "scope": scope}
     if fastest is not None and h.rps > 0:
         rps = sent(fastest)
         out["fastest_cell"] = {"stack": fastest.stack, "family": Family(

@@ -1,6 +1,6 @@
 # The two commands of the README: `make bench` runs the default suite, `make test` runs the tests.
 PGARENA := .venv/bin/pgarena
-PROFILE ?= quick
+PROFILE ?= bench
 ARGS ?=
 
 .PHONY: bench test test-unit setup schema stacks-doc clean

@@ -309,6 +309,8 @@ def start_stack(scope: ExitStack, args: argparse.Namespace, engines: list[str]) 
                  "warmup_s": args.warmup_s, "duration_s": args.window_s, "repetitions": 1, "vus": [args.vus],
                  "headroom": False, "perf_test_rows": [args.parameter] if args.workload == wl.PERF_TEST else None,
                  "users_limits": [args.parameter] if args.workload == wl.USERS else None}
+    if getattr(args, "stacks_dir", None) is not None:  # probe_cost.py: a fixture stack
+        overrides["stacks_dir"] = args.stacks_dir
     config = build_config(profile="quick", project_dir=PROJECT_DIR, overrides=overrides)
     try:
         engine_for = {name: get_engine(name) for name in engines}

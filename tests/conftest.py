@@ -117,16 +117,39 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def require_load_path(engine: str) -> None:
-    """Skip (with the reason) unless `engine` and Toxiproxy are installed or Toxiproxy can be built here: the
-    runs through a proxy between the stacks and PostgreSQL (--db-rtt, the resilience profile) need both."""
+def require_engine(engine: str) -> None:
+    """Skip (with the reason) unless the load generator `engine` is installed."""
     from pgarena.load.engines import EngineUnavailable, get_engine
-    from pgarena.system import toxiproxy
 
     try:
         get_engine(engine).binary  # noqa: B018
     except EngineUnavailable as exc:
         pytest.skip(f"{engine} not installed: {exc}")
+
+
+def process_gone(pid: int, timeout_s: float = 10.0) -> bool:
+    """The process has ended within `timeout_s` (a zombie not yet reaped counts as ended); polled."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def require_load_path(engine: str) -> None:
+    """Skip (with the reason) unless `engine` and Toxiproxy are installed or Toxiproxy can be built here: the
+    runs through a proxy between the stacks and PostgreSQL (--db-rtt, the resilience profile) need both."""
+    from pgarena.system import toxiproxy
+
+    require_engine(engine)
     if toxiproxy.locate() is None:
         try:
             toxiproxy.install()

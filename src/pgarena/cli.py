@@ -10,8 +10,9 @@ import re
 import shlex
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -25,11 +26,13 @@ from pgarena.config.stackdef import load_stacks
 from pgarena.config.targets import TargetError, parse_targets
 from pgarena.db.postgres import PostgresError
 from pgarena.load.engines import EngineUnavailable, get_engine
+from pgarena.pipeline import calibrate as calibration
 from pgarena.pipeline.context import RunError
 from pgarena.pipeline.progress import RunProgress
 from pgarena.pipeline.runner import describe_os_error, execute, load_for_resume, new_run_id
 from pgarena.report import compare as compare_view
 from pgarena.report import with_baseline, write_reports
+from pgarena.report.calibration import verdict_line
 from pgarena.results.store import ResultsError, json_schema, load
 from pgarena.verify.verification import failed_stacks
 
@@ -41,6 +44,7 @@ app = typer.Typer(
 err = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)
 
+T = TypeVar("T")
 PROJECT_DIR = Path.cwd()
 SOURCE_DIR = Path(__file__).resolve().parents[2]
 """The checkout pgarena runs from (its git revision is recorded in results)."""
@@ -90,7 +94,8 @@ ResultsDirOpt = Annotated[Path, typer.Option(help="where run folders are written
 
 
 OPTION_OF_FIELD = {
-    "warmup_s": "--warmup", "duration_s": "--duration", "cell_budget_s": "--cell-budget",
+    "warmup_s": "--warmup", "duration_s": "--duration", "cell_budget_s": "--cell-budget", "budget_s": "--budget",
+    "equivalence_margin": "--margin",
     "target_rel_half_width": "--target-width", "perf_test_rows": "--rows", "users_limits": "--limits",
     "post_records": "--post-records", "nested_depths": "--nested-depths", "payload_kb": "--payload-kb",
     "arrival_rates": "--rates", "slo_p99_ms": "--slo-p99", "slo_budget_steps": "--slo-steps",
@@ -137,16 +142,17 @@ def _config(profile: str, **overrides) -> cfg.RunConfig:
         raise _fail(_option_names(str(exc))) from None
 
 
-def _execute(config: cfg.RunConfig, kind: str, resume: tuple[Path, object] | None = None) -> Path:
+def _guarded(work: Callable[[str, Callable[[str], None], RunProgress], T]) -> T:
+    """Call `work(command_line, log, progress)` as a run: SIGTERM ends it like Ctrl-C (exit 130, finished cells
+    kept); a user's mistake is one line and exit 2."""
     def on_term(signum, frame):  # noqa: ARG001 — SIGTERM ends the run like Ctrl-C
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
     command_line = shlex.join(["pgarena", *cfg.redact_command(sys.argv[1:])])
     try:
-        return execute(config, kind=kind, project_dir=SOURCE_DIR, command_line=command_line,  # type: ignore[arg-type]
-                       log=lambda line: out.print(line, highlight=False, soft_wrap=True, markup=False),
-                       progress=RunProgress(console=out), resume=resume)  # type: ignore[arg-type]
+        return work(command_line, lambda line: out.print(line, highlight=False, soft_wrap=True, markup=False),
+                    RunProgress(console=out))
     except (RunError, EngineUnavailable, PostgresError) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:  # a full disk or a read-only folder outside the run's own bookkeeping
@@ -154,6 +160,12 @@ def _execute(config: cfg.RunConfig, kind: str, resume: tuple[Path, object] | Non
     except KeyboardInterrupt:
         err.print("interrupted: finished cells are kept in the run folder's results.json")
         raise typer.Exit(130) from None
+
+
+def _execute(config: cfg.RunConfig, kind: str, resume: tuple[Path, object] | None = None) -> Path:
+    return _guarded(lambda command_line, log, progress: execute(
+        config, kind=kind, project_dir=SOURCE_DIR, command_line=command_line, log=log, progress=progress,  # type: ignore[arg-type]
+        resume=resume))  # type: ignore[arg-type]
 
 
 @app.command("list")
@@ -249,6 +261,12 @@ def run(
     target_width: Annotated[Optional[float], typer.Option(
         help="stop repeating once the 95 % RPS interval is within ± this fraction of the mean, e.g. 0.02")] = None,
     cell_budget: Annotated[Optional[float], typer.Option(help="measured seconds after which a cell stops")] = None,
+    budget: Annotated[Optional[str], typer.Option(
+        help="wall-clock budget of the whole run, builds included (e.g. 30m, 1h30m): the interleaved rounds go "
+             "to the pairs still open and stop when the next round would overrun it (default: the profile's)")] = None,
+    margin: Annotated[Optional[float], typer.Option(
+        help="equivalence margin: two stacks whose ratio's interval lies within [1/(1+m), 1+m] are 'equivalent' "
+             "(default 0.10)")] = None,
     rates: Annotated[Optional[str], typer.Option(
         help="open-model arrival rates: requests/s or % of the closed-model peak, e.g. 50%,90%,2000")] = None,
     shared_rates: Annotated[Optional[str], typer.Option(
@@ -342,7 +360,7 @@ def run(
     config = _config(
         profile, stacks=_names(stacks), workloads=_names(workloads), engine=engine, repetitions=repetitions,
         max_repetitions=max_repetitions, target_rel_half_width=target_width, cell_budget_s=cell_budget,
-        arrival_rates=_names(rates), shared_rates=_names(shared_rates), shared_rate_peaks=peaks,
+        budget_s=budget, equivalence_margin=margin, arrival_rates=_names(rates), shared_rates=_names(shared_rates), shared_rate_peaks=peaks,
         shared_rates_from=str(shared_rates_from) if shared_rates_from else None,
         open_connections=open_connections, slo_p99_ms=slo_p99,
         slo_budget_steps=slo_steps, headroom=headroom, ceiling_s=ceiling_seconds, duration_s=duration, warmup_s=warmup,
@@ -449,6 +467,38 @@ def compare(
         if failing:
             raise _fail(f"{len(failing)} cell(s) lost at least {fail_on_regression:g} % RPS (significant): "
                         + "; ".join(f"{c.label} {c.rps.change:+.1%}" for c in failing), code=1)
+
+
+@app.command()
+def calibrate(
+    stack: Annotated[str, typer.Option(help="the stack copied")] = calibration.DEFAULT_STACK,
+    copies: Annotated[int, typer.Option(help="identical copies measured as different stacks")] = calibration.DEFAULT_COPIES,
+    workloads: Annotated[str, typer.Option(help="comma-separated workloads")] = ",".join(calibration.DEFAULT_WORKLOADS),
+    vus: Annotated[str, typer.Option(help="closed-model levels, e.g. 1,50")] = ",".join(map(str, calibration.DEFAULT_VUS)),
+    profile: ProfileOpt = cfg.DEFAULT_PROFILE,
+    engine: Annotated[Optional[str], typer.Option(help="load generator: oha (default) or k6")] = None,
+    duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="name of the calibration's folder (default: timestamp)")] = None,
+    stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
+    results_dir: ResultsDirOpt = PROJECT_DIR / "results",
+) -> None:
+    """A/A check of this machine: copies of one stack (perf-test rows=1, users limit=20, static) measured as
+    different stacks; reports how noisy the machine is and what difference it resolves in what time.
+
+    Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
+    """
+    config = _config(profile, workloads=_names(workloads), vus=_ints(vus, "--vus"), engine=engine,
+                     duration_s=duration, perf_test_rows=[calibration.DEFAULT_ROWS],
+                     users_limits=[calibration.DEFAULT_LIMIT], stacks_dir=stacks_dir, results_dir=results_dir,
+                     run_id=run_id)
+    done = _guarded(lambda command_line, log, progress: calibration.calibrate(
+        config, stack_id=stack, copies=copies, project_dir=SOURCE_DIR, command_line=command_line, log=log,
+        progress=progress))
+    print(done.report.read_text(encoding="utf-8"))
+    out.print(f"Calibration: {done.report}")
+    out.print(f"Run report:  {done.run_dir / 'report.md'}")
+    if not done.check.passed:
+        raise _fail(verdict_line(done.check), code=1)
 
 
 @app.command("param-modes")

@@ -31,7 +31,7 @@ SCREENSHOT_DIR = PROJECT_DIR / "build" / "screenshots"
 RUN_DIR_VARIABLE = "PGARENA_REPORT_RUN_DIR"
 CHART_TIMEOUT_MS = 60_000
 FIXTURE_CHART_KINDS = {"throughput", "scaling-closed", "scaling-open", "slo", "latency", "cost", "memory", "scatter",
-                       "cold-start"}
+                       "cold-start", "forest"}
 
 
 def _chromium() -> str | None:
@@ -174,12 +174,36 @@ def test_marks_and_reasons_are_visible(loaded):
     leaders = page.eval_on_selector_all("#headline-table tbody tr", "rows => rows.map(r => [r.cells[1].textContent, "
                                         "r.querySelectorAll('.leader').length])")
     assert all(n > 0 for level, n in leaders if "own peak" not in level), f"a headline row names no leader: {leaders}"
-    assert "go-fast is 1.53× py-steady (1.50–1.55)" in page.inner_text("#headline-table")
+    headline = page.locator("section.verdict").first
+    assert headline.get_attribute("data-headline") == "yes", "the headline table's forest plot comes first"
+    assert "go-fast is 1.53× py-steady (1.50–1.55)" in headline.inner_text(), "the sentences under the plot"
     assert page.locator("#schedule-table").is_visible() and page.locator("#ceiling-table").is_visible()
     wrong = page.locator("table.matrix td.v-wrong").first
     assert wrong.inner_text() == "❌"
     assert wrong.get_attribute("title") == "2024-01-15T10:30:00.123Z lost microseconds of 10:30:00.123456"
     assert "pgarena run --stacks go-fast" in page.inner_text("#command")
+
+
+def test_forest_plots_sort_by_estimate_and_bracket_inseparable_groups(loaded):
+    """Issue 21 item 7: each paired table as a forest plot, rows by the paired estimate (best first), an
+    inseparable group banded and bracketed, ❌ columns beside the stack's name."""
+    plots = loaded.page.evaluate("""() => Array.from(document.querySelectorAll('[data-chart="forest"]')).map(el => ({
+        id: el.id, ratios: el.data[0].x, ticks: el.layout.yaxis.ticktext,
+        shapes: (el.layout.shapes || []).map(s => s.name || ''),
+        drawnShapes: el.querySelectorAll('.shapelayer path').length,
+        bars: el.querySelectorAll('.errorbar').length,
+        labels: Array.from(el.querySelectorAll('.ytick text')).map(t => t.textContent),
+    }))""")
+    if not plots:
+        pytest.skip("this run has no table measured in interleaved rounds")
+    for plot in plots:
+        assert plot["ratios"] == sorted(plot["ratios"], reverse=True), f"{plot['id']}: rows not sorted by estimate"
+        assert plot["bars"] == len(plot["ratios"]) and len(plot["labels"]) == len(plot["ratios"]), plot
+    bracketed = [p for p in plots if any(s.startswith("bracket-") for s in p["shapes"])]
+    if loaded.is_fixture:
+        assert [p["id"] for p in bracketed] == ["forest-perf-test-1-closed-1-oha"], "1 VU: go-fast ≈ py-steady"
+        assert bracketed[0]["drawnShapes"] >= 3, "the band, the bracket and the line at 1× are drawn"
+        assert any(label.startswith("node-wrong") and "❌ timestamp_val" in label for label in plots[0]["labels"])
 
 
 def test_screenshot(loaded, tmp_path, capsys):

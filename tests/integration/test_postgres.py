@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 
 import psutil
 import psycopg
@@ -14,7 +13,7 @@ from pgarena.contract import workloads as wl
 from pgarena.db.data import load_workload_data, server_facts
 from pgarena.db.expected import column_types, expected_perf_test, expected_users
 from pgarena.db.postgres import PostgresError, find_bin_dir, provide_database
-from tests.conftest import needs_postgres
+from tests.conftest import needs_postgres, process_gone
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
 
@@ -22,19 +21,6 @@ pytestmark = [pytest.mark.postgres, needs_postgres]
 def _port_open(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _gone(pid: int, timeout_s: float = 5.0) -> bool:
-    """The process has ended (a zombie not yet reaped by the container's init counts as ended)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_managed_cluster_starts_configured_and_is_removed(tmp_path):
@@ -54,7 +40,7 @@ def test_managed_cluster_starts_configured_and_is_removed(tmp_path):
         pid = db.postmaster_pid
         assert pid and psutil.pid_exists(pid)
     assert not _port_open(db.port)
-    assert _gone(pid)
+    assert process_gone(pid, timeout_s=5.0)
     assert not (workdir / "postgres").exists()
     assert "database system is ready" in (workdir / "postgres.log").read_text()
 
@@ -64,7 +50,7 @@ def test_cluster_is_stopped_when_the_body_raises(tmp_path):
         with provide_database(tmp_path / "run", database_url=None, cpus=None) as db:
             pid = db.postmaster_pid
             raise RuntimeError("boom")
-    assert _gone(pid)
+    assert process_gone(pid, timeout_s=5.0)
 
 
 def test_declared_column_types_match_the_database(managed_db):

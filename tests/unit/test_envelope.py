@@ -198,7 +198,7 @@ def test_a_socket_bound_but_not_listening_is_not_listed() -> None:
 
 
 def test_profiles_cap_the_warmup_and_a_seed_is_kept(tmp_path: Path) -> None:
-    assert build_config(project_dir=tmp_path).warmup_cap_s == 15
+    assert build_config(profile="quick", project_dir=tmp_path).warmup_cap_s == 15
     assert build_config(profile="standard", project_dir=tmp_path).warmup_cap_s == 60
     config = build_config(project_dir=tmp_path, overrides={"seed": 42, "warmup_cap_s": 5})
     assert config.seed == 42 and config.warmup_cap_s == 5 and config.redacted()["seed"] == 42

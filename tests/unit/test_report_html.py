@@ -70,7 +70,7 @@ def test_headline_names_a_leader_or_an_explicit_tie_in_every_ranked_cell():
     assert [b["stack"] for b in first["best"]] == ["go-fast", "py-steady"] and first["tie"]
     assert {b["rank"] for b in first["best"]} == {"1–2"}
     assert first["unranked"] == [], "node-wrong (❌ columns) is ranked among all stacks"
-    assert first["sentences"] == ["go-fast and py-steady are indistinguishable (0.99–1.01)"]
+    assert first["sentences"] == ["go-fast and py-steady are equivalent within ±10 % (0.99–1.01)"]
     second = headline[1]
     assert [b["stack"] for b in second["best"]] == ["go-fast"] and not second["tie"] and second["paired"]
     assert second["sentences"] == ["go-fast is 1.53× py-steady (1.50–1.55)"]
@@ -128,7 +128,7 @@ def test_charts_without_data_are_not_built():
     sections = html_payload(sample_results())["sections"]
     kinds = {f["kind"] for figs in sections.values() for f in figs}
     assert kinds == {"throughput", "scaling-closed", "scaling-open", "latency", "cost", "memory", "scatter", "slo",
-                     "cold-start"}
+                     "cold-start", "forest"}
     # tx has one load level only: no scaling chart for it (a single point shows no scaling)
     assert [f["id"] for f in sections["scaling"]] == ["scaling-closed-perf-test-rows-1", "scaling-open-perf-test-rows-1"]
     # every figure has data

@@ -61,7 +61,7 @@ def test_markdown_states_paired_verdicts_two_ranks_and_the_wrong_columns():
     assert "node-wrong measured sequentially: compared by independent 95 % intervals" in fifty
     one = text.split("### perf-test — 1 Virtual User, 1 Record")[1].split("###")[0]
     assert "Tied for rank 1: **go-fast**, **py-steady**." in one
-    assert "- go-fast and py-steady are indistinguishable (0.99–1.01)" in one
+    assert "- go-fast and py-steady are equivalent within ±10 % (0.99–1.01)" in one
 
 
 def test_markdown_schedule_and_ceiling_sections():

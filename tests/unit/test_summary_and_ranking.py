@@ -279,14 +279,20 @@ def statistics_median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def test_indistinguishable_pairs_say_so(config):
+def test_equal_pairs_are_equivalent_within_the_margin_and_scattered_ones_not_resolved(config):
     from pgarena.analysis.verdicts import table_verdict
 
     a = rounds("a", [10_000, 8_000, 12_000], config)
     b = rounds("b", [10_100, 7_900, 12_050], config)
     v = table_verdict([a, b])
     assert v.rank_all == {"a": "1–2", "b": "1–2"} or v.rank_all == {"b": "1–2", "a": "1–2"}
-    assert "are indistinguishable (" in v.sentences()[0]
+    assert "are equivalent within ±10 % (" in v.sentences()[0]
+    assert v.groups() in (["a", "b"], [["a", "b"]], [["b", "a"]])
+    c = rounds("c", [10_000, 8_000, 12_000], config)
+    d = rounds("d", [12_000, 7_000, 10_000], config)
+    w = table_verdict([c, d])
+    assert ": not resolved (" in w.sentences()[0]
+    assert "95 % confidence" in (w.family_sentence() or "") and "1 pair(s) of its 2 stacks" in (w.family_sentence() or "")
 
 
 def test_wrong_columns_rank_among_all_only_and_invalid_cells_in_neither(config):

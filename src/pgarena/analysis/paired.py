@@ -11,9 +11,11 @@ figure across rounds. This module turns per-round figures into:
   average for ratios: Fleming and Wallace, "How not to lie with statistics: the correct way to summarize
   benchmark results", CACM 29(3), 1986);
 - `paired_ranks`: ranks with ties where stack i is *surely above* j when the interval of i/j lies wholly
-  above 1 (the pairwise counterpart of `stats.rank_with_ties`);
-- `settled`: the stopping rule of an interleaved run — every adjacent pair of a cell (in median order) is
-  either ordered (its interval excludes 1) or equivalent within ± the target width.
+  above 1 (the pairwise counterpart of `stats.rank_with_ties`).
+
+These are per-pair, fixed-sample intervals, used where one pair is looked at once (`rankcheck`, tables mixing
+paired and sequential stacks). The verdict of an interleaved table, and the rounds' stopping rule, use
+`analysis.sequential`: simultaneous over every pair of the table and valid after every look.
 
 Values are "higher is better" figures (requests/s); a round in which either stack has no value is left
 out of that pair.
@@ -27,11 +29,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, relative_half_width, t_critical
+from pgarena.analysis.sequential import Inference, PairInterval, Status
+from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_EQUIVALENCE_MARGIN, t_critical
 
 RATIO_METHOD = "paired Student t-interval on the per-round log ratios (geometric mean of the ratios)"
 
-Relation = Literal["above", "below", "indistinguishable"]
+Relation = Literal["above", "below", "not resolved"]
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,12 @@ class RatioInterval:
 
     @property
     def relation(self) -> Relation:
-        """'above' when the whole interval is above 1, 'below' when below, else 'indistinguishable'."""
+        """'above' when the whole interval is above 1, 'below' when below, else 'not resolved'."""
         if self.low > 1:
             return "above"
         if self.high < 1:
             return "below"
-        return "indistinguishable"
+        return "not resolved"
 
     def within(self, target_rel_half_width: float) -> bool:
         """True when the interval lies inside [1 / (1 + target), 1 + target]: A and B are equal to within
@@ -122,50 +125,51 @@ def paired_ranks(per_round: Mapping[str, Sequence[float | None]],
 
 @dataclass(frozen=True)
 class PairVerdict:
-    """One adjacent pair of a cell in median order: the faster-looking stack over the next one."""
+    """One neighbouring pair of a table in its paired order: the stack placed higher over the next one, with
+    the interval of their ratio (`sequential.PairInterval` in an interleaved table)."""
 
     upper: str
     lower: str
-    ratio: RatioInterval | None
+    ratio: PairInterval | RatioInterval | None
 
     @property
     def ordered(self) -> bool:
         return self.ratio is not None and self.ratio.relation == "above"
 
-    def settled(self, target_rel_half_width: float) -> bool:
-        """Ordered, or equivalent within ± the target width."""
-        return self.ratio is not None and (self.ordered or self.ratio.within(target_rel_half_width))
+    @property
+    def status(self) -> Status:
+        """'ordered', 'equivalent' (within the table's margin) or 'not resolved'."""
+        if self.ratio is None:
+            return "not resolved"
+        if isinstance(self.ratio, PairInterval):
+            return self.ratio.status
+        if self.ratio.relation in ("above", "below"):
+            return "ordered"
+        return "equivalent" if self.ratio.within(DEFAULT_EQUIVALENCE_MARGIN) else "not resolved"
 
     def sentence(self) -> str:
-        """'a is 1.52× b (1.41–1.64)' where ordered, 'a and b are indistinguishable (0.97–1.05)' otherwise."""
+        """'a is 1.52× b (1.41–1.64)', 'a and b are equivalent within ±10 % (0.97–1.05)', or 'a and b: not
+        resolved (0.84–1.31)'."""
         if self.ratio is None:
-            return f"{self.upper} and {self.lower}: not enough paired rounds"
+            return f"{self.upper} and {self.lower}: never measured in the same round"
         r = self.ratio
-        if self.ordered:
-            return f"{self.upper} is {r.ratio:.2f}× {self.lower} ({r.low:.2f}–{r.high:.2f})"
-        return f"{self.upper} and {self.lower} are indistinguishable ({r.low:.2f}–{r.high:.2f})"
+        high = "∞" if not math.isfinite(r.high) else f"{r.high:.2f}"
+        if self.status == "ordered":
+            return f"{self.upper} is {r.ratio:.2f}× {self.lower} ({r.low:.2f}–{high})"
+        if self.status == "equivalent":
+            margin = r.margin if isinstance(r, PairInterval) else DEFAULT_EQUIVALENCE_MARGIN
+            return f"{self.upper} and {self.lower} are equivalent within ±{margin * 100:.0f} % ({r.low:.2f}–{high})"
+        return f"{self.upper} and {self.lower}: not resolved ({r.low:.2f}–{high})"
 
 
 def adjacent_pairs(per_round: Mapping[str, Sequence[float | None]],
                    level: float = DEFAULT_CONFIDENCE_LEVEL) -> list[PairVerdict]:
-    """Each stack against the next one in median order."""
+    """Each stack against the next one in median order, with per-pair fixed-sample intervals (tables that
+    mix paired and sequential stacks)."""
     order = median_order(per_round)
     return [PairVerdict(hi, lo, paired_ratio(per_round[hi], per_round[lo], level)) for hi, lo in zip(order, order[1:])]
 
 
-def settled(per_round: Mapping[str, Sequence[float | None]], *, target_rel_half_width: float,
-            level: float = DEFAULT_CONFIDENCE_LEVEL) -> bool:
-    """The interleaved stopping rule for one cell: every adjacent pair ordered or equivalent within the
-    target width. A cell of one stack has no pair: it is settled when its own interval is within the target
-    (as a sequential cell), so a one-stack run still gets the profile's precision."""
-    if len(per_round) == 1:
-        values = [v for v in next(iter(per_round.values())) if v is not None]
-        return len(values) >= 2 and relative_half_width(values, level) <= target_rel_half_width
-    return all(p.settled(target_rel_half_width) for p in adjacent_pairs(per_round, level))
-
-
-def ratios_to(per_round: Mapping[str, Sequence[float | None]], reference: str,
-              level: float = DEFAULT_CONFIDENCE_LEVEL) -> dict[str, RatioInterval | None]:
-    """Every stack's ratio to `reference` (the cell's best, or a `--baseline`); the reference gets None."""
-    return {s: None if s == reference else paired_ratio(per_round[s], per_round[reference], level)
-            for s in per_round}
+def neighbour_pairs(inference: Inference, order: Sequence[str]) -> list[PairVerdict]:
+    """Each stack against the next one in the table's paired order, with the simultaneous intervals."""
+    return [PairVerdict(hi, lo, inference.interval(hi, lo)) for hi, lo in zip(order, order[1:])]

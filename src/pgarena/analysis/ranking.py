@@ -72,6 +72,25 @@ def group_key(cell: Cell) -> tuple:
     return (*cell.key[1:], cell.engine)
 
 
+HEADLINE_MAX_VUS = 50
+"""The headline table's closed-model level: the highest configured level up to this (seed 000's middle level)."""
+
+
+def headline_key(cells: Sequence[Cell]) -> tuple | None:
+    """The cell key (without the stack) of the run's first table, the one the reports show first: the first
+    closed-model workload and parameter, at the highest level up to HEADLINE_MAX_VUS (else the lowest).
+
+    NOTE: pipeline/interleaved.py measures this table first (its own `headline_key` applies the same rule)."""
+    closed = [c for c in cells if c.model == "closed"]
+    if not closed:
+        return None
+    first = closed[0]
+    same = [c for c in closed if (c.workload, c.parameter) == (first.workload, first.parameter)]
+    levels = sorted({c.vus for c in same})
+    vus = max((v for v in levels if v <= HEADLINE_MAX_VUS), default=levels[0])
+    return next(c.key[1:] for c in same if c.vus == vus)
+
+
 def comparable_groups(cells: Iterable[Cell]) -> dict[tuple, list[Cell]]:
     """Cells measured under the same conditions — workload, parameter, model and level (`Cell.key` without
     the stack; open-model levels by their configured spec: '2000' is the same 2,000 req/s for every

@@ -3,10 +3,13 @@
 For each group of comparable cells (`ranking.comparable_groups`):
 
 - **Paired, when every ranked cell was measured in interleaved rounds** (each repetition has `round`): the
-  stacks of one round saw the same machine, so they are compared round by round (`pgarena.analysis.paired`):
-  ranks are `paired.paired_ranks` on the per-round 2xx/s, each stack gets its ratio to the table's best
-  (and to a baseline stack) with a 95 % interval on the per-round ratios, and each adjacent pair in median
-  order gets a sentence: "a is 1.52× b (1.41–1.64)" or "a and b are indistinguishable (0.97–1.05)".
+  stacks of one round saw the same machine, so they are compared round by round, each window corrected for
+  the machine's speed where the probe read it (`pgarena.analysis.sequential.judge`). Every pair of the
+  table gets an interval that holds jointly with all the others at the run's level, at whatever round the
+  rounds stopped. The order is `sequential.paired_order` (paired estimates, never against a claim), ranks
+  come from the claims, each stack gets its ratio to the table's best (and to a baseline stack), and each
+  neighbouring pair a sentence: "a is 1.52× b (1.41–1.64)", "a and b are equivalent within ±10 %
+  (0.97–1.05)" or "a and b: not resolved (0.84–1.31)".
 - **Independent otherwise** (a sequential run, results from before rounds): today's ranks from the
   overlap of each cell's own interval (`ranking.table_ranks`), and ratios of medians without an interval.
 - **Mixed** when some stacks of the table were measured in rounds and others not (a stack that could not
@@ -29,10 +32,17 @@ from pgarena.analysis.paired import (
     PairVerdict,
     RatioInterval,
     adjacent_pairs,
-    median_order,
-    paired_ranks,
+    neighbour_pairs,
     paired_ratio,
-    ratios_to,
+)
+from pgarena.analysis.sequential import (
+    DEFAULT_EQUIVALENCE_MARGIN,
+    DEFAULT_FAMILY_LEVEL,
+    Inference,
+    PairInterval,
+    judge,
+    pair_count,
+    rank_labels,
 )
 from pgarena.analysis.ranking import (
     BY_P99,
@@ -57,13 +67,14 @@ def has_rounds(cell: Cell) -> bool:
     return bool(cell.repetitions) and all(r.round is not None for r in cell.repetitions)
 
 
-def per_round_rps(cells: Sequence[Cell]) -> PerRound | None:
-    """Each cell's 2xx/s by round, aligned over the rounds any of them was measured in; None when a cell
-    has a repetition without a round (it was not measured in interleaved rounds)."""
+def per_round_rps(cells: Sequence[Cell], figure: str = "rps") -> PerRound | None:
+    """Each cell's 2xx/s (or another repetition field, e.g. `reference_unit_ns`) by round, aligned over the
+    rounds any of them was measured in; None when a cell has a repetition without a round (it was not
+    measured in interleaved rounds)."""
     if not cells or any(r.round is None for c in cells for r in c.repetitions):
         return None
     rounds = sorted({r.round for c in cells for r in c.repetitions})  # type: ignore[type-var]
-    by_stack = {c.stack: {r.round: r.rps for r in c.repetitions} for c in cells}
+    by_stack = {c.stack: {r.round: getattr(r, figure, None) for r in c.repetitions} for c in cells}
     return {stack: [values.get(r) for r in rounds] for stack, values in by_stack.items()}
 
 
@@ -72,7 +83,7 @@ class Ratio:
     """A stack's figure over a reference stack's: paired (with an interval) or of medians (without)."""
 
     ratio: float
-    interval: RatioInterval | None = None
+    interval: RatioInterval | PairInterval | None = None
 
     def text(self) -> str:
         """'0.66× (0.62–0.70)', or '0.66×' without a paired interval."""
@@ -103,7 +114,11 @@ class TableVerdict:
     baseline_problem: str | None = None
     """Why there is no ratio to the baseline in this table (it was not measured validly here)."""
     pairs: list[PairVerdict] = field(default_factory=list)
-    """Adjacent pairs among every valid stack in median order (paired tables only)."""
+    """Neighbouring pairs among every valid stack in the table's order (paired tables only)."""
+    inference: Inference | None = None
+    """Every pair's simultaneous interval (paired tables measured wholly in rounds)."""
+    stop_reason: str | None = None
+    """Why the table's rounds stopped (the cells' summary stop reason)."""
     wrong_columns: dict[str, list[str]] = field(default_factory=dict)
     """stack → its ❌ columns on this workload (flags.INEXACT cells)."""
     sequential: list[str] = field(default_factory=list)
@@ -117,11 +132,35 @@ class TableVerdict:
             return (f"Paired over {self.rounds} interleaved round(s) where both stacks were measured in rounds; "
                     f"{', '.join(self.sequential)} measured sequentially: compared by independent 95 % intervals.")
         if self.paired:
-            return (f"Paired over {self.rounds} interleaved round(s): ranks and ratios from each round's ratios "
-                    "(95 % intervals).")
+            corrected = (" corrected for the machine's speed in each window (β = "
+                         f"{self.inference.fit.slope:.2f})" if self.inference and self.inference.fit.slope else "")
+            return (f"Paired over {self.rounds} interleaved round(s): ranks and ratios from each round's "
+                    f"ratios{corrected}.")
         if self.basis == BY_P99:
             return "p99 latency by independent 95 % intervals of the mean: ranked where they do not overlap."
         return "Independent 95 % intervals of the mean 2xx/s (no interleaved rounds): ranked where they do not overlap."
+
+    def family_sentence(self) -> str | None:
+        """One sentence: the level at which all of the table's claims hold together (paired tables)."""
+        if self.inference is None or len(self.inference.fit.effect) < 2:
+            return None
+        stacks = len(self.inference.fit.effect)
+        return (f"Every interval and order in this table holds jointly with {_percent(self.inference.level)} "
+                "confidence at whatever round the rounds stopped: anytime-valid confidence sequences, each at "
+                f"{_percent(1 - self.inference.alpha)}, Bonferroni over the {pair_count(stacks)} pair(s) of its "
+                f"{stacks} stacks; 'equivalent' means within ±{_percent(self.inference.margin)}.")
+
+    def stopping_sentence(self) -> str | None:
+        """One sentence: the rule the rounds stopped by, and why this table stopped."""
+        if self.inference is None or len(self.inference.fit.effect) < 2:
+            return None
+        why = {"settled": "every neighbouring pair was resolved",
+               "out-of-reach": "the pairs still open could not be resolved within the rounds left",
+               "max-repetitions": "the cap of rounds was reached", "budget": "the time budget was spent"}
+        reason = why.get(self.stop_reason or "", self.stop_reason or "unknown")
+        return ("Rounds continued for the stacks of each neighbouring pair neither ordered nor equivalent and "
+                f"still within reach of the budget, judged after every round; this table stopped after "
+                f"{self.rounds} round(s): {reason}.")
 
     def sentences(self) -> list[str]:
         """The adjacent pairs' sentences, each naming the ❌ columns of a stack in it."""
@@ -132,6 +171,20 @@ class TableVerdict:
             out.append(pair.sentence() + (f" ({'; '.join(wrong)})" if wrong else ""))
         return out
 
+    def groups(self) -> list[list[str]]:
+        """The stacks of `pairs` in their order, split into groups that cannot be separated: consecutive
+        stacks are joined where the pair between them is not ordered (a group of one is a stack ordered
+        against both neighbours). Empty when the table has no paired pairs."""
+        if not self.pairs:
+            return []
+        out = [[self.pairs[0].upper]]
+        for pair in self.pairs:
+            if pair.ordered:
+                out.append([pair.lower])
+            else:
+                out[-1].append(pair.lower)
+        return out
+
     def leaders(self) -> list[str]:
         """The stacks ranked first (an explicit tie when several): among the exact stacks, or among all
         when no exact stack is ranked."""
@@ -139,22 +192,32 @@ class TableVerdict:
         return [c.stack for c in self.cells if ranks.get(c.stack, UNRANKED).split("–")[0] == "1"]
 
 
+def _percent(value: float) -> str:
+    """0.95 → '95 %', 0.999737 → '99.97 %'."""
+    return f"{value * 100:.4g} %"
+
+
 def _labels(ranked: Sequence[tuple[Cell, str]]) -> dict[str, str]:
     return {c.stack: label for c, label in ranked}
 
 
-def _paired_labels(per_round: Mapping[str, list[float | None]], stacks: Sequence[str]) -> dict[str, str]:
-    return dict(paired_ranks({s: per_round[s] for s in stacks})) if stacks else {}
-
-
-def _ratios(per_round: PerRound | None, reference: str, cells: Sequence[Cell]) -> dict[str, Ratio]:
-    """Each cell's ratio to `reference`: paired where both were measured in rounds, else of medians."""
+def _ratios(per_round: PerRound | None, reference: str, cells: Sequence[Cell],
+            inference: Inference | None = None) -> dict[str, Ratio]:
+    """Each cell's ratio to `reference`: from the table's inference, else paired per pair where both were
+    measured in rounds, else of medians."""
     medians = {c.stack: c.summary.rps.median for c in cells}  # type: ignore[union-attr]
     base = medians[reference]
     out = {s: Ratio(m / base) for s, m in medians.items() if s != reference and base > 0}
-    if per_round is not None and reference in per_round:
-        paired = ratios_to({s: per_round[s] for s in medians if s in per_round}, reference)
-        out.update({s: Ratio(i.ratio, i) for s, i in paired.items() if i is not None})
+    for stack in medians:
+        if stack == reference:
+            continue
+        found: RatioInterval | PairInterval | None = None
+        if inference is not None:
+            found = inference.interval(stack, reference)
+        elif per_round is not None and stack in per_round and reference in per_round:
+            found = paired_ratio(per_round[stack], per_round[reference])
+        if found is not None:
+            out[stack] = Ratio(found.ratio, found)
     return out
 
 
@@ -178,9 +241,10 @@ def _mixed_labels(cells: Sequence[Cell], per_round: PerRound) -> dict[str, str]:
 
 
 def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
-                  wrong_columns: Mapping[str, list[str]] | None = None) -> TableVerdict:
+                  wrong_columns: Mapping[str, list[str]] | None = None, level: float = DEFAULT_FAMILY_LEVEL,
+                  margin: float = DEFAULT_EQUIVALENCE_MARGIN) -> TableVerdict:
     """The verdict of one group of comparable cells (see the module docstring). `wrong_columns`: stack → its
-    ❌ columns on this workload."""
+    ❌ columns on this workload; `level` and `margin`: the run's family-wise level and equivalence margin."""
     basis = rank_basis(cells)
     measured = [c for c in cells if c.summary is not None]
     ranked = [c for c in measured if in_field(c)]
@@ -203,13 +267,18 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
         verdict.pairs = adjacent_pairs(per_round)
         verdict.sequential = [c.stack for c in ranked if c.stack not in per_round]
     elif per_round is not None:
-        order = median_order(per_round)
+        reference = per_round_rps(in_rounds, "reference_unit_ns")
+        inference = judge(per_round, reference, level=level, margin=margin)
+        order = inference.order()
+        verdict.inference = inference
         verdict.cells = sorted(measured, key=lambda c: (c.stack not in per_round,
                                                         order.index(c.stack) if c.stack in per_round else 0,
                                                         -c.summary.rps.median))  # type: ignore[union-attr]
-        verdict.rank_all = _paired_labels(per_round, [c.stack for c in ranked])
-        verdict.rank_exact = _paired_labels(per_round, exact_stacks)
-        verdict.pairs = adjacent_pairs(per_round)
+        verdict.rank_all = rank_labels(inference, order)
+        verdict.rank_exact = rank_labels(inference, [s for s in order if s in exact_stacks])
+        verdict.pairs = neighbour_pairs(inference, order)
+        reasons = {c.summary.stop_reason for c in in_rounds if c.summary is not None}
+        verdict.stop_reason = next(iter(reasons)) if len(reasons) == 1 else None
     else:
         verdict.cells = [c for c, _ in table_ranks(measured, in_field)]
         verdict.rank_all = _labels(table_ranks(measured, in_field))
@@ -220,11 +289,11 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
     if basis == BY_RPS and ranked:
         pool = exact_stacks or [c.stack for c in ranked]
         verdict.best = next(c.stack for c in verdict.cells if c.stack in pool)
-        verdict.to_best = _ratios(per_round, verdict.best, ranked)
+        verdict.to_best = _ratios(per_round, verdict.best, ranked, verdict.inference)
         if baseline is not None:
             verdict.baseline = baseline
             if baseline in {c.stack for c in ranked}:
-                verdict.to_baseline = _ratios(per_round, baseline, ranked)
+                verdict.to_baseline = _ratios(per_round, baseline, ranked, verdict.inference)
             else:
                 verdict.baseline_problem = (f"baseline {baseline} was not measured validly in this table"
                                             if baseline in {c.stack for c in cells} else
@@ -247,6 +316,16 @@ def baseline_of(results: RunResults) -> str | None:
 def run_verdicts(results: RunResults) -> dict[tuple, TableVerdict]:
     """Every table's verdict, keyed like `ranking.comparable_groups`."""
     baseline = baseline_of(results)
-    return {key: table_verdict(cells, baseline=baseline, wrong_columns=wrong_columns_of(results, key[0]))
+    level, margin = verdict_settings(results)
+    return {key: table_verdict(cells, baseline=baseline, wrong_columns=wrong_columns_of(results, key[0]),
+                               level=level, margin=margin)
             for key, cells in comparable_groups(results.cells).items()}
+
+
+def verdict_settings(results: RunResults) -> tuple[float, float]:
+    """(family-wise level, equivalence margin) the run was configured with (defaults for older runs)."""
+    level = results.config.get("confidence_level")
+    margin = results.config.get("equivalence_margin")
+    return (level if isinstance(level, float) else DEFAULT_FAMILY_LEVEL,
+            margin if isinstance(margin, float) else DEFAULT_EQUIVALENCE_MARGIN)
 

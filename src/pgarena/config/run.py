@@ -18,7 +18,11 @@ from pgarena.config.targets import check_targets
 from pgarena.config.topology import load_topology
 from pgarena.contract import workloads as wl
 from pgarena.contract.workloads import PERF_MANY_PARAMS, PERF_MINIMAL, SCENARIOS, WORKLOAD_NAMES
-from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_TARGET_REL_HALF_WIDTH
+from pgarena.stats.intervals import (
+    DEFAULT_CONFIDENCE_LEVEL,
+    DEFAULT_EQUIVALENCE_MARGIN,
+    DEFAULT_TARGET_REL_HALF_WIDTH,
+)
 
 DEFAULT_MAX_ERROR_RATE = 0.01
 """A level whose failed-request share exceeds 1 % breaks the SLO (the same line as the `failures>1%` flag)."""
@@ -36,7 +40,7 @@ DEFAULT_POOL_SIZE = 10
 MAX_POOL_SIZE = 10_000
 """The largest pool size pgarena takes: the managed cluster's max_connections is raised to cover every pool
 (stacks up together × the largest pool), and a PostgreSQL backend is a process with its own memory."""
-DEFAULT_PROFILE = "quick"
+DEFAULT_PROFILE = "bench"
 DEFAULT_HTTP_TIMEOUT_S = 10.0
 DEFAULT_WORKLOADS = WORKLOAD_NAMES
 
@@ -71,6 +75,8 @@ class Profile(BaseModel):
     repetitions: int = Field(ge=1, description="minimum measured windows per cell")
     max_repetitions: int = Field(ge=1, description="more windows while the RPS interval is wider than the target")
     cell_budget_s: float = Field(gt=0, description="measured seconds after which a cell stops repeating")
+    budget_s: float | None = Field(None, gt=0, description=(
+        "wall-clock budget of the whole run (build, verification and load); None: no budget"))
     target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
                                          description="RPS interval half-width (fraction of the mean) to stop at")
     vus: list[int] = Field(description="closed-model load levels: concurrent connections / VUs")
@@ -103,8 +109,26 @@ PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile(
+            name="bench",
+            description=("`make bench`: every workload at 50 VUs at the parameters users read first (perf-test 1 row, "
+                         "users 20), 2 s windows raced in interleaved rounds until each table is resolved or the "
+                         "40-minute budget (builds included) is spent"),
+            warmup_s=1,
+            warmup_cap_s=10,
+            duration_s=2,
+            repetitions=3,
+            max_repetitions=40,
+            cell_budget_s=80,
+            budget_s=40 * 60,
+            target_rel_half_width=0.10,
+            vus=[50],
+            perf_test_rows=[1],
+            users_limits=[20],
+        ),
+        Profile(
             name="quick",
-            description="a few seconds per cell, for `make bench` and CI",
+            description="the longer quick grid: a few seconds per cell at 1 and 50 VUs, two parameters each",
+            budget_s=4 * 3600,
             warmup_s=1,
             warmup_cap_s=15,  # a quick run on a busy machine would otherwise spend up to a minute per cell
             duration_s=2,
@@ -118,6 +142,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="standard",
+            budget_s=12 * 3600,
             description="every seed parameter at every seed load level, 15 s per repetition",
             warmup_s=5,
             duration_s=15,
@@ -131,6 +156,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="seed",
+            budget_s=12 * 3600,
             description=("seed 000's matrix: perf-test rows 1/10/100/500 x VUs 1/50/100 and its five newer scenarios "
                          "at the seed's server profile, 60 s windows, constant VUs"),
             warmup_s=10,
@@ -147,6 +173,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="resilience",
+            budget_s=2 * 3600,
             description=("per stack: its closed-model peak on users and tx, then each fault (PostgreSQL restart, "
                          "its connections terminated, the database stalled, connections reset) in a 20 s k6 window "
                          "at half that peak"),
@@ -168,6 +195,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="full",
+            budget_s=8 * 3600,
             description="every workload, closed and open model, SLO search, adaptive repetitions (±2 % at 95 %)",
             warmup_s=5,
             duration_s=5,
@@ -218,7 +246,13 @@ class RunConfig(BaseModel):
     max_repetitions: int = Field(ge=1, description="most measured windows per cell")
     target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
                                          description="stop repeating once the RPS interval is within ± this")
-    confidence_level: float = Field(DEFAULT_CONFIDENCE_LEVEL, gt=0, lt=1)
+    confidence_level: float = Field(DEFAULT_CONFIDENCE_LEVEL, gt=0, lt=1, description=(
+        "interleaved runs: the level at which all the claims of one table hold together"))
+    equivalence_margin: float = Field(DEFAULT_EQUIVALENCE_MARGIN, gt=0, lt=1, description=(
+        "two stacks are 'equivalent' when their ratio's interval lies within [1/(1+m), 1+m]"))
+    budget_s: float | None = _seconds("budget_s", None, gt=0, description=(
+        "wall-clock budget of the whole run from its start (build, verification and load): rounds stop when "
+        "the next would overrun it; None: no budget"))
     cell_budget_s: float = _seconds("cell_budget_s", gt=0, description="stop repeating once this many seconds were measured")
     vus: list[int]
     perf_test_rows: list[int]
@@ -340,6 +374,11 @@ class RunConfig(BaseModel):
         if not values or any(not low <= value <= high for value in values):
             raise ValueError(f"{option} takes values from {low} to {high}, got {values}")
         return values
+
+    @field_validator("budget_s", mode="before")
+    @classmethod
+    def _budget(cls, value: Any) -> Any:
+        return parse_budget(value) if isinstance(value, str) else value
 
     @field_validator("stack_rtt_ms", mode="before")
     @classmethod
@@ -623,6 +662,7 @@ def build_config(
         "repetitions": base.repetitions,
         "max_repetitions": base.max_repetitions,
         "cell_budget_s": base.cell_budget_s,
+        "budget_s": base.budget_s,
         "target_rel_half_width": base.target_rel_half_width,
         "vus": base.vus,
         "perf_test_rows": base.perf_test_rows,
@@ -665,6 +705,18 @@ def _topology_generators(path: str) -> int:
     except ValueError:
         return 0
     return len(topology.roles.generators) + sum(topology.hosts[n].kind == "ssh" for n in topology.roles.generators)
+
+
+BUDGET_PATTERN = re.compile(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?\s*")
+
+
+def parse_budget(text: str) -> float:
+    """A run's time budget as seconds: '45m', '1h30m', '90s', '2h' (a unit is required)."""
+    match = BUDGET_PATTERN.fullmatch(text)
+    if not match or not any(match.groups()):
+        raise ValueError(f"a budget is a duration with h, m or s (e.g. 30m, 1h30m), got '{text}'")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
 
 
 RTT_PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|us|µs|s)?\s*")

@@ -4,6 +4,7 @@ and the cell's summary and flags (median and range over the repetitions, docs/me
 from __future__ import annotations
 
 import math
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -193,7 +194,9 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
     with OwnCpuSampler() as own, TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, \
             cpu.window() as exact, sampler:
+        window_start_ns = time.monotonic_ns()
         window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config, run.places)
+        window_end_ns = time.monotonic_ns()
     outcome = window.outcome
     record = None
     if before is not None:
@@ -209,6 +212,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     stack_usage, db_usage = usage.usage.get("stack"), usage.usage.get("db")
     checks_total, checks_failed, check_failure = sampler.judge()
     offered, dropped = window.dropped(spec, cell.duration_seconds)
+    speed = cpu.probe.reading(window_start_ns, window_end_ns) if cpu.probe is not None else None
     repetition = Repetition(
         index=index, round=round_index, requests=outcome.requests, duration_seconds=outcome.duration_seconds,
         rps=outcome.rps, requests_per_second_all=outcome.requests_per_second_all, latency=outcome.latency,
@@ -225,6 +229,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         offered_requests=offered, dropped=dropped,
         checks_total=checks_total, checks_failed=checks_failed, check_failure=check_failure,
         accounting=record, generators=window.generators,
+        reference_unit_ns=speed.unit_ns if speed else None, reference_samples=speed.samples if speed else 0,
     )
     cell.repetitions.append(repetition)
     return repetition

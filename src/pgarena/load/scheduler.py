@@ -1,15 +1,23 @@
-"""Executing an interleaved schedule: rounds of windows until every cell's order is known.
+"""Executing an interleaved schedule: a race of rounds, spent where the verdict is still open.
 
 The scheduler knows nothing of stacks, generators or databases: it is handed the (stack, cell) pairs, a
-`measure` callback that runs one window and returns its figure (requests/s; None when the window failed),
-and the figures of windows already measured (a resumed run). Each round visits every pair once in the
-seeded order of `schedule.round_order`; after each round every cell is checked with the paired stopping
-rule (`paired.settled`). It stops when
+`measure` callback that runs one window and returns its figure (requests/s, or (requests/s, the speed probe's
+unit ns); None when the window failed), and the figures of windows already measured (a resumed run). Each
+round visits the active (stack, cell) pairs once in the seeded order of `schedule.round_order`. After every
+round each cell is judged with the verdict's own inference (`analysis.sequential.judge`: simultaneous,
+anytime-valid intervals, so looking after every round costs no error), and the next round is narrowed — a
+race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari's F-race (GECCO 2002):
 
-- `settled`: at least `min_rounds` rounds and every adjacent pair of every cell is ordered or equivalent
-  within ± the target width (a cell that settles earlier than the others leaves the rounds then);
-- `max-rounds`: the cap of rounds is reached;
-- `budget`: another round would not fit the time budget (estimated from the rounds so far).
+- a stack stays in a cell's rounds while a neighbouring pair it belongs to is *not resolved* (neither ordered
+  nor equivalent within the margin) and still *within reach*: at its present estimate and noise it would
+  resolve within the rounds the cap and the time budget leave (`sequential.rounds_to_resolve`);
+- a cell whose pairs are all resolved leaves (`settled`); one whose open pairs are all out of reach leaves
+  too (`out-of-reach`), and its report lists them "not resolved" with their intervals;
+- the phase stops when no cell is left, at the cap of rounds (`max-rounds`), or when the next round would
+  overrun the deadline (`budget`).
+
+Before `min_rounds` every stack of every cell is measured in every round. A cell of one stack has no pair:
+it stops once its own interval is within `target_rel_half_width`, as a sequential cell does.
 
 The caller stores each window as it comes (`measure` does), so an interruption loses at most the window
 in flight, and a resume passes the stored figures back in `known`.
@@ -17,27 +25,42 @@ in flight, and a resume passes the stored figures back in `known`.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Union
 
-from pgarena.analysis.paired import adjacent_pairs
+from pgarena.analysis.sequential import (
+    DEFAULT_EQUIVALENCE_MARGIN,
+    DEFAULT_FAMILY_LEVEL,
+    Inference,
+    judge,
+    rounds_to_resolve,
+    unresolved_pairs,
+)
 from pgarena.load.schedule import Slot, round_order
+from pgarena.stats.intervals import relative_half_width
 
-StopReason = Literal["settled", "max-rounds", "budget"]
+StopReason = Literal["settled", "out-of-reach", "max-rounds", "budget"]
+Figure = Union[float, tuple[float, Union[float, None]], None]
+"""What `measure` returns: requests/s, or (requests/s, probe unit ns or None); None: the window failed."""
 
 
 @dataclass(frozen=True)
 class RoundsPolicy:
-    """When an interleaved phase stops. Widths are relative (0.02 = ±2 %); seconds are wall-clock."""
+    """When an interleaved phase stops. `deadline` is a `clock()` time (None: no time budget)."""
 
     min_rounds: int
     max_rounds: int
-    target_rel_half_width: float
-    level: float = 0.95
+    target_rel_half_width: float = 0.10
+    """One-stack cells only: stop when the cell's own interval is within this (relative) half-width."""
+    level: float = DEFAULT_FAMILY_LEVEL
+    margin: float = DEFAULT_EQUIVALENCE_MARGIN
+    deadline: float | None = None
     budget_s: float | None = None
+    """A time budget relative to the phase's start (the earlier of this and `deadline` applies)."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.max_rounds:
@@ -52,88 +75,175 @@ class RoundsOutcome:
     stop_reason: StopReason
     values: dict[Hashable, dict[str, list[float | None]]] = field(default_factory=dict)
     """cell → stack → figure per round (index 0 = round 1; None = that window failed or was not taken)."""
+    references: dict[Hashable, dict[str, list[float | None]]] = field(default_factory=dict)
+    """cell → stack → the speed probe's unit ns per round (None: not measured)."""
     cell_stop: dict[Hashable, StopReason] = field(default_factory=dict)
     """Why each cell stopped: settled cells leave the rounds early; the others stop with the phase."""
     cell_rounds: dict[Hashable, int] = field(default_factory=dict)
     """How many rounds each cell took part in."""
+    windows: int = 0
+    """Windows measured by this call (resumed ones not counted)."""
     unsettled: list[str] = field(default_factory=list)
-    """Sentences for the adjacent pairs still neither ordered nor equivalent when the rounds stopped."""
+    """Sentences for the neighbouring pairs still not resolved when the rounds stopped."""
 
 
 def _per_round(values: Mapping[int, float | None], rounds: int) -> list[float | None]:
     return [values.get(r) for r in range(1, rounds + 1)]
 
 
-def cell_unsettled(cell: Hashable, per_stack: Mapping[str, Sequence[float | None]], *, target_rel_half_width: float,
-                   level: float, label: Callable[[Hashable], str] = str) -> list[str]:
-    """One cell's adjacent pairs that are neither ordered nor within the target width, as sentences
-    ("<label of the cell>: a and b are indistinguishable (0.97–1.05)")."""
-    return [f"{label(cell)}: {pair.sentence()}" for pair in adjacent_pairs(per_stack, level)
-            if not pair.settled(target_rel_half_width)]
+def pair_sentence(inference: Inference, a: str, b: str) -> str:
+    """'a is 1.52× b (1.41–1.64)', 'a and b are equivalent within ±10 % (0.97–1.05)' or 'a and b: not
+    resolved (0.84–1.31)'."""
+    found = inference.interval(a, b)
+    if found is None:
+        return f"{a} and {b}: never measured in the same round"
+    if found.status == "ordered":
+        return f"{a} is {found.ratio:.2f}× {b} ({found.low:.2f}–{found.high:.2f})"
+    if found.status == "equivalent":
+        return (f"{a} and {b} are equivalent within ±{found.margin * 100:.0f} % "
+                f"({found.low:.2f}–{found.high:.2f})")
+    high = "∞" if not math.isfinite(found.high) else f"{found.high:.2f}"
+    return f"{a} and {b}: not resolved ({found.low:.2f}–{high})"
+
+
+@dataclass
+class _CellState:
+    inference: Inference | None = None
+    active: set[str] = field(default_factory=set)
+    open_pairs: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _one_stack_settled(values: Sequence[float | None], policy: RoundsPolicy) -> bool:
+    present = [v for v in values if v is not None]
+    return len(present) >= 2 and relative_half_width(present, 0.95) <= policy.target_rel_half_width
 
 
 def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: RoundsPolicy,
-               measure: Callable[[Slot], float | None],
-               known: Mapping[tuple[str, Hashable, int], float | None] | None = None,
+               measure: Callable[[Slot], Figure],
+               known: Mapping[tuple[str, Hashable, int], Figure] | None = None,
                clock: Callable[[], float] = time.monotonic,
                on_round_end: Callable[[int, list[str]], None] | None = None,
                label: Callable[[Hashable], str] = str) -> RoundsOutcome:
-    """Measure interleaved rounds of `pairs` until the policy says stop (see the module docstring).
+    """Race interleaved rounds of `pairs` until the policy says stop (see the module docstring).
 
-    A cell whose pairs are all settled after at least `min_rounds` rounds leaves the rounds (its stacks'
-    windows are no longer scheduled); the others go on. `known` maps (stack, cell, round) to a figure
-    measured before (a resumed run): those windows are not measured again. `on_round_end(round, unsettled)`
-    is called after each round, e.g. to save and report progress.
+    `known` maps (stack, cell, round) to a figure measured before (a resumed run): those windows are not
+    measured again. `on_round_end(round, unsettled)` is called after each round with the sentences of the
+    pairs still open, e.g. to save and report progress.
     """
-    known = dict(known or {})
     figures: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
+    refs: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
+
+    def store(stack: str, cell: Hashable, r: int, figure: Figure) -> None:
+        rps, ref = figure if isinstance(figure, tuple) else (figure, None)
+        figures[cell][stack][r] = rps
+        refs[cell][stack][r] = ref
+
+    known = dict(known or {})
     for (stack, cell, r), value in known.items():
-        figures[cell][stack][r] = value
+        store(stack, cell, r, value)
+    cells = list(dict.fromkeys(cell for _, cell in pairs))
+    stacks_of = {cell: [s for s, c in pairs if c == cell] for cell in cells}
     for stack, cell in pairs:
         figures[cell][stack]  # noqa: B018 — every pair appears, even before its first window
-    active = list(dict.fromkeys(cell for _, cell in pairs))
+    state = {cell: _CellState(active=set(stacks_of[cell])) for cell in cells}
     cell_rounds: dict[Hashable, int] = {}
     cell_stop: dict[Hashable, StopReason] = {}
     started = clock()
-    measured_rounds = 0
+    deadline = min([d for d in (policy.deadline, None if policy.budget_s is None else started + policy.budget_s)
+                    if d is not None], default=None)
+    window_seconds: list[float] = []
+    windows = 0
     r = 0
+    open_sentences: list[str] = []
     while True:
         r += 1
-        round_started = clock()
-        fresh = False
-        in_round = [(stack, cell) for stack, cell in pairs if cell in active]
+        in_round = [(stack, cell) for stack, cell in pairs if cell in state and stack in state[cell].active]
         for slot in round_order(in_round, r, seed):
             if (slot.stack, slot.cell, r) in known:
                 continue
-            figures[slot.cell][slot.stack][r] = measure(slot)
-            fresh = True
-        measured_rounds += fresh
-        open_pairs: list[str] = []
-        for cell in list(active):
+            t0 = clock()
+            store(slot.stack, slot.cell, r, measure(slot))
+            window_seconds.append(clock() - t0)
+            windows += 1
+        seconds_per_window = (sum(window_seconds[-50:]) / len(window_seconds[-50:])) if window_seconds else None
+        by_cap = by_time = policy.max_rounds - r
+        if deadline is not None and seconds_per_window:
+            per_round = seconds_per_window * max(1, sum(len(s.active) for s in state.values()))
+            by_time = int((deadline - clock()) // per_round)
+        open_sentences = []
+        for cell in list(state):
             cell_rounds[cell] = r
-            per_stack = {stack: _per_round(by_round, r) for stack, by_round in figures[cell].items()}
-            still = cell_unsettled(cell, per_stack, label=label, target_rel_half_width=policy.target_rel_half_width,
-                                   level=policy.level)
-            if r >= policy.min_rounds and not still:
-                active.remove(cell)
-                cell_stop[cell] = "settled"
-            open_pairs += still
+            per_stack = {s: _per_round(figures[cell][s], r) for s in stacks_of[cell]}
+            reference = {s: _per_round(refs[cell][s], r) for s in stacks_of[cell]}
+            stop = _judge_cell(state[cell], per_stack, reference, r, policy)
+            if stop is None and r >= policy.min_rounds:
+                stop = _narrow(state[cell], r, (by_cap, by_time), policy)
+            if stop is not None and r >= policy.min_rounds:
+                cell_stop[cell] = stop
+                del_state = state.pop(cell)
+                if stop != "settled" and del_state.inference is not None:
+                    open_sentences += [f"{label(cell)}: {pair_sentence(del_state.inference, a, b)}"
+                                       for a, b in del_state.open_pairs]
+                continue
+            inference = state[cell].inference
+            if inference is not None:
+                open_sentences += [f"{label(cell)}: {pair_sentence(inference, a, b)}"
+                                   for a, b in state[cell].open_pairs]
         if on_round_end is not None:
-            on_round_end(r, open_pairs)
+            on_round_end(r, open_sentences)
         reason: StopReason | None = None
-        if not active:
-            reason = "settled"
+        if not state:
+            reasons = set(cell_stop.values())
+            reason = ("settled" if reasons == {"settled"} else "budget" if "budget" in reasons
+                      else "out-of-reach")
         elif r >= policy.max_rounds:
             reason = "max-rounds"
-        elif policy.budget_s is not None and fresh and r >= policy.min_rounds:
-            elapsed = clock() - started
-            per_round = (clock() - round_started) if measured_rounds == 1 else elapsed / measured_rounds
-            if elapsed + per_round > policy.budget_s:
+        elif deadline is not None and r >= policy.min_rounds and seconds_per_window is not None:
+            next_round = seconds_per_window * sum(len(s.active) for s in state.values())
+            if clock() + next_round > deadline:
                 reason = "budget"
         if reason is not None:
-            for cell in active:
+            for cell in state:
                 cell_stop[cell] = reason
             values = {cell: {stack: _per_round(by_round, cell_rounds.get(cell, r))
                              for stack, by_round in per_stack.items()} for cell, per_stack in figures.items()}
-            return RoundsOutcome(rounds=r, stop_reason=reason, values=values, cell_stop=cell_stop,
-                                 cell_rounds=cell_rounds, unsettled=open_pairs)
+            references = {cell: {stack: _per_round(by_round, cell_rounds.get(cell, r))
+                                 for stack, by_round in per_stack.items()} for cell, per_stack in refs.items()}
+            return RoundsOutcome(rounds=r, stop_reason=reason, values=values, references=references,
+                                 cell_stop=cell_stop, cell_rounds=cell_rounds, windows=windows,
+                                 unsettled=open_sentences)
+
+
+def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
+                reference: dict[str, list[float | None]], r: int, policy: RoundsPolicy) -> StopReason | None:
+    """Judge one cell after round r: 'settled' when nothing is left open, else None (open pairs stored)."""
+    if len(per_stack) == 1:
+        values = next(iter(per_stack.values()))
+        return "settled" if _one_stack_settled(values, policy) else None
+    has_refs = all(v is not None for s in per_stack for v, f in zip(reference[s], per_stack[s]) if f is not None)
+    cell.inference = judge(per_stack, reference if has_refs else None, level=policy.level, margin=policy.margin)
+    cell.open_pairs = unresolved_pairs(cell.inference)
+    return None if cell.open_pairs else "settled"
+
+
+def _narrow(cell: _CellState, r: int, remaining: tuple[int, int], policy: RoundsPolicy) -> StopReason | None:
+    """After the minimum rounds: keep only the stacks of open pairs within reach of the rounds left
+    (`remaining` = (rounds the cap leaves, rounds the time budget leaves)). No pair within reach: 'budget'
+    when the cap would have allowed one, else 'out-of-reach'."""
+    if cell.inference is None:  # a one-stack cell still short of its precision
+        return None
+    by_cap, by_time = remaining
+    reachable, within_cap = [], False
+    for a, b in cell.open_pairs:
+        found = cell.inference.interval(a, b)
+        need = rounds_to_resolve(cell.inference, a, b)
+        if need is None or found is None:
+            continue
+        more = need - found.rounds
+        within_cap = within_cap or more <= by_cap
+        if more <= min(by_cap, by_time):
+            reachable.append((a, b))
+    if not reachable:
+        return "budget" if within_cap else "out-of-reach"
+    cell.active = {s for pair in reachable for s in pair}
+    return None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 
+from pgarena.config.stackdef import Stack
 from pgarena.contract import workloads as wl
 from pgarena.contract.flags import ABOVE_CEILING
 from pgarena.contract.workloads import WORKLOAD_NAMES
@@ -21,6 +22,7 @@ from pgarena.results.models import Cell, DbCeiling, RunResults
 from pgarena.results.store import save
 from pgarena.system import cgroups
 from pgarena.system.resources import SAMPLE_INTERVAL_S
+from pgarena.system.speedprobe import PROBE_INTERVAL_S, UNIT_ITERATIONS, SpeedProbe
 
 
 def cpu_accounting(ctx: RunContext, scope: ExitStack) -> None:
@@ -36,6 +38,20 @@ def cpu_accounting(ctx: RunContext, scope: ExitStack) -> None:
         ctx.db_group = scope.enter_context(backend.create("postgres"))
         ctx.db_group.add_tree(ctx.db.postmaster_pid)
     ctx.log(f"CPU accounting: {backend.description}")
+
+
+def speed_probe(ctx: RunContext, scope: ExitStack, stacks: Sequence[Stack]) -> None:
+    """The reference probe on the server CPUs for the whole run (system/speedprobe.py), stopped with the
+    run's scope. Not started when no stack runs on this machine (remote targets, stacks on an SSH host):
+    their windows' `reference_unit_ns` stay None (not measured)."""
+    if ctx.placement.kind("stack") == "ssh" or not any(s.available and s.target_url is None for s in stacks):
+        return
+    logs = ctx.run_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    ctx.probe = scope.enter_context(SpeedProbe(ctx.config.server_cpus, tracker=ctx.registry,
+                                               log_path=logs / "speedprobe.log"))
+    ctx.log(f"speed probe: {UNIT_ITERATIONS:,} iterations every {PROBE_INTERVAL_S:g} s on CPUs "
+            f"{ctx.config.server_cpus} (pid {ctx.probe.pid})")
 
 
 def ceiling_conditions(results: RunResults, cells: Iterable[Cell]) -> list[tuple[str, int | None, float | None, int]]:

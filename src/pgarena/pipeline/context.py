@@ -22,10 +22,12 @@ from pgarena.results.models import (
     Cell,
     RunResults,
     StackInfo,
+    WorkloadVerification,
 )
 from pgarena.system import cgroups, reaper
 from pgarena.system.process import ServerProcess, tail
 from pgarena.system.resources import CpuMeters
+from pgarena.system.speedprobe import SpeedProbe
 
 LOG_TAIL_LINES = 15
 
@@ -49,6 +51,10 @@ class RunContext:
     progress: RunProgress = field(default_factory=RunProgress)
     done_keys: set[tuple] = field(default_factory=set)
     """Cells already in results.json (a resumed run): not measured again."""
+    stored_verifications: dict[str, list[WorkloadVerification]] = field(default_factory=dict)
+    """A resumed run: stack → its verifications stored before the interruption. The schedules drop a stack's
+    verifications before its first start in this process; `lifecycle.bring_up` puts them back and checks the
+    stack briefly when its build inputs are unchanged (stack/inputs.py), else it verifies the stack again."""
     registry: reaper.PidRegistry | None = None
     """Where the processes of this run are recorded (run_dir/pids.json), so a killed run's are found."""
     network: Any = None
@@ -57,9 +63,14 @@ class RunContext:
     """Read workloads' request variants with their expected answers, per (workload, parameter)."""
     placement: Placement = field(default_factory=Placement)
     """Where the generator, the stacks and PostgreSQL run (--netns: each in a namespace)."""
+    deadline: float | None = None
+    """time.monotonic() at which the run's budget (--budget) is spent; None: no budget."""
     generator_places: list[GeneratorPlace] = field(default_factory=lambda: [GeneratorPlace("local")])
     """Where the load generators of each cell run: one place = the single generator (unchanged); more = one
     k6 process per place, each an execution segment, merged exactly (load/distributed.py)."""
+    probe: SpeedProbe | None = None
+    """The reference probe on the server CPUs, running for the whole run (baselines.speed_probe); None when
+    no stack runs on this machine or for `verify`."""
 
 
 @dataclass

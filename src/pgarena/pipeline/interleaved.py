@@ -22,11 +22,13 @@ stack that used more than `IDLE_CPU_LIMIT` of a CPU while idle is named in the r
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Hashable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pgarena.analysis.ranking import headline_key
 from pgarena.config.stackdef import Stack
 from pgarena.db.connections import add_pool_flag
 from pgarena.db.startline import level_database
@@ -42,6 +44,7 @@ from pgarena.load.measure import (
 from pgarena.load.schedule import Slot
 from pgarena.load.scheduler import RoundsOutcome, RoundsPolicy, run_rounds
 from pgarena.load.summary import summarize
+from pgarena.pipeline.progress import format_duration
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import save
 from pgarena.system.process import NotReady
@@ -51,10 +54,13 @@ if TYPE_CHECKING:
 
 IDLE_CPU_LIMIT = 0.05
 """A stack that used more than 5 % of one CPU while other stacks were measured is flagged as a disturbance."""
-HEADLINE_MAX_VUS = 50
-"""The headline cell's closed-model level: the highest configured level up to this (seed 000's middle level)."""
+HEADLINE_BUDGET_SHARE = 1 / 3
+"""With a time budget, the headline phase gets at least this share of the time left when it starts."""
+BUDGET_RESERVE_S = 60.0
+"""Of a run's budget, kept for what follows the last round: cells' closing checks, ceilings, reports."""
 
-STOP_REASONS = {"settled": "settled", "max-rounds": "max-repetitions", "budget": "budget"}
+STOP_REASONS = {"settled": "settled", "out-of-reach": "out-of-reach", "max-rounds": "max-repetitions",
+                "budget": "budget"}
 """Phase stop reasons as stored in a cell's summary."""
 
 
@@ -64,19 +70,6 @@ def coexist_problem(stack: Stack) -> str | None:
         return None
     port = stack.definition.run.port
     return f"it listens on the fixed port {port}" if port else None
-
-
-def headline_key(cells: list[Cell]) -> tuple | None:
-    """The cell key (without the stack) of the run's first table: first workload and parameter, highest
-    closed level up to HEADLINE_MAX_VUS (else the lowest level)."""
-    closed = [c for c in cells if c.model == "closed"]
-    if not closed:
-        return None
-    first = closed[0]
-    same = [c for c in closed if (c.workload, c.parameter) == (first.workload, first.parameter)]
-    levels = sorted({c.vus for c in same})
-    vus = max((v for v in levels if v <= HEADLINE_MAX_VUS), default=levels[0])
-    return next(c.key[1:] for c in same if c.vus == vus)
 
 
 def max_rounds(config) -> int:
@@ -111,6 +104,8 @@ class InterleavedRun:
         self.stored = {c.key: c for c in ctx.results.cells}
         self.plan_index: dict[tuple, int] = {}
         """Every planned cell's position: stack by stack, each stack's cells in plan order."""
+        self.phases: list[_Phase] = []
+        self.finished_phases: set[str] = set()
 
     # --- planning -------------------------------------------------------------------------------------
     def plan(self) -> list[_Phase]:
@@ -141,7 +136,8 @@ class InterleavedRun:
                 continue
             index = 0 if cell.key[1:] == headline else 1 if cell.model == "closed" else 2
             phases[index].cells[cell.key] = cell
-        return [p for p in phases if p.cells]
+        self.phases = [p for p in phases if p.cells]
+        return self.phases
 
     # --- one window -----------------------------------------------------------------------------------
     def _warm_stacks(self, phase: _Phase) -> None:
@@ -193,10 +189,9 @@ class InterleavedRun:
         return {sid: live.stack_cpu_seconds() for sid, live in self.lives.items()
                 if sid != busy and live.stack_cpu_seconds is not None and not live.crashed()}
 
-    def measure(self, phase: _Phase, slot: Slot) -> float | None:
-        """One window of (slot.stack, slot.cell) in round slot.round: its requests/s, None if it failed."""
-        import time
-
+    def measure(self, phase: _Phase, slot: Slot) -> tuple[float, float | None] | None:
+        """One window of (slot.stack, slot.cell) in round slot.round: its requests/s and the speed probe's
+        reading (None: not read), None if it failed."""
         from pgarena.pipeline.cells import cell_title, headroom_rps
 
         ctx, config = self.ctx, self.ctx.config
@@ -250,9 +245,25 @@ class InterleavedRun:
             summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))
         ctx.progress.cell_done()
         save(ctx.results, ctx.run_dir)
-        return rep.rps if rep is not None else None
+        return (rep.rps, getattr(rep, "reference_unit_ns", None)) if rep is not None else None
 
     # --- phases ---------------------------------------------------------------------------------------
+    def phase_deadline(self, phase: _Phase) -> float | None:
+        """When this phase's rounds must stop, from the run's deadline: the time left (less a reserve for the
+        cells' closing checks and the reports) shared among this and the phases still to come by their
+        windows, the headline getting at least `HEADLINE_BUDGET_SHARE` of it."""
+        deadline = self.ctx.deadline
+        if deadline is None:
+            return None
+        left = max(0.0, deadline - time.monotonic() - BUDGET_RESERVE_S)
+        todo = [p for p in self.phases if p.name not in self.finished_phases]
+        weight = {p.name: len(p.cells) for p in todo}
+        total = sum(weight.values()) or 1
+        share = weight.get(phase.name, total) / total
+        if phase.name.startswith("headline"):
+            share = max(share, HEADLINE_BUDGET_SHARE)
+        return time.monotonic() + left * share
+
     def run_phase(self, phase: _Phase) -> RoundsOutcome:
         from pgarena.pipeline.cells import cell_title, headroom_rps
 
@@ -267,14 +278,16 @@ class InterleavedRun:
         levelled = level_database(ctx.db)  # the same start line for every phase: no dead tuples, no WAL due
         ctx.log(f"{phase.name} phase: database {levelled}")
         self._warm_stacks(phase)
-        known = {(c.stack, c.key[1:], r.round): r.rps for c in phase.cells.values() for r in c.repetitions
-                 if r.round is not None}
+        known = {(c.stack, c.key[1:], r.round): (r.rps, getattr(r, "reference_unit_ns", None))
+                 for c in phase.cells.values() for r in c.repetitions if r.round is not None}
         policy = RoundsPolicy(min_rounds=max(2, config.repetitions), max_rounds=max(2, max_rounds(config)),
-                              target_rel_half_width=config.target_rel_half_width, level=config.confidence_level)
+                              target_rel_half_width=config.target_rel_half_width, level=config.confidence_level,
+                              margin=config.equivalence_margin, deadline=self.phase_deadline(phase))
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),
                            unit="window")
+        left = "" if policy.deadline is None else f", {format_duration(max(0.0, policy.deadline - time.monotonic()))} of the budget"
         ctx.log(f"{phase.name} phase: {record.cells} cell(s) × {len({k[0] for k in phase.cells})} stack(s), "
-                f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed})")
+                f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed}){left}")
 
         def round_end(index: int, unsettled: list[str]) -> None:
             record.rounds = index
@@ -298,6 +311,7 @@ class InterleavedRun:
                 if cell.summary is not None:
                     cell.summary.stop_reason = STOP_REASONS[outcome.cell_stop.get(key[1:], outcome.stop_reason)]  # type: ignore[assignment]
         record.stop_reason, record.unsettled = outcome.stop_reason, outcome.unsettled
+        self.finished_phases.add(phase.name)
         record.finished_at = dt.datetime.now(dt.timezone.utc)
         self._record_idle()
         save(ctx.results, ctx.run_dir)

@@ -20,6 +20,7 @@ from pgarena.results.models import (
 )
 from pgarena.results.store import save
 from pgarena.stack.coldstart import cold_start_workload, measure_cold_start
+from pgarena.stack.inputs import build_inputs_sha256
 from pgarena.stack.launch import port_in_use, resolve_health_path, stack_environment, stack_values
 from pgarena.system import cgroups
 from pgarena.system.envelope import record_listening
@@ -38,7 +39,10 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     this process at another pool size, so it is not built again, its cold start is not timed again and it is
     verified briefly (its health path, then one request per workload judged whole: verify/restart.py); the
     start is recorded in `info.pool_starts`, and None means its cells at this pool size cannot be measured.
-    A remote target is only reached and verified (pipeline/targets.py)."""
+    A resumed run's first start of a stack whose verification was stored before the interruption
+    (`ctx.stored_verifications`) and whose build inputs are unchanged since (stack/inputs.py) is built, then
+    checked as briefly, keeping the stored verification and cold start; a changed stack, or one that fails the
+    brief check, is verified whole again. A remote target is only reached and verified (pipeline/targets.py)."""
     if stack.target_url is not None:
         from pgarena.pipeline.targets import bring_up_target
 
@@ -62,6 +66,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     if proxy is not None:
         values = ctx.network.proxied(values, proxy)
         scope.callback(proxy.delete)
+    inputs = None if restart else build_inputs_sha256(stack)  # before the build, which may write files
     info.database_levelled = level_database(ctx.db)
     ctx.log(f"[{stack.id}] database: {info.database_levelled}")
     remote = ctx.placement.kind("stack") == "ssh"
@@ -82,7 +87,8 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
         meters["db"] = ctx.db_group.cpu_seconds
     if ctx.network is not None:
         meters["proxy"] = ctx.network.server.cpu_seconds
-    cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil")
+    cpu = CpuMeters(meters, source=ctx.cgroup_backend.description if ctx.cgroup_backend else "psutil",
+                    probe=None if remote else ctx.probe)  # an SSH stack's CPUs are not the probe's
 
     db_port = ctx.db.port if proxy is None else proxy.port
     if not remote:
@@ -106,9 +112,13 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
             start.peak_connections = peak
 
     scope.callback(at_stop)
+    stored = None if restart else _unchanged_since_verified(ctx, stack, info, inputs)
     if restart:
         loadable = _health_and_reverify(ctx, stack, info, server, values, start)
+    elif stored is not None:
+        loadable = _health_and_recheck(ctx, stack, info, kind, server, values, start, stored)
     else:
+        info.build_inputs_sha256 = inputs  # saved with the verification it describes
         loadable = _health_and_verify(ctx, stack, info, kind, server, values)
         if start is not None:
             start.startup_seconds = info.startup_seconds
@@ -165,11 +175,42 @@ def _fail_start(info: StackInfo, start: PoolStart | None, restart: bool, status:
         info.status, info.reason = status, reason  # type: ignore[assignment]
 
 
+def _unchanged_since_verified(ctx: RunContext, stack: Stack, info: StackInfo,
+                              inputs: str | None) -> list[WorkloadVerification] | None:
+    """A resumed run: the stack's verifications stored before the interruption, when its build inputs are
+    known and unchanged since (None: verify it whole)."""
+    stored = ctx.stored_verifications.get(stack.id)
+    if not stored or inputs is None or info.build_inputs_sha256 != inputs:
+        if stored:
+            ctx.log(f"[{stack.id}] resumed: " + ("its build inputs changed since its verification"
+                                                 if inputs is not None and info.build_inputs_sha256 is not None
+                                                 else "its build inputs are not known") + "; verified again")
+        return None
+    return stored
+
+
+def _health_and_recheck(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,
+                        values: dict[str, str], start: PoolStart | None,
+                        stored: list[WorkloadVerification]) -> set[str] | None:
+    """A resumed stack, unchanged since its stored verification: the stored verdicts back in the results, then
+    the brief check of a restart (`_health_and_reverify`). A workload verified before that now answers wrongly
+    sends the stack through the whole verification again."""
+    ctx.results.verifications.extend(stored)
+    loadable = _health_and_reverify(ctx, stack, info, server, values, start, resumed=True)
+    expected = {v.workload for v in stored if v.ok and v.workload in ctx.config.workloads}
+    if loadable is None or loadable == expected:
+        return loadable
+    ctx.log(f"[{stack.id}] resumed: {', '.join(sorted(expected - loadable))} answered wrongly; verified again")
+    ctx.results.verifications = [v for v in ctx.results.verifications if v.stack != stack.id]
+    return _verify(ctx, stack, info, kind, server, values)
+
+
 def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server: ServerProcess,
-                         values: dict[str, str], start: PoolStart | None) -> set[str] | None:
-    """A restarted stack (another pool size): its health path, then one request per workload its first start
-    verified, judged whole (verify/restart.py). The workloads that answered right (None: it never became
-    healthy); what failed is in `start`."""
+                         values: dict[str, str], start: PoolStart | None, *, resumed: bool = False) -> set[str] | None:
+    """A restarted stack (another pool size; `resumed`: the first start of a resumed run, see
+    `_health_and_recheck`): its health path, then one request per workload its first start verified, judged
+    whole (verify/restart.py). The workloads that answered right (None: it never became healthy, or it
+    crashed: on a resume that is the stack's status); what failed is in `start`."""
     config, definition = ctx.config, stack.definition
     base_url = f"http://{values['host']}:{values['port']}"
     routes = dict(definition.routes)
@@ -177,8 +218,8 @@ def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server:
         healthy = wait_until_healthy(server, base_url + wl.routed(resolve_health_path(config, definition), routes),
                                      definition.run.startup_timeout_s)
     except NotReady as exc:
-        _fail_start(info, start, True, "start_failed", f"{exc} (log: {server.log_path})")
-        ctx.log(f"[{stack.id}] did not start at pool size {values['pool_size']}: {exc}")
+        _fail_start(info, start, not resumed, "start_failed", f"{exc} (log: {server.log_path})")
+        ctx.log(f"[{stack.id}] did not start {'again' if resumed else 'at pool size ' + values['pool_size']}: {exc}")
         return None
     verified = [v.workload for v in ctx.results.verifications if v.stack == stack.id and v.ok]
     workloads = {w: workload_parameters(config, w)[0] for w in config.workloads if w in verified}
@@ -190,10 +231,12 @@ def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server:
         start.verified = {w: problem is None for w, problem in problems.items()}
         wrong = [f"{w}: {problem}" for w, problem in problems.items() if problem is not None]
         start.problem = "; ".join(wrong)[:400] if wrong else None
-    ctx.log(f"[{stack.id}] restarted at pool size {values['pool_size']}: healthy after {healthy:.2f} s; "
+    what = ("resumed, build inputs unchanged since its verification: brief check instead" if resumed
+            else f"restarted at pool size {values['pool_size']}")
+    ctx.log(f"[{stack.id}] {what}: healthy after {healthy:.2f} s; "
             + ", ".join(f"{w} {'✅' if p is None else '❌ ' + p}" for w, p in problems.items()))
     if server.exit_code() is not None:
-        _fail_start(info, start, True, "crashed", f"exited with code {server.exit_code()} after its restart")
+        _fail_start(info, start, not resumed, "crashed", f"exited with code {server.exit_code()} after its restart")
         return None
     return {w for w, problem in problems.items() if problem is None}
 
@@ -202,7 +245,7 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
                        values: dict[str, str]) -> set[str] | None:
     """The started stack: health, cold start and verification; the workloads that may be loaded (None when
     it never became healthy)."""
-    config, run_dir, definition = ctx.config, ctx.run_dir, stack.definition
+    config, definition = ctx.config, stack.definition
     run_log = server.log_path
     base_url = f"http://{values['host']}:{values['port']}"
     routes = dict(definition.routes)
@@ -230,10 +273,22 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
                 + (f"{cs.first_correct_seconds:.2f} s" if cs.first_correct_seconds is not None else "— (none)")
                 + f"; first request {cs.first_requests_ms[0]:.1f} ms, "
                   f"request {len(cs.first_requests_ms)} {cs.first_requests_ms[-1]:.1f} ms")
+    return _verify(ctx, stack, info, kind, server, values)
+
+
+def _verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: ServerProcess,
+            values: dict[str, str]) -> set[str] | None:
+    """The whole verification of a healthy stack (verify/verification.py), saved; the workloads that may be
+    loaded (None when it crashed meanwhile)."""
+    config, definition = ctx.config, stack.definition
+    base_url = f"http://{values['host']}:{values['port']}"
+    routes = dict(definition.routes)
+    workloads = [w for w in config.workloads if w in definition.workloads]
     ctx.log(f"[{stack.id}] verifying {', '.join(workloads)}")
     verifications = verify_stack(base_url, stack.id, workloads, ctx.db, perf_test_rows=config.perf_test_rows,
                                  users_limits=config.users_limits, timeout_s=config.http_timeout_s,
-                                 health_path=health_path, routes=routes, exit_code=server.exit_code,
+                                 health_path=resolve_health_path(config, definition), routes=routes,
+                                 exit_code=server.exit_code,
                                  scenario_parameters={w: workload_parameters(config, w) for w in wl.SCENARIOS},
                                  answer=stack.answer)
     ctx.results.verifications.extend(verifications)
@@ -241,8 +296,8 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
         ctx.log(f"[{stack.id}] {v.workload}: {verification_line(v)}")
     if server.exit_code() is not None:
         info.status, info.reason = "crashed", f"exited with code {server.exit_code()} during verification"
-        info.log_tail = tail(run_log, LOG_TAIL_LINES)
-    save(ctx.results, run_dir)
+        info.log_tail = tail(server.log_path, LOG_TAIL_LINES)
+    save(ctx.results, ctx.run_dir)
     if info.status == "crashed":
         return None
     if kind == "run":

@@ -40,6 +40,8 @@ class RunProgress:
         self.repetition = 0
         self.last_rps: float | None = None
         self.unit = "cell"
+        self.deadline: float | None = None
+        """A run with a time budget: the clock() time it is spent (the ETA is then the budget's)."""
 
     # --- the state ------------------------------------------------------------------------------------
     def begin(self, total_cells: int, already_done: int = 0, unit: str = "cell") -> None:
@@ -52,7 +54,10 @@ class RunProgress:
             self._live.start()
 
     def eta_seconds(self) -> float | None:
-        """Seconds left, from the mean time of the cells finished in this process (None before the first)."""
+        """Seconds left: the budget's when the run has one (its rounds stop when it is spent), else from the
+        mean time of the cells finished in this process (None before the first)."""
+        if self.deadline is not None:
+            return max(0.0, self.deadline - self._clock())
         measured = self.done - self._skipped
         if measured <= 0:
             return None

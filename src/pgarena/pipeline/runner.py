@@ -6,7 +6,9 @@ argument parsing; it reports progress through a callback and returns the run dir
 
 from __future__ import annotations
 
+
 import datetime as dt
+import time
 import random
 from contextlib import ExitStack
 from dataclasses import replace
@@ -26,7 +28,13 @@ from pgarena.db.startline import new_seed, shuffled
 from pgarena.load.distributed import GeneratorPlace, local_places
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.summary import summarize
-from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, flag_above_ceiling, generator_headroom
+from pgarena.pipeline.baselines import (
+    cpu_accounting,
+    database_ceiling,
+    flag_above_ceiling,
+    generator_headroom,
+    speed_probe,
+)
 from pgarena.pipeline.cells import cell_title, run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError
 from pgarena.pipeline.lifecycle import log_failure
@@ -142,6 +150,7 @@ def execute(
     `resume=(run_dir, results)` continues an interrupted run in its folder: cells already in its
     results.json are kept and not measured again; the cell that was running when it stopped is redone.
     """
+    started = time.monotonic()
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
@@ -237,8 +246,14 @@ def execute(
                 cpu_affinity=process_affinity(db.postmaster_pid) if db.managed else None,
                 cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
+            deadline = None if config.budget_s is None or kind != "run" else started + config.budget_s
+            progress.deadline = deadline
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
-                           progress=progress, done_keys=done_keys, registry=registry, placement=placement)
+                             progress=progress, done_keys=done_keys, registry=registry, placement=placement,
+                             deadline=deadline)
+            if resume is not None:  # kept for lifecycle.bring_up: a stack unchanged since is checked briefly
+                for v in results.verifications:
+                    ctx.stored_verifications.setdefault(v.stack, []).append(v)
             if len(placement.generators()) > 1 or placement.remote_generators():
                 ctx.generator_places = _generator_places(placement, run_dir, scope, log)
             elif config.generators > 1:
@@ -252,6 +267,7 @@ def execute(
                 ctx.network = DbNetwork(ctx, scope)
             if kind == "run":
                 cpu_accounting(ctx, scope)
+                speed_probe(ctx, scope, stacks)
                 if config.headroom and results.generator_headroom is None:
                     generator_headroom(ctx)
                 database_ceiling(ctx, [c for planned_cells in planned.values() for c in planned_cells])

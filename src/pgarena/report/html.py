@@ -21,7 +21,7 @@ from pgarena.analysis.verdicts import baseline_of
 from pgarena.analysis.workcost import column_label, work_costs
 from pgarena.contract import flags as F
 from pgarena.contract.values import Verdict
-from pgarena.report import figures, generators, poolsize, resilience, restgraphql
+from pgarena.report import figures, forest, generators, poolsize, resilience, restgraphql
 from pgarena.report import targets as remote
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
 from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
@@ -343,6 +343,7 @@ def html_payload(results: RunResults) -> dict:
     sections["stacks"] = [f for f in [figures.cold_start_figure(results, colors)] if f]
     sections["resilience"] = resilience.figures(results)
     sections["pool"] = poolsize.figures(results, colors)
+    forest_entries, sections["forest"] = forest.forest_tables(results, verdicts)
     cell_sources = Counter(c.summary.cpu_accounting for c in results.cells if c.summary is not None)
     return {
         "title": f"pgarena {results.kind} {results.run_id}",
@@ -356,6 +357,7 @@ def html_payload(results: RunResults) -> dict:
         "targets_warning": remote.warning(results),
         "flags": flags_present(results),
         "headline": headline(results, verdicts),
+        "forest": forest_entries,
         "cells": cell_tables(results, verdicts),
         "baseline": baseline_of(results),
         "schedule": schedule_summary(results),

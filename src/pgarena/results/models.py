@@ -145,6 +145,10 @@ class StackInfo(_Model):
     reason: str | None = Field(None, description="why the stack did not run (unavailable, failed build, ...)")
     log_tail: str | None = Field(None, description="last lines of the failing phase's log")
     build_seconds: float | None = None
+    build_inputs_sha256: str | None = Field(None, description=(
+        "SHA-256 of the stack's definition and input files when it was built and verified (stack/inputs.py); a "
+        "resumed run re-checks the stack briefly instead of verifying it again when it is unchanged (None: not "
+        "known, e.g. a folder outside git: verified again)"))
     startup_seconds: float | None = Field(None, description="process start → first healthy answer")
     lines_of_code: LinesOfCode | None = None
     warmup_seconds: float | None = Field(None, description="longest warm-up of its cells (seconds)")
@@ -387,6 +391,10 @@ class Repetition(_Model):
     accounting: WindowAccounting | None = Field(None, description="database accounting over this window")
     generators: DistributedLoad | None = Field(
         None, description="several generators (k6 execution segments): each one's figures; None: one generator")
+    reference_unit_ns: float | None = Field(None, description=(
+        "median CPU nanoseconds of the reference probe's unit of work on the server CPUs during the window "
+        "(system/speedprobe.py); higher = the machine was slower; None: not measured"))
+    reference_samples: int = Field(0, description="units of work the reference probe timed during the window")
 
 
 class Spread(_Model):
@@ -432,7 +440,7 @@ class CellSummary(_Model):
     rps_interval: Interval | None = Field(None, description="None with fewer than 2 repetitions")
     requests_per_second_all: Spread | None = Field(
         None, description="every completed request per second, failed ones included (beside `rps`)")
-    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled"] = Field(
+    stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled", "out-of-reach"] = Field(
         "fixed", description="why repetitions stopped: interval within target, time budget, cap, fixed count, or "
                              "(interleaved) every paired comparison of the cell ordered or equivalent")
     noisy: bool = Field(False, description="the RPS interval ended wider than the target: do not rank")
@@ -706,7 +714,8 @@ class PhaseRecord(_Model):
     cells: int = Field(description="cells (workload × parameter × level) in the phase")
     windows: int = Field(0, description="measured windows so far")
     rounds: int = 0
-    stop_reason: str | None = Field(None, description="settled, max-rounds or budget; None while running")
+    stop_reason: str | None = Field(None, description=(
+        "settled, out-of-reach, max-rounds or budget; None while running"))
     unsettled: list[str] = Field(default_factory=list, description="pairs still unordered when it stopped")
     finished_at: dt.datetime | None = None
 

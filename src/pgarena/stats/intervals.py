@@ -24,6 +24,8 @@ DEFAULT_CONFIDENCE_LEVEL = 0.95
 """Two-sided confidence level of the interval on a cell's repetitions."""
 DEFAULT_TARGET_REL_HALF_WIDTH = 0.02
 """A cell stops repeating once its interval's half-width is within ±2 % of its mean."""
+DEFAULT_EQUIVALENCE_MARGIN = 0.10
+"""Interleaved verdicts: two stacks are 'equivalent' when their ratio's interval lies within [1/1.10, 1.10]."""
 DEFAULT_MIN_REPETITIONS = 3
 """Never stop before this many repetitions, however tight the first ones are."""
 

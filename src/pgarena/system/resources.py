@@ -16,8 +16,12 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import psutil
+
+if TYPE_CHECKING:
+    from pgarena.system.speedprobe import SpeedProbe
 
 SAMPLE_INTERVAL_S = 0.2
 
@@ -160,11 +164,15 @@ class CpuMeters:
 
     Each meter is a callable returning cumulative CPU seconds (e.g. `CpuGroup.cpu_seconds`). Names without
     a meter are absent from the yielded dict, so callers fall back to the psutil sampler for them.
+    `probe`: the run's reference probe on the server CPUs (speedprobe.py), read per window; None when the
+    stack does not run on this machine (its windows' machine speed is not measured).
     """
 
-    def __init__(self, meters: Mapping[str, Callable[[], float]], source: str = "psutil") -> None:
+    def __init__(self, meters: Mapping[str, Callable[[], float]], source: str = "psutil",
+                 probe: SpeedProbe | None = None) -> None:
         self._meters = dict(meters)
         self.source = source if self._meters else "psutil"
+        self.probe = probe
 
     @contextmanager
     def window(self) -> Iterator[dict[str, float]]:

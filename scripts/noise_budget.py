@@ -1,0 +1,38 @@
+"""The noise budget of a stored run (pgarena.analysis.noise): per table of cells measured in interleaved
+rounds and pooled over the run, the per-window log-sd and the round factor's sd, before and after the
+reference probe's adjustment (β and the residuals' correlation).
+
+    PYTHONPATH=src .venv/bin/python scripts/noise_budget.py results/<run-id>
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pgarena.analysis.noise import budget_line, run_noise
+from pgarena.results.store import ResultsError, load
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: noise_budget.py RESULTS_DIR (a run folder with results.json)", file=sys.stderr)
+        return 2
+    try:
+        results = load(Path(argv[0]))
+    except ResultsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    tables, pooled = run_noise(results)
+    if pooled is None:
+        print(f"{results.run_id}: no table was measured in interleaved rounds; no noise budget")
+        return 1
+    print(f"noise budget of {results.run_id} (ln 2xx/s per window; two-way fit stack + round)")
+    for label, budget in tables:
+        print(f"  {label}: {budget_line(budget)}")
+    print(f"  pooled over {len(tables)} table(s): {budget_line(pooled)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,148 @@
+"""The A/A check of `pgarena calibrate`: copies of one stack measured as if they were different stacks.
+
+The copies are identical, so every order the verdict claims among them is a false claim: the check fails if
+there is one. Beside that it reads what the run says about this machine: its noise budget (noise.py), every
+copy-vs-copy interval (how wide "indistinguishable" is here), and the smallest difference the verdict would
+resolve in a given number of rounds (`sequential.detectable_ratio`) and how long those rounds take.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pgarena.analysis.noise import NoiseBudget, noise_budget, pooled_budget, table_label, table_rounds
+from pgarena.analysis.paired import paired_ratio
+from pgarena.analysis.ranking import BY_RPS, comparable_groups, rank_basis
+from pgarena.analysis.verdicts import TableVerdict, run_verdicts
+from pgarena.results.models import RunResults
+
+RESOLUTION_ROUNDS = (5, 10, 20, 40)
+"""Round counts at which the report states the smallest resolvable difference."""
+HEADLINE_STACKS = 20
+"""The default suite's headline table size, at which the resolution is stated beside the A/A table's own."""
+
+
+@dataclass(frozen=True)
+class PairReading:
+    """Copy a over copy b in one table: the paired ratio and its interval, and whether an order was claimed."""
+
+    a: str
+    b: str
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+    claimed: bool
+
+
+@dataclass
+class TableCheck:
+    """One table of the A/A run."""
+
+    label: str
+    budget: NoiseBudget
+    pairs: list[PairReading] = field(default_factory=list)
+
+    @property
+    def claims(self) -> list[PairReading]:
+        """The pairs whose interval excludes 1: an order claimed among identical copies (a false claim)."""
+        return [p for p in self.pairs if p.claimed]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The smallest ratio > 1 the verdict resolves with `rounds` rounds in a table of `stacks` stacks, and the
+    measured seconds those rounds take there (windows and re-warms only)."""
+
+    stacks: int
+    rounds: int
+    ratio: float
+    seconds: float
+
+
+@dataclass
+class AACheck:
+    """The whole A/A check (module docstring)."""
+
+    copies: list[str]
+    tables: list[TableCheck]
+    pooled: NoiseBudget | None
+    window_log_sd: float | None
+    """The per-window log-sd the resolution is computed with: after the probe where it was read."""
+    seconds_per_window: float
+    """A measured window plus its re-warm, in seconds."""
+    resolution: list[Resolution] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """No order was claimed among the copies in any table."""
+        return not any(t.claims for t in self.tables)
+
+
+def _pair(verdict: TableVerdict, rps: dict[str, list[float | None]], a: str, b: str) -> PairReading | None:
+    """a / b as the verdict states it: its own simultaneous interval where it has one, else the paired
+    interval of the two (paired.paired_ratio).
+
+    NOTE: the verdict's simultaneous intervals (`TableVerdict.inference`, analysis/sequential.py) come with
+    the rewrite of the verdict statistics; a tree without them uses each pair's own interval."""
+    inference = getattr(verdict, "inference", None)
+    found = inference.interval(a, b) if inference is not None else paired_ratio(rps[a], rps[b])
+    if found is None:
+        return None
+    return PairReading(a, b, found.ratio, found.low, found.high, found.rounds, claimed=found.low > 1 or found.high < 1)
+
+
+def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: float | None = None) -> AACheck:
+    """The A/A check of a run whose stacks `copies` are copies of one stack (module docstring).
+    `seconds_per_window`: a window plus its re-warm (default: from the run's configuration)."""
+    verdicts = run_verdicts(results)
+    tables: list[TableCheck] = []
+    measured: list[tuple] = []
+    for key, cells in comparable_groups(c for c in results.cells if c.stack in copies).items():
+        if rank_basis(cells) != BY_RPS:
+            continue
+        rps, unit = table_rounds(cells)
+        if not rps:
+            continue
+        measured.append((rps, unit))
+        check = TableCheck(label=table_label(cells[0]), budget=noise_budget(rps, unit))
+        verdict = verdicts.get(key)
+        if verdict is not None:
+            for a, b in itertools.combinations(sorted(rps), 2):
+                pair = _pair(verdict, rps, a, b)
+                if pair is not None:
+                    check.pairs.append(pair)
+        tables.append(check)
+    pooled = pooled_budget(measured) if measured else None
+    sd = None
+    if pooled is not None:
+        sd = pooled.adjusted_window_log_sd if pooled.adjusted_window_log_sd is not None else pooled.window_log_sd
+    if seconds_per_window is None:
+        seconds_per_window = _window_seconds(results)
+    check = AACheck(copies=list(copies), tables=tables, pooled=pooled, window_log_sd=sd,
+                    seconds_per_window=seconds_per_window)
+    if sd is not None:
+        check.resolution = resolution(sd, seconds_per_window,
+                                      stacks=sorted({len(check.copies), HEADLINE_STACKS}))
+    return check
+
+
+def _window_seconds(results: RunResults) -> float:
+    """A measured window plus its re-warm, from the stored configuration (seconds)."""
+    duration = float(results.config.get("duration_seconds") or 0.0)
+    rewarm = results.schedule.rewarm_seconds if results.schedule is not None else None
+    return duration + float(rewarm or 0.0)
+
+
+def resolution(window_log_sd: float, seconds_per_window: float, *, stacks: Sequence[int],
+               rounds: Sequence[int] = RESOLUTION_ROUNDS) -> list[Resolution]:
+    """The smallest resolvable ratio for each (stacks, rounds): `sequential.detectable_ratio` with one claim
+    per pair of the table's stacks, and the seconds of windows those rounds take (stacks × rounds × window)."""
+    # NOTE: imported here, not at the top: detectable_ratio belongs to the verdict's statistics
+    # (analysis/sequential.py), which the rewrite of the verdict adds.
+    from pgarena.analysis.sequential import detectable_ratio
+
+    return [Resolution(stacks=s, rounds=n, ratio=detectable_ratio(window_log_sd, n, s * (s - 1) // 2),
+                       seconds=s * n * seconds_per_window) for s in stacks for n in rounds]

@@ -1,0 +1,249 @@
+"""The noise budget of a run: how much each window scatters, how much the rounds share, and how much of the
+scatter the machine's speed (the reference probe) explains.
+
+For each table of comparable cells measured in interleaved rounds, y = ln(2xx/s) of every window is fitted
+with the two-way additive model y[s,r] = μ[s] + ρ[r] + e[s,r] (stack effect, round effect, residual) by
+least squares on the windows present, computed by alternating means (backfitting: each step is the exact
+least-squares update of one factor given the other, so the fit converges to the least-squares solution of a
+connected design; a complete design converges after one pass). Reported:
+
+- **per-window log-sd** √(RSS / df), df = N − S − R + 1 (windows, stacks, rounds): the noise that pairing
+  by round cannot remove, the figure that sets how wide a paired interval is;
+- **round factor sd**: the sample sd of the centred round effects ρ — the drift the stacks of one round
+  share, which pairing removes (it also holds a share of the windows' noise, about σ²/S);
+- the same **after the probe adjustment** y − β·z, with z = ln(reference_unit_ns) of the same window
+  double-centred by the same fit and β the least-squares slope of the y residuals on the z residuals (a
+  window's residuals are linear in its data, so the adjusted residuals are e_y − β·e_z and the adjusted
+  round effects ρ_y − β·ρ_z); one more degree of freedom is spent on β. `correlation` is that of the two
+  residuals. The adjustment uses only windows with a probe reading.
+
+Pooled over a run's tables, the sums of squares add: one β for the machine (Σ e_y·e_z / Σ e_z²), log-sd
+√(ΣRSS / Σdf), round sd √(Σρ² / Σ(R − 1)).
+
+This is the covariate of duet benchmarking (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy
+in the Cloud", Empirical Software Engineering 25, 2020) read as a regression adjustment (the analysis of
+covariance of a two-way layout).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from pgarena.analysis.ranking import BY_RPS, comparable_groups, level_group_label, rank_basis
+from pgarena.analysis.verdicts import has_rounds
+from pgarena.contract import workloads as wl
+from pgarena.results.models import Cell, RunResults
+
+PerRound = Mapping[str, Sequence[float | None]]
+"""stack → one figure per round (None: no window in that round), rounds aligned across stacks."""
+FIT_TOLERANCE = 1e-12
+"""The alternating means stop when no stack effect moves by more than this (log units)."""
+FIT_MAX_ITERATIONS = 10_000
+
+
+@dataclass(frozen=True)
+class AdditiveFit:
+    """y[s,r] = μ[s] + ρ[r] + e[s,r] fitted by least squares on the windows present (log units)."""
+
+    stack_effects: dict[str, float]
+    """μ: each stack's level (only differences between stacks are meaningful)."""
+    round_effects: dict[int, float]
+    """ρ: each round's shared deviation, centred to mean 0 over the rounds present."""
+    residuals: dict[tuple[str, int], float]
+    """e per (stack, round index) window."""
+    rss: float
+    """Residual sum of squares."""
+    df: int
+    """Residual degrees of freedom N − S − R + 1 (can be ≤ 0 for a tiny table)."""
+    iterations: int
+
+
+def additive_fit(y: PerRound) -> AdditiveFit:
+    """The two-way least-squares fit of `y` (module docstring) by alternating means until no stack effect
+    moves by more than FIT_TOLERANCE (or FIT_MAX_ITERATIONS passes)."""
+    rows = {s: [(r, float(v)) for r, v in enumerate(vals) if v is not None] for s, vals in y.items()}
+    rows = {s: points for s, points in rows.items() if points}
+    columns: dict[int, list[tuple[str, float]]] = {}
+    for s, points in rows.items():
+        for r, v in points:
+            columns.setdefault(r, []).append((s, v))
+    mu = {s: math.fsum(v for _, v in points) / len(points) for s, points in rows.items()}
+    rho = dict.fromkeys(columns, 0.0)
+    iterations = 0
+    for iterations in range(1, FIT_MAX_ITERATIONS + 1 if columns else 1):
+        for r, points in columns.items():
+            rho[r] = math.fsum(v - mu[s] for s, v in points) / len(points)
+        shift = math.fsum(rho.values()) / len(rho)
+        for r in rho:
+            rho[r] -= shift
+        change = 0.0
+        for s, points in rows.items():
+            new = math.fsum(v - rho[r] for r, v in points) / len(points)
+            change = max(change, abs(new - mu[s]))
+            mu[s] = new
+        if change <= FIT_TOLERANCE:
+            break
+    residuals = {(s, r): v - mu[s] - rho[r] for s, points in rows.items() for r, v in points}
+    df = len(residuals) - len(rows) - len(columns) + 1
+    return AdditiveFit(mu, rho, residuals, math.fsum(e * e for e in residuals.values()), df, iterations)
+
+
+@dataclass(frozen=True)
+class NoiseBudget:
+    """One table's (or a run's pooled) noise, on the log scale of 2xx/s (0.10 ≈ 10 % per window)."""
+
+    windows: int
+    stacks: int
+    rounds: int
+    df: int
+    """Residual degrees of freedom of the fit (N − S − R + 1; summed when pooled)."""
+    window_log_sd: float | None
+    """Per-window log-sd √(RSS/df) (None: df < 1)."""
+    round_sd: float | None
+    """sd of the round effects ρ (None: fewer than 2 rounds)."""
+    probe_windows: int = 0
+    """Windows with a probe reading (the adjustment uses these only)."""
+    beta: float | None = None
+    """Slope of the y residuals on the z residuals (z = ln reference_unit_ns); near −1: throughput moves
+    inversely with the unit's CPU time. None: no usable probe readings."""
+    correlation: float | None = None
+    """Correlation of the y and z residuals."""
+    adjusted_window_log_sd: float | None = None
+    """Per-window log-sd of y − β·z (df − 1)."""
+    adjusted_round_sd: float | None = None
+    """sd of the round effects of y − β·z."""
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """One table's sums, from which a budget (one table or pooled) is put together."""
+
+    windows: int
+    stacks: int
+    rounds: int
+    df: int
+    rss: float
+    rho_squares: float
+    probe_windows: int = 0
+    probe_df: int = 0
+    yy: float = 0.0
+    zz: float = 0.0
+    yz: float = 0.0
+    rho_y: tuple[float, ...] = ()
+    rho_z: tuple[float, ...] = ()
+
+
+def _logs(values: Sequence[float | None], rounds: int) -> list[float | None]:
+    padded = list(values) + [None] * (rounds - len(values))
+    return [math.log(v) if v is not None and v > 0 else None for v in padded]
+
+
+def _parts(per_round: PerRound, reference: PerRound | None) -> _Parts:
+    rounds = max((len(v) for v in per_round.values()), default=0)
+    y = {s: _logs(v, rounds) for s, v in per_round.items()}
+    fit = additive_fit(y)
+    parts = _Parts(windows=len(fit.residuals), stacks=len(fit.stack_effects), rounds=len(fit.round_effects),
+                   df=fit.df, rss=fit.rss, rho_squares=math.fsum(v * v for v in fit.round_effects.values()))
+    if reference is None:
+        return parts
+    z = {s: _logs(reference.get(s, ()), rounds) for s in y}
+    both = {s: [v if v is not None and z[s][r] is not None else None for r, v in enumerate(y[s])] for s in y}
+    y_fit = additive_fit(both)
+    z_fit = additive_fit({s: [z[s][r] if v is not None else None for r, v in enumerate(both[s])] for s in both})
+    if y_fit.df < 2 or len(y_fit.round_effects) < 2:
+        return parts
+    keys = list(y_fit.residuals)
+    order = sorted(y_fit.round_effects)
+    return replace(parts, probe_windows=len(keys), probe_df=y_fit.df, yy=y_fit.rss, zz=z_fit.rss,
+                   yz=math.fsum(y_fit.residuals[k] * z_fit.residuals[k] for k in keys),
+                   rho_y=tuple(y_fit.round_effects[r] for r in order), rho_z=tuple(z_fit.round_effects[r] for r in order))
+
+
+def _budget(tables: Sequence[_Parts]) -> NoiseBudget:
+    df = sum(t.df for t in tables if t.df > 0)
+    rss = math.fsum(t.rss for t in tables if t.df > 0)
+    round_df = sum(t.rounds - 1 for t in tables if t.rounds >= 2)
+    budget = NoiseBudget(
+        windows=sum(t.windows for t in tables), stacks=max((t.stacks for t in tables), default=0),
+        rounds=max((t.rounds for t in tables), default=0), df=df,
+        window_log_sd=math.sqrt(rss / df) if df >= 1 else None,
+        round_sd=math.sqrt(math.fsum(t.rho_squares for t in tables if t.rounds >= 2) / round_df) if round_df else None)
+    probed = [t for t in tables if t.probe_windows]
+    zz = math.fsum(t.zz for t in probed)
+    if not probed or zz <= 0:
+        return budget
+    yy, yz = math.fsum(t.yy for t in probed), math.fsum(t.yz for t in probed)
+    beta = yz / zz
+    adjusted_df = sum(t.probe_df for t in probed) - 1
+    adjusted_rss = max(0.0, yy - 2 * beta * yz + beta * beta * zz)
+    rho_squares = math.fsum((a - beta * b) ** 2 for t in probed for a, b in zip(t.rho_y, t.rho_z))
+    rho_df = sum(len(t.rho_y) - 1 for t in probed)
+    return replace(budget, probe_windows=sum(t.probe_windows for t in probed), beta=beta,
+                   correlation=yz / math.sqrt(yy * zz) if yy > 0 else None,
+                   adjusted_window_log_sd=math.sqrt(adjusted_rss / adjusted_df) if adjusted_df >= 1 else None,
+                   adjusted_round_sd=math.sqrt(rho_squares / rho_df) if rho_df else None)
+
+
+def noise_budget(per_round: PerRound, reference: PerRound | None = None) -> NoiseBudget:
+    """One table's budget: `per_round` is stack → 2xx/s per round, `reference` stack → the probe's
+    reference_unit_ns in the same windows (None: no adjustment)."""
+    return _budget([_parts(per_round, reference)])
+
+
+def pooled_budget(tables: Sequence[tuple[PerRound, PerRound | None]]) -> NoiseBudget:
+    """Several tables' budgets pooled (module docstring): sums of squares and degrees of freedom added, one
+    β for all. `stacks` and `rounds` are the largest table's."""
+    return _budget([_parts(y, z) for y, z in tables])
+
+
+def table_rounds(cells: Sequence[Cell]) -> tuple[dict[str, list[float | None]], dict[str, list[float | None]]]:
+    """(2xx/s, reference_unit_ns) per stack and round of a table's cells measured in rounds, rounds aligned
+    over the rounds any of them was measured in; cells without rounds are left out."""
+    cells = [c for c in cells if has_rounds(c)]
+    rounds = sorted({r.round for c in cells for r in c.repetitions})  # type: ignore[type-var]
+    rps = {c.stack: {r.round: r.rps for r in c.repetitions} for c in cells}
+    unit = {c.stack: {r.round: r.reference_unit_ns for r in c.repetitions} for c in cells}
+    return ({s: [v.get(r) for r in rounds] for s, v in rps.items()},
+            {s: [v.get(r) for r in rounds] for s, v in unit.items()})
+
+
+def table_label(cell: Cell) -> str:
+    """'perf-test rows=1 · 50 VUs · k6': the table a cell belongs to."""
+    parameter = "" if cell.parameter is None else f" {wl.PARAMETER_NAMES[cell.workload]}={cell.parameter}"
+    return f"{cell.workload}{parameter} · {level_group_label(cell)} · {cell.engine}"
+
+
+def run_noise(results: RunResults) -> tuple[list[tuple[str, NoiseBudget]], NoiseBudget | None]:
+    """Every table of the run measured in rounds and ranked by 2xx/s (closed model: an open-model window's
+    2xx/s is its offered rate, not a measurement of speed) with its budget (label, budget), and the run's
+    pooled budget (None: no such table)."""
+    tables = []
+    for cells in comparable_groups(results.cells).values():
+        if rank_basis(cells) != BY_RPS:
+            continue
+        rps, unit = table_rounds(cells)
+        if rps:
+            tables.append((table_label(cells[0]), rps, unit))
+    per_table = [(label, noise_budget(rps, unit)) for label, rps, unit in tables]
+    pooled = pooled_budget([(rps, unit) for _, rps, unit in tables]) if tables else None
+    return per_table, pooled
+
+
+def budget_line(budget: NoiseBudget) -> str:
+    """One line: 'window log-sd 0.182 → 0.121 after the probe (β −0.93, r −0.80); round sd 0.094 → 0.031;
+    60 windows, 4 stacks, 15 rounds'."""
+
+    def figure(value: float | None) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    text = f"window log-sd {figure(budget.window_log_sd)}"
+    if budget.beta is not None:
+        text += (f" → {figure(budget.adjusted_window_log_sd)} after the probe (β {budget.beta:+.2f}"
+                 + (f", r {budget.correlation:+.2f}" if budget.correlation is not None else "") + ")")
+    text += f"; round sd {figure(budget.round_sd)}"
+    if budget.beta is not None:
+        text += f" → {figure(budget.adjusted_round_sd)}"
+    return text + (f"; {budget.windows} windows, {budget.stacks} stack{'s' if budget.stacks != 1 else ''}, "
+                   f"{budget.rounds} round{'s' if budget.rounds != 1 else ''}")

@@ -1,0 +1,419 @@
+"""The verdict's inference: simultaneous, anytime-valid intervals on paired log ratios.
+
+An interleaved run looks at its data after every round and stops when the answer is known or the budget is
+spent; it then shows, per table, every stack's ratio to the best and each neighbouring pair's ratio. Every
+one of those intervals is a claim, and the claims must hold *jointly* at the stated level *whatever round the
+run stopped at*. This module gives intervals with that property:
+
+- **Paired log ratios.** Stacks of one round saw the same machine, so pair (a, b) is judged on the per-round
+  differences d_r = y_a,r − y_b,r of y = ln(2xx/s) (Abedi and Brecht, ICPE 2017). Optionally each y is first
+  corrected for the machine's speed during its window, read by a reference probe on the server CPUs (duet
+  benchmarking: Bulej et al., Empirical Software Engineering 25, 2020): y' = y − β·z with z = ln(probe unit
+  ns) and β the within-stack, within-round least-squares slope of y on z over the table (`fit_table`).
+- **The noise is estimated from the whole table.** A two-way additive fit y'[s,r] = μ_s + ρ_r + e (the
+  round effect ρ removes the drift the rounds share) gives a pooled per-window variance σ² with
+  N − S − R + 1 degrees of freedom, far more than one pair's rounds give. Each pair's variance is that pooled
+  2σ² moderated by the pair's own sample variance (the empirical-Bayes variance of Smyth, "Linear models and
+  empirical Bayes methods for assessing differential expression", SAGMB 3(1), 2004, with a fixed prior weight
+  `PRIOR_DF`), so a pair of stacks noisier than the rest widens its own interval.
+- **Anytime-valid.** The interval of a pair after n paired rounds is Robbins' normal-mixture confidence
+  sequence (Howard, Ramdas, McAuliffe and Sekhon, "Time-uniform, nonparametric, nonasymptotic confidence
+  sequences", Annals of Statistics 49(2), 2021, eq. (14) with a Gaussian mixture): with variance v per round,
+  |d̄_n − δ| ≤ √(2v(n+ρ)·(ln(1/α′) + ½·ln((n+ρ)/ρ))) / n holds for every n at once with probability ≥ 1 − α′,
+  so looking after every round and stopping on what one sees does not inflate the error. The mixture
+  parameter ρ is chosen to make the boundary tightest at `DEFAULT_TIGHTEST_AT` rounds. The variance is
+  plugged in, widened by the ratio of Student's to the normal critical value at its degrees of freedom.
+- **Simultaneous over every pair.** α′ = (1 − level) / (S(S−1)/2): a Bonferroni split over every pair of
+  the table's S stacks, so any pair the table chooses to show after seeing the data (neighbours in the
+  order, each stack against the best) is covered, and all its intervals hold together at `level`.
+
+A pair is **ordered** when its interval excludes a ratio of 1, **equivalent within ±m** when its interval
+lies inside [1/(1+m), 1+m] (two one-sided tests at the same level), and **not resolved** otherwise. The order
+of a table comes from the paired estimates (μ̂ of the fit), adjusted so that no claimed order is
+contradicted (`paired_order`). Simulation tests (tests/unit/test_verdict_simulation.py) measure the
+false-order rate and the power of exactly these functions; docs/methodology.md states the figures.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Literal
+
+from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, t_critical
+
+DEFAULT_FAMILY_LEVEL = 0.95
+"""Probability that every interval of a table holds at once, at whatever round the run stopped."""
+DEFAULT_TIGHTEST_AT = 10
+"""The round count at which the mixture boundary is tuned to be tightest (it is valid at every count)."""
+PRIOR_DF = 20
+"""Weight, in degrees of freedom, of the table's pooled variance in each pair's moderated variance."""
+MIN_FIT_DF = 3
+"""Fewer residual degrees of freedom than this: no pooled variance (the pair's own alone)."""
+MIN_SLOPE_DF = 8
+"""The speed covariate is used only with at least this many residual degrees of freedom left for it."""
+
+Status = Literal["ordered", "equivalent", "not resolved"]
+PerRound = Mapping[str, Sequence[float | None]]
+"""stack → a figure per round (None: not measured in that round), rounds aligned across stacks."""
+
+
+# --- the boundary ---------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=4096)
+def mixture_rho(alpha: float, tightest_at: int = DEFAULT_TIGHTEST_AT) -> float:
+    """The normal-mixture parameter ρ (in rounds) that makes the boundary tightest at `tightest_at` rounds
+    for error `alpha` (golden-section search on ln ρ; the boundary is valid for every ρ > 0)."""
+    n = tightest_at
+
+    def width(log_rho: float) -> float:
+        rho = math.exp(log_rho)
+        return (n + rho) * (math.log(1 / alpha) + 0.5 * math.log((n + rho) / rho))
+
+    lo, hi = math.log(1e-3), math.log(1e3)
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(80):
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        if width(a) < width(b):
+            hi = b
+        else:
+            lo = a
+    return math.exp((lo + hi) / 2)
+
+
+@lru_cache(maxsize=65536)
+def _variance_widening(alpha: float, df: float) -> float:
+    """Student's over the normal two-sided critical value at error `alpha`: how much wider an interval with
+    an estimated variance (`df` degrees of freedom) must be than one with the variance known."""
+    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+    if df >= 1000:
+        return 1.0
+    return t_critical(1 - alpha, max(1, int(df))) / z
+
+
+def half_width(n: int, variance: float, alpha: float, df: float = math.inf,
+               tightest_at: int = DEFAULT_TIGHTEST_AT) -> float:
+    """Half-width, on the log scale, of the anytime-valid interval for the mean of `n` paired differences
+    whose variance per round is `variance` (estimated with `df` degrees of freedom) at error `alpha`
+    (module docstring). Infinite for n < 1."""
+    if n < 1:
+        return math.inf
+    rho = mixture_rho(alpha, tightest_at)
+    radius = math.sqrt(2 * variance * (n + rho) * (math.log(1 / alpha) + 0.5 * math.log((n + rho) / rho))) / n
+    return radius * (_variance_widening(alpha, df) if math.isfinite(df) else 1.0)
+
+
+def pair_count(stacks: int) -> int:
+    """The claims one table can make: one per pair of its stacks."""
+    return stacks * (stacks - 1) // 2
+
+
+def pair_alpha(stacks: int, level: float = DEFAULT_FAMILY_LEVEL) -> float:
+    """Each pair's error: the table's 1 − level split over every pair (Bonferroni)."""
+    return (1 - level) / max(1, pair_count(stacks))
+
+
+def detectable_ratio(window_log_sd: float, rounds: int, claims: int, level: float = DEFAULT_FAMILY_LEVEL) -> float:
+    """The smallest ratio > 1 the verdict resolves after `rounds` paired rounds, for windows whose log
+    throughput scatters by `window_log_sd` (after the speed correction) in a table making `claims` claims:
+    exp of the interval's half-width with the variance known (a pair's difference has variance 2·sd²)."""
+    alpha = (1 - level) / max(1, claims)
+    return math.exp(half_width(rounds, 2 * window_log_sd**2, alpha))
+
+
+# --- the table's fit ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TableFit:
+    """The two-way fit of one table's windows (module docstring), on ln(2xx/s) corrected for speed."""
+
+    y: dict[str, list[float | None]]
+    """stack → corrected ln(figure) per round (None: no window)."""
+    effect: dict[str, float]
+    """stack → μ̂, its paired estimate on the log scale (differences between stacks are meaningful)."""
+    variance: float | None
+    """Pooled per-window variance σ² of the residuals (None: too few degrees of freedom)."""
+    df: int
+    slope: float
+    """β of the speed correction (0: not applied)."""
+    windows: int
+    raw_variance: float | None = None
+    """The same σ² before the speed correction (the noise budget's 'before')."""
+
+
+def _logs(values: Sequence[float | None]) -> list[float | None]:
+    return [math.log(v) if v is not None and v > 0 else None for v in values]
+
+
+def _two_way(y: Mapping[str, Sequence[float | None]], rounds: int) -> tuple[dict[str, float], list[float], float, int]:
+    """Least-squares additive fit y[s][r] = μ_s + ρ_r by alternating means (Gauss–Seidel on the normal
+    equations; it converges for a connected design and is exact after one pass for a complete one).
+    Returns (μ, ρ, residual sum of squares, residual df)."""
+    rows = {s: [(r, v) for r, v in enumerate(vals) if v is not None] for s, vals in y.items()}
+    rows = {s: pts for s, pts in rows.items() if pts}
+    cols: dict[int, list[tuple[str, float]]] = {}
+    for s, pts in rows.items():
+        for r, v in pts:
+            cols.setdefault(r, []).append((s, v))
+    mu = {s: math.fsum(v for _, v in pts) / len(pts) for s, pts in rows.items()}
+    rho = [0.0] * rounds
+    for _ in range(500):
+        for r, pts in cols.items():
+            rho[r] = math.fsum(v - mu[s] for s, v in pts) / len(pts)
+        shift = math.fsum(rho[r] for r in cols) / len(cols) if cols else 0.0
+        for r in cols:
+            rho[r] -= shift
+        change = 0.0
+        for s, pts in rows.items():
+            new = math.fsum(v - rho[r] for r, v in pts) / len(pts)
+            change = max(change, abs(new - mu[s]))
+            mu[s] = new
+        if change < 1e-10:
+            break
+    rss = math.fsum((v - mu[s] - rho[r]) ** 2 for s, pts in rows.items() for r, v in pts)
+    df = sum(len(pts) for pts in rows.values()) - len(rows) - len(cols) + 1
+    return mu, rho, rss, df
+
+
+def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFit:
+    """Fit a table's windows (module docstring). `per_round`: stack → 2xx/s per round; `reference`: stack →
+    the probe's unit CPU ns in the same windows (None, or any window without a reading: no correction)."""
+    rounds = max((len(v) for v in per_round.values()), default=0)
+    y = {s: _logs(list(v) + [None] * (rounds - len(v))) for s, v in per_round.items()}
+    mu, rho, rss, df = _two_way(y, rounds)
+    raw_variance = rss / df if df >= MIN_FIT_DF else None
+    slope = 0.0
+    if reference is not None and df - 1 >= MIN_SLOPE_DF:
+        z = {s: _logs(list(reference.get(s, [])) + [None] * (rounds - len(reference.get(s, [])))) for s in y}
+        complete = all((z[s][r] is None) == (y[s][r] is None) for s in y for r in range(rounds))
+        if complete:
+            zmu, zrho, zrss, _ = _two_way(z, rounds)
+            if zrss > 0:
+                cross = sum((y[s][r] - mu[s] - rho[r]) * (z[s][r] - zmu[s] - zrho[r])  # type: ignore[operator]
+                            for s in y for r in range(rounds) if y[s][r] is not None)
+                slope = min(0.0, max(-2.0, cross / zrss))
+                if slope:
+                    y = {s: [None if v is None else v - slope * z[s][r] for r, v in enumerate(y[s])]  # type: ignore[operator]
+                         for s in y}
+                    mu, rho, rss, df = _two_way(y, rounds)
+                    df -= 1
+    variance = rss / df if df >= MIN_FIT_DF else None
+    windows = sum(v is not None for vals in y.values() for v in vals)
+    return TableFit(y=y, effect=mu, variance=variance, df=max(df, 0), slope=slope, windows=windows,
+                    raw_variance=raw_variance)
+
+
+# --- pairs ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PairInterval:
+    """a / b: the geometric mean of the paired (speed-corrected) ratios and its simultaneous, anytime-valid
+    interval; `level` is the table's family-wise level the interval belongs to."""
+
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+    level: float
+    margin: float = DEFAULT_EQUIVALENCE_MARGIN
+    variance: float = math.nan
+    """The per-round variance of the paired log differences the interval was computed with."""
+    df: float = math.inf
+    """Its degrees of freedom."""
+
+    @property
+    def relation(self) -> Literal["above", "below", "equivalent", "not resolved"]:
+        """'above' / 'below' when the interval excludes 1; 'equivalent' within ± the margin; else 'not resolved'."""
+        if self.low > 1:
+            return "above"
+        if self.high < 1:
+            return "below"
+        if self.within(self.margin):
+            return "equivalent"
+        return "not resolved"
+
+    @property
+    def status(self) -> Status:
+        relation = self.relation
+        return "ordered" if relation in ("above", "below") else relation  # type: ignore[return-value]
+
+    def within(self, margin: float) -> bool:
+        """The interval lies inside [1/(1+margin), 1+margin]."""
+        return self.low >= 1 / (1 + margin) and self.high <= 1 + margin
+
+    def inverse(self) -> PairInterval:
+        """b / a."""
+        return PairInterval(1 / self.ratio, 1 / self.high, 1 / self.low, self.rounds, self.level, self.margin,
+                            self.variance, self.df)
+
+
+@dataclass
+class Inference:
+    """Every pair of one table judged together (module docstring)."""
+
+    fit: TableFit
+    level: float
+    margin: float
+    alpha: float
+    """Each pair's error (the table's 1 − level over its pairs)."""
+    pairs: dict[tuple[str, str], PairInterval] = field(default_factory=dict)
+    """(a, b) → a / b, for a before b in the mapping's order (use `interval` for either direction)."""
+
+    def interval(self, a: str, b: str) -> PairInterval | None:
+        """a / b, or None when the two were never measured in the same round."""
+        if (a, b) in self.pairs:
+            return self.pairs[(a, b)]
+        found = self.pairs.get((b, a))
+        return None if found is None else found.inverse()
+
+    def surely_above(self, a: str, b: str) -> bool:
+        """The interval of a / b lies wholly above 1."""
+        found = self.pairs.get((a, b))
+        if found is not None:
+            return found.low > 1
+        found = self.pairs.get((b, a))
+        return found is not None and found.high < 1
+
+    def claims_above(self) -> dict[str, set[str]]:
+        """stack → the stacks surely above it."""
+        above: dict[str, set[str]] = {}
+        for (a, b), found in self.pairs.items():
+            if found.low > 1:
+                above.setdefault(b, set()).add(a)
+            elif found.high < 1:
+                above.setdefault(a, set()).add(b)
+        return above
+
+    def order(self) -> list[str]:
+        """Stacks best first (`paired_order`)."""
+        return paired_order(self)
+
+
+def judge(per_round: PerRound, reference: PerRound | None = None, *, level: float = DEFAULT_FAMILY_LEVEL,
+          margin: float = DEFAULT_EQUIVALENCE_MARGIN, stacks_in_family: int | None = None,
+          tightest_at: int = DEFAULT_TIGHTEST_AT) -> Inference:
+    """Every pair of a table's stacks with its simultaneous anytime-valid interval. `stacks_in_family`: the
+    number of stacks the family-wise split counts (default: those in `per_round`)."""
+    fit = fit_table(per_round, reference)
+    names = [s for s in per_round if s in fit.effect]
+    alpha = pair_alpha(stacks_in_family or len(names), level)
+    inference = Inference(fit=fit, level=level, margin=margin, alpha=alpha)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            diffs = [x - y for x, y in zip(fit.y[a], fit.y[b]) if x is not None and y is not None]
+            n = len(diffs)
+            if n == 0 or (n < 2 and fit.variance is None):
+                continue
+            centre = math.fsum(diffs) / n
+            own = math.fsum((d - centre) ** 2 for d in diffs) / (n - 1) if n >= 2 else None
+            if fit.variance is not None:
+                prior_df = min(PRIOR_DF, fit.df)
+                pooled = 2 * fit.variance
+                own_df = n - 1 if own is not None else 0
+                variance = (prior_df * pooled + own_df * (own or 0.0)) / (prior_df + own_df)
+                df = prior_df + own_df
+            else:
+                variance, df = own, n - 1  # type: ignore[assignment]
+            h = half_width(n, variance, alpha, df, tightest_at)  # type: ignore[arg-type]
+            low, high = (math.exp(centre - h), math.exp(centre + h)) if math.isfinite(h) else (0.0, math.inf)
+            inference.pairs[(a, b)] = PairInterval(math.exp(centre), low, high, n, level, margin, variance, df)
+    return inference
+
+
+def paired_order(inference: Inference) -> list[str]:
+    """Stacks best first by their paired estimates μ̂, never against a claimed order: a topological order of
+    'surely above' (every pair whose interval excludes 1), taking the highest μ̂ among the stacks nothing
+    unplaced is surely above. Claims hold jointly, so they form no cycle unless one of them is wrong; if
+    they do, the highest μ̂ among the rest is placed."""
+    beaten_by = inference.claims_above()
+    remaining = sorted(inference.fit.effect, key=lambda s: -inference.fit.effect[s])
+    order: list[str] = []
+    while remaining:
+        left = set(remaining)
+        pick = next((s for s in remaining if not (beaten_by.get(s, set()) & left)), remaining[0])
+        order.append(pick)
+        remaining.remove(pick)
+    return order
+
+
+def rank_labels(inference: Inference, order: Sequence[str] | None = None) -> dict[str, str]:
+    """Each stack's rank range from the claims and what they imply (x above a and a above b put x above b:
+    true whenever the claims are, so the closure holds at the same joint level): best = 1 + #stacks surely
+    above it, worst = S − #stacks surely below it (widened to include its position in the order); '2' or
+    '2–3'. `order` may be a subset of the stacks (e.g. the exact ones): ranks are then among those."""
+    order = list(order if order is not None else inference.order())
+    members = set(order)
+    above = _closure(inference.claims_above())
+    n = len(order)
+    labels = {}
+    for position, stack in enumerate(order, start=1):
+        over = len(above.get(stack, set()) & members)
+        under = sum(stack in above.get(o, set()) for o in order if o != stack)
+        best, worst = min(1 + over, position), max(n - under, position)
+        labels[stack] = str(best) if best == worst else f"{best}–{worst}"
+    return labels
+
+
+def _closure(above: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """stack → every stack above it through a chain of claims (the transitive closure of `above`)."""
+    out: dict[str, set[str]] = {}
+
+    def reach(stack: str, seen: set[str]) -> set[str]:
+        if stack in out:
+            return out[stack]
+        found: set[str] = set()
+        for parent in above.get(stack, set()):
+            if parent in seen:
+                continue  # a cycle: only a wrong claim makes one; stop there
+            found |= {parent} | reach(parent, seen | {parent})
+        out[stack] = found
+        return found
+
+    for stack in above:
+        reach(stack, {stack})
+    return out
+
+
+def groups(order: Sequence[str], inference: Inference) -> list[list[str]]:
+    """Consecutive stacks of `order` joined wherever the pair between neighbours is not ordered."""
+    out: list[list[str]] = []
+    for stack in order:
+        if out and not inference.surely_above(out[-1][-1], stack):
+            out[-1].append(stack)
+        else:
+            out.append([stack])
+    return out
+
+
+def unresolved_pairs(inference: Inference, order: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """Neighbouring pairs of the order that are neither ordered nor equivalent within the margin."""
+    order = list(order if order is not None else inference.order())
+    out = []
+    for a, b in zip(order, order[1:]):
+        found = inference.interval(a, b)
+        if found is None or found.status == "not resolved":
+            out.append((a, b))
+    return out
+
+
+def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = DEFAULT_TIGHTEST_AT,
+                      horizon: int = 400) -> int | None:
+    """The paired rounds pair (a, b) would need, at its present estimate and variance, for its interval to
+    exclude 1 or fit within the margin (None: not within `horizon` rounds, or nothing to go on), its centre
+    taken one standard error closer to whichever outcome is nearer, so that a pair is not given up on a
+    chance low estimate. The degrees of freedom grow with the rounds as the pair's own do. Used to spend rounds where they decide; it never
+    enters an interval."""
+    found = inference.interval(a, b)
+    if found is None or found.rounds == 0 or not math.isfinite(found.variance):
+        return None
+    centre = abs(math.log(found.ratio))
+    error = math.sqrt(found.variance / found.rounds)  # give the pair the benefit of one standard error
+    target = max(centre + error, math.log(1 + inference.margin) - max(0.0, centre - error))
+    for n in range(found.rounds, horizon + 1):
+        df = found.df + (n - found.rounds)
+        if half_width(n, found.variance, inference.alpha, df, tightest_at) < target:
+            return n
+    return None

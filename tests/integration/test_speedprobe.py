@@ -1,0 +1,78 @@
+"""The reference probe for real: it runs pinned to the server CPUs, gives each window a reading, dies with
+its parent, and a real run stores a reading on every window (pgarena.system.speedprobe)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from pgarena.config.run import build_config
+from pgarena.pipeline import runner
+from pgarena.results.store import load
+from pgarena.system.speedprobe import SpeedProbe
+from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, process_gone, require_engine
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU pinning and prctl are Linux's")
+
+
+def test_a_real_probe_is_pinned_and_reads_every_window():
+    cpus = [max(os.sched_getaffinity(0))]
+    with SpeedProbe(cpus) as probe:
+        assert psutil.Process(probe.pid).cpu_affinity() == cpus
+        start = time.monotonic_ns()
+        time.sleep(1.0)
+        end = time.monotonic_ns()
+        reading = probe.reading(start, end)
+        pid = probe.pid
+    assert 7 <= reading.samples <= 12, reading  # one unit every 0.1 s
+    assert reading.unit_ns is not None and 20_000 < reading.unit_ns < 50_000_000, reading  # ~0.5 ms of CPU
+    assert process_gone(pid), "stop() reaps the child"
+    assert probe.reading(start, end).samples == reading.samples  # the samples outlive the child
+
+
+def test_the_probe_dies_with_its_parent_killed_by_sigkill():
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import os, sys, time
+        from pgarena.system.speedprobe import SpeedProbe
+        probe = SpeedProbe([min(os.sched_getaffinity(0))]).start()
+        print(probe.pid, flush=True)
+        time.sleep(120)
+        """)], stdout=subprocess.PIPE, text=True, cwd=PROJECT_DIR)
+    try:
+        pid = int(parent.stdout.readline())
+        assert psutil.Process(pid).is_running()
+        parent.kill()
+        parent.wait()
+        assert process_gone(pid), "the probe outlived pgarena"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+@needs_postgres
+@pytest.mark.postgres
+def test_a_run_stores_the_machine_speed_of_every_window(tmp_path, fixture_env):
+    require_engine("k6")
+    config = build_config(project_dir=tmp_path, overrides={
+        "ceiling_s": 0, "headroom": False, "engine": "k6", "stacks_dir": FIXTURE_STACKS,
+        "results_dir": tmp_path / "results", "run_id": "probe", "stacks": ["fixture-good"], "workloads": ["static"],
+        "vus": [2], "repetitions": 2, "max_repetitions": 2, "warmup_s": 1, "warmup_cap_s": 2, "duration_s": 1.0,
+        "schedule": "sequential"})
+    lines: list[str] = []
+    results = load(runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lines.append))
+    reps = [r for c in results.cells for r in c.repetitions]
+    assert len(reps) == 2
+    for rep in reps:
+        assert rep.reference_samples >= 7, rep  # 1 s windows, one unit every 0.1 s
+        assert rep.reference_unit_ns is not None and rep.reference_unit_ns > 0
+    probe_line = next(line for line in lines if line.startswith("speed probe:"))
+    pid = int(probe_line.rsplit("pid ", 1)[1].rstrip(")"))
+    assert process_gone(pid), "the probe is stopped with the run"

@@ -1,0 +1,61 @@
+"""The reference probe's window reading (pgarena.system.speedprobe): which samples count and their median."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgarena.results.models import Repetition
+from pgarena.system.resources import CpuMeters
+from pgarena.system.speedprobe import MIN_SAMPLES, UNIT_ITERATIONS, ProbeReading, parse_line, reading_between, unit_of_work
+
+MS = 1_000_000
+
+
+def _samples(cpu_ns: list[int], *, every_ms: int = 100, first_ms: int = 0) -> tuple[list[int], list[int]]:
+    return [(first_ms + i * every_ms) * MS for i in range(len(cpu_ns))], cpu_ns
+
+
+def test_the_reading_is_the_median_of_the_units_started_inside_the_window():
+    times, cpu = _samples([900, 500, 510, 9_000, 520, 530, 100])
+    # units at 0..600 ms; the window [100 ms, 500 ms] holds the 2nd to 6th: 500, 510, 9000, 520, 530
+    assert reading_between(times, cpu, 100 * MS, 500 * MS) == ProbeReading(samples=5, unit_ns=520.0)
+
+
+def test_window_edges_are_inclusive_and_an_even_count_averages_the_middle_two():
+    times, cpu = _samples([400, 600, 800, 1_000])
+    assert reading_between(times, cpu, 0, 300 * MS) == ProbeReading(samples=4, unit_ns=700.0)
+    assert reading_between(times, cpu, 1, 300 * MS - 1).samples == 2
+
+
+def test_fewer_than_the_minimum_samples_give_no_reading_but_their_count():
+    times, cpu = _samples([500, 600, 700, 800])
+    short = reading_between(times, cpu, 0, (MIN_SAMPLES - 2) * 100 * MS)
+    assert short == ProbeReading(samples=MIN_SAMPLES - 1, unit_ns=None)
+    assert reading_between(times, cpu, 10_000 * MS, 20_000 * MS) == ProbeReading(samples=0, unit_ns=None)
+    assert reading_between([], [], 0, 10**12) == ProbeReading(samples=0, unit_ns=None)
+
+
+def test_the_probe_lines_are_parsed_and_a_torn_line_is_skipped():
+    assert parse_line("123456789 480000\n") == (123456789, 480000)
+    assert parse_line("123456789") is None
+    assert parse_line("12x 5") is None
+    assert parse_line("") is None
+
+
+def test_the_unit_of_work_is_fixed_and_its_result_depends_on_every_iteration():
+    assert UNIT_ITERATIONS == 10_000  # a constant: changing it breaks comparisons with earlier runs
+    assert unit_of_work(3) == ((0 * 31 + 0) * 31 + 1) * 31 + 2
+    assert unit_of_work() == unit_of_work(UNIT_ITERATIONS) != unit_of_work(UNIT_ITERATIONS - 1)
+
+
+def test_a_window_without_a_probe_is_not_measured():
+    assert CpuMeters({}).probe is None
+    fields = Repetition.model_fields
+    assert fields["reference_unit_ns"].default is None and fields["reference_samples"].default == 0
+    assert "slower" in (fields["reference_unit_ns"].description or "")
+
+
+@pytest.mark.parametrize("start,end,expected", [(0, 0, 1), (50 * MS, 149 * MS, 1), (0, 10**12, 3)])
+def test_counts_follow_the_window(start, end, expected):
+    times, cpu = _samples([1, 2, 3])
+    assert reading_between(times, cpu, start, end).samples == expected

@@ -412,7 +412,10 @@ def compare(
     run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="the baseline run folder (or its results.json)")],
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="the run judged against it (folder or results.json)")],
     fail_on_regression: Annotated[Optional[float], typer.Option(
-        metavar="PCT", min=0, help="exit 1 when a cell's RPS dropped significantly by at least PCT %")] = None,
+        metavar="PCT", min=0, help=(
+            "exit 1 when a cell's RPS dropped significantly by at least PCT %. Each cell is tested alone (Welch, "
+            "α = 0.05): with no real change a cell false-alarms up to 2.5 % of the time, 20 cells about 40 %, and "
+            "run-to-run drift beyond PCT fails the gate whatever the code did (docs/compare.md, 'A CI gate')"))] = None,
     min_change: Annotated[float, typer.Option(
         metavar="PCT", min=0, help="smallest significant change, in %, that counts as a regression/improvement"
     )] = comparing.DEFAULT_MIN_CHANGE_PCT,
@@ -424,6 +427,8 @@ def compare(
     """Compare two runs cell by cell: change, significance (Welch's t-test) and environment differences.
 
     Exit codes: 0 compared, 1 a regression reached --fail-on-regression, 2 refused or unreadable.
+    The gate tests every cell alone, with no correction for many cells and without the machine's run-to-run
+    drift in its variance: its false-alarm rate is stated in docs/compare.md ("A CI gate").
     """
     runs = []
     for path in (run_a, run_b):
@@ -478,6 +483,8 @@ def calibrate(
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
     engine: Annotated[Optional[str], typer.Option(help="load generator: oha (default) or k6")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
+    budget: Annotated[Optional[str], typer.Option(
+        help="wall-clock budget of the check, build included (e.g. 10m; default: the profile's)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the calibration's folder (default: timestamp)")] = None,
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
@@ -488,7 +495,7 @@ def calibrate(
     Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
     """
     config = _config(profile, workloads=_names(workloads), vus=_ints(vus, "--vus"), engine=engine,
-                     duration_s=duration, perf_test_rows=[calibration.DEFAULT_ROWS],
+                     duration_s=duration, budget_s=budget, perf_test_rows=[calibration.DEFAULT_ROWS],
                      users_limits=[calibration.DEFAULT_LIMIT], stacks_dir=stacks_dir, results_dir=results_dir,
                      run_id=run_id)
     done = _guarded(lambda command_line, log, progress: calibration.calibrate(

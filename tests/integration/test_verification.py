@@ -87,6 +87,17 @@ def test_numeric_through_a_binary_float_is_wrong_and_nothing_else(managed_db, tm
     assert all(v.ok and not v.wrong_columns for w, v in results.items() if w != "perf-test")
 
 
+def test_time_values_cut_to_milliseconds_are_wrong_on_every_time_column(managed_db, tmp_path, fixture_env,
+                                                                       monkeypatch):
+    """Issue 22: every time value pgarena sends carries microseconds, so a stack that cuts them to
+    milliseconds (a JavaScript Date) gets ❌ on timestamptz too (the seed's whole seconds let it pass)."""
+    monkeypatch.setenv("FIXTURE_FAULTS", "ms_times")
+    perf = _verify("fixture-good", managed_db, tmp_path, fixture_env)["perf-test"]
+    assert perf.wrong_columns == ["time_val", "timestamp_val", "timestamptz_val"]
+    reason = next(c.reason for c in perf.columns if c.column == "timestamptz_val")
+    assert "expected the instant" in reason, reason
+
+
 def test_compressed_answers_nobody_asked_for_fail_verification(managed_db, tmp_path, fixture_env):
     results = _verify("fixture-gzip", managed_db, tmp_path, fixture_env)
     for workload, v in results.items():

@@ -127,7 +127,7 @@ def test_errors_only_no_drop_in_throughput():
     assert rec.answers_continued
     assert rec.failed_until_s == pytest.approx(6.0)
     assert rec.failed_requests == 7  # counted until the sustained run ended; the 6.5 s timeout is after it
-    assert rec.errors_by_kind == {"non_2xx": 0, "connect": 0, "reset": 3, "timeout": 0, "other": 4}
+    assert rec.errors_by_kind == {"non_2xx": 0, "connect": 0, "reset": 3, "timeout": 0, "other": 4, "dropped": 0}
 
 
 def test_fault_between_bin_edges():

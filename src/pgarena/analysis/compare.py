@@ -220,7 +220,12 @@ class Comparison:
         return sum(1 for c in self.cells if c.rps.verdict == verdict)
 
     def regressions(self, threshold: float) -> list[CellComparison]:
-        """Cells whose RPS dropped significantly by at least `threshold` (a fraction), for --fail-on-regression."""
+        """Cells whose RPS dropped significantly by at least `threshold` (a fraction), for --fail-on-regression.
+
+        NOTE: each cell is tested alone (no multiplicity correction) and the Welch variance holds the
+        repetitions' scatter within each run only, not the drift between runs: with no real change a cell
+        false-alarms up to α/2 = 2.5 % of the time, k cells up to 1 − 0.975^k, and a drift beyond
+        `threshold` fails the gate outright (docs/compare.md, "A CI gate")."""
         return [c for c in self.cells
                 if c.rps.significant and c.rps.change is not None and -c.rps.change >= threshold]
 

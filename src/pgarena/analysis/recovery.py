@@ -39,6 +39,9 @@ The definitions (every published figure means exactly this):
   the fault caught are counted even when they time out after it. None when the timeline does not
   record requests without an answer (oha's per-request file holds answers only); `errors_by_kind` then
   has `non_2xx` alone.
+  Dropped requests (k6's dropped iterations, by the moment each was due) count among them: a stack that
+  hangs during a fault holds its connections, so the requests due meanwhile are never sent; they are
+  failures as much as a 503 answered at once (issue 22).
 - unanswered: the requests without an answer among them (their outcome is unknown: a tx request may
   have committed; pgarena's tx checks allow one extra row per such request, as load/measure.py does).
 - answers_continued: every bin from the one holding the fault's start to the first one starting at or
@@ -73,8 +76,12 @@ UNANSWERED_KINDS = ("connect", "reset", "timeout", "other")
 timeout: the request never reached the stack); `reset` the connection broke after it was made (reset
 by peer, broken pipe); `timeout` no answer within the HTTP timeout; `other` any other transport error.
 pgarena's `results.models.Errors.connect` is `connect + reset` (load/engines counts TCP errors as one)."""
-ERROR_KINDS = ("non_2xx", *UNANSWERED_KINDS)
-"""Every kind of failed request: an answer with a non-2xx status, or no answer at all."""
+DROPPED = "dropped"
+"""Requests the open model scheduled but the generator never sent: every VU was still waiting on an earlier
+request (k6's `dropped_iterations`, by the moment each was due). A stack that hangs during a fault makes
+its requests wait and the rest be dropped; one that answers 503 at once fails them. Both are failed."""
+ERROR_KINDS = ("non_2xx", *UNANSWERED_KINDS, DROPPED)
+"""Every kind of failed request: an answer with a non-2xx status, no answer at all, or never sent."""
 
 NOT_RANKED = "–"
 """The rank of a fault whose recovery is undefined (same mark as analysis/ranking.UNRANKED)."""
@@ -117,6 +124,9 @@ class Timeline:
     """Requests without an answer within the HTTP timeout, by the bin the timeout expired in."""
     other: tuple[int, ...] | None = None
     """Requests that failed without an answer for any other reason."""
+    dropped: tuple[int, ...] | None = None
+    """Requests due but never sent (DROPPED), by the bin they were due in (None: not recorded; read as none
+    when the unanswered series are given, e.g. a closed-model timeline)."""
     outside: int = 0
     """Requests that ended before the origin or after the last bin (not in any bin): e.g. requests still
     in flight when the window closed, which the generators let finish."""
@@ -130,7 +140,9 @@ class Timeline:
         present = [kind for kind in UNANSWERED_KINDS if getattr(self, kind) is not None]
         if present and len(present) != len(UNANSWERED_KINDS):
             raise ValueError(f"unanswered series must be all given or all None, got only {present}")
-        for name in ("ok_2xx", "non_2xx", *present):
+        if self.dropped is not None and not present:
+            raise ValueError("a dropped series needs the unanswered series (the same source records both)")
+        for name in ("ok_2xx", "non_2xx", *present, *(["dropped"] if self.dropped is not None else [])):
             series = tuple(int(v) for v in getattr(self, name))
             if len(series) != n:
                 raise ValueError(f"series {name} has {len(series)} bins, ok_2xx has {n}")
@@ -169,7 +181,11 @@ class Timeline:
         """Failed requests in each bin (every ERROR_KINDS kind); None when unanswered ones are unknown."""
         if not self.records_unanswered:
             return None
-        return [sum(values) for values in zip(*(getattr(self, kind) for kind in ERROR_KINDS), strict=True)]
+        return [sum(values) for values in zip(*(getattr(self, kind) for kind in self.recorded_errors()), strict=True)]
+
+    def recorded_errors(self) -> tuple[str, ...]:
+        """The ERROR_KINDS this timeline has a series of."""
+        return tuple(kind for kind in ERROR_KINDS if getattr(self, kind) is not None)
 
     def seconds_after_origin(self, unix_s: float) -> float:
         """A wall-clock time (Unix seconds, e.g. when a fault was injected) as seconds from the origin."""
@@ -309,7 +325,7 @@ def recovery(timeline: Timeline, fault_start_s: float, fault_end_s: float, *,
 
     span_end = recovered_bin + sustain_bins if recovered_bin is not None else timeline.bins
     span = range(start_bin, span_end)
-    kinds = ERROR_KINDS if timeline.records_unanswered else ("non_2xx",)
+    kinds = timeline.recorded_errors()
     by_kind = {kind: sum(getattr(timeline, kind)[k] for k in span) for kind in kinds}
     return Recovery(
         status=status,

@@ -18,7 +18,9 @@ It does not hide a rank: a noisy cell is ranked wherever its interval is clear o
 DROPPED = "dropped>1%"
 """Open model: more than 1 % of the offered requests were not completed in the window (invalid)."""
 CHECKS_FAILED = "checks-failed>1%"
-"""More than 1 % of the answers sampled under load were wrong (invalid)."""
+"""The answers sampled under load show more than 1 % wrong: the one-sided exact binomial test of "at most
+1 % wrong" rejects at level 1 % (load/summary.py, CHECKS_TEST_LEVEL) — on the few answers sampled, the
+observed share alone would invalidate honest stacks by chance (invalid)."""
 QUERIES_WRONG = "queries-wrong"
 """The database did not see the workload's statements for the answers (a cache or an N+1), at
 verification or in a measured window (windowcheck.py): invalid."""
@@ -53,8 +55,14 @@ ANSWER_MAPPED = "answer-mapped"
 """The stack's row answers come in a shape its stack.toml `[answer]` declares (an envelope, camelCase keys),
 which pgarena undid before judging the values (contract/answer.py): loaded and measured, ranked among all
 stacks only, like ❌ columns."""
-INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG, ANSWER_MAPPED)
-"""Flags of a valid cell whose answers are not all exact: ranked among all stacks only."""
+DB_UNCHECKED = "db-unchecked"
+"""The database could not be checked (pg_stat_statements unreadable: `--database-url` without
+pg_read_all_stats, or ingested generator outputs), so nothing shows that the cell's answers came from the
+database rather than a cache: loaded and measured, ranked among all stacks only with this flag, never
+among the verified ones as if it had been checked (issue 22)."""
+INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG, ANSWER_MAPPED, DB_UNCHECKED)
+"""Flags of a valid cell whose answers are not all exact, or not verified against the database: ranked
+among all stacks only."""
 ABOVE_CEILING = "above-db-ceiling"
 """The cell's 2xx/s was above the database ceiling measured under its conditions (pgbench alone, ceiling.py):
 no stack can beat the database it waits on, so one of the two measurements is wrong (a noisy ceiling, a

@@ -9,6 +9,10 @@ query count, here with bound parameters and per statement kind):
 - workload statements < expected → the stack answered without querying: a cache (❌);
 - workload statements > expected → more queries than the workload needs: an N+1 (❌);
 - other statements > the workload's allowance → per-request overhead such as a `SET` or a reset (⚠️).
+
+graphql-nested / users-posts also need, per request, a statement that reads the posts and the rows of the
+users and their posts (nested_rows): a stack that queries `users` and serves the posts from memory is a
+cache (❌), like one that queries nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ EXPECTED: dict[str, tuple[int, int]] = {
 }
 """Per request: (workload statements, allowed other statements). tx: 5 statements + BEGIN/COMMIT.
 graphql-nested / users-posts: the count is the stack's choice (1 join, 2 batched, 1 + N unbatched); the
-lower bound 1 is what every request must cost (see measure_nested)."""
+lower bound 1 is what every request must cost, and one of its statements must read the posts (see
+measure_nested)."""
 
 OBJECTS: dict[str, re.Pattern] = {
     wl.PERF_TEST: re.compile(r"\bperf_test\b", re.I),
@@ -76,13 +81,15 @@ SELECT DISTINCT c.relname FROM pg_class c JOIN deps ON deps.oid = c.oid WHERE c.
 """Every view (or materialized view) that reads the given tables of schema pgarena, through other views too."""
 
 
-def object_pattern(db: Database, workload: str) -> re.Pattern:
-    """OBJECTS[workload], widened by the views that read the workload's tables now (a stack that reads
-    `users` through a view of its own still queries the table on every request)."""
-    base = OBJECTS[workload]
-    tables = TABLES.get(workload)
-    if not tables:
-        return base
+POSTS_OBJECT = re.compile(r"\bposts\b", re.I)
+"""graphql-nested / users-posts: a statement naming this reads the posts (a join of both tables included)."""
+USERS_OBJECT = re.compile(r"\busers\b", re.I)
+"""graphql-nested / users-posts: a statement naming this reads the users."""
+
+
+def _widened(db: Database, base: re.Pattern, tables: tuple[str, ...]) -> re.Pattern:
+    """`base`, widened by the views that read `tables` now (a stack that reads `users` through a view of its
+    own still queries the table on every request)."""
     try:
         with db.connect_stats() as conn:
             names = sorted(row[0] for row in conn.execute(VIEWS_SQL, (namespace.SCHEMA, list(tables))))
@@ -91,6 +98,23 @@ def object_pattern(db: Database, workload: str) -> re.Pattern:
     if not names:
         return base
     return re.compile(f"(?:{base.pattern})|\\b(?:{'|'.join(re.escape(n) for n in names)})\\b", re.I)
+
+
+def object_pattern(db: Database, workload: str) -> re.Pattern:
+    """OBJECTS[workload], widened by the views that read the workload's tables now."""
+    tables = TABLES.get(workload)
+    return _widened(db, OBJECTS[workload], tables) if tables else OBJECTS[workload]
+
+
+NestedPatterns = tuple[re.Pattern, re.Pattern]
+"""(reads posts, reads users): what makes a nested-list statement read each table (views included)."""
+DEFAULT_NESTED_PATTERNS: NestedPatterns = (POSTS_OBJECT, USERS_OBJECT)
+"""The nested patterns without views (the tables named directly)."""
+
+
+def nested_patterns(db: Database) -> NestedPatterns:
+    """(reads posts, reads users) of graphql-nested / users-posts, each widened by the views reading it."""
+    return _widened(db, POSTS_OBJECT, ("posts",)), _widened(db, USERS_OBJECT, ("users",))
 
 
 @dataclass(frozen=True)
@@ -155,6 +179,27 @@ def split_calls(workload: str, before: StatementCounts, after: StatementCounts,
     return workload_calls, workload_rows, other_calls, others
 
 
+def split_posts(before: StatementCounts, after: StatementCounts,
+                patterns: NestedPatterns = DEFAULT_NESTED_PATTERNS) -> tuple[int, int]:
+    """graphql-nested / users-posts between two readings: (calls of statements that read the posts, calls of
+    those that read the users too — a join, or a view that nests each user's posts)."""
+    posts, users = patterns
+    posts_calls = joined_calls = 0
+    for query, (calls, _) in after.by_query.items():
+        delta = calls - before.by_query.get(query, (0, 0))[0]
+        if delta > 0 and posts.search(query):
+            posts_calls += delta
+            joined_calls += delta if users.search(query) else 0
+    return posts_calls, joined_calls
+
+
+def nested_rows(users: int, joined: bool) -> int:
+    """Rows one graphql-nested / users-posts answer of `users` users must take from the database: the users and
+    their posts (wl.NESTED_POSTS_LIMIT each) when they come from separate statements (batched or 1 + N); at
+    least one row per user when one statement reads both tables (it may return the posts nested per user)."""
+    return users if joined else users * (1 + wl.NESTED_POSTS_LIMIT)
+
+
 def judge(workload: str, before: StatementCounts, after: StatementCounts, requests: int,
           rows_per_request: int | None, pattern: re.Pattern | None = None) -> DbAccounting:
     """Statements and rows per request over a burst, with a verdict and its reason."""
@@ -206,23 +251,36 @@ NESTED_PROBE_REQUESTS = 10
 
 
 def judge_nested(workload: str, counts: dict[int, tuple[StatementCounts, StatementCounts]],
-                 requests: int, pattern: re.Pattern | None = None) -> DbAccounting:
+                 requests: int, pattern: re.Pattern | None = None,
+                 patterns: NestedPatterns = DEFAULT_NESTED_PATTERNS) -> DbAccounting:
     """graphql-nested / users-posts over the N+1 probe: `counts` maps each users limit to the readings
-    around its burst. Statements per request must be at least 1 at every limit (fewer: answers not from the
-    database, ❌). A count that grows with the limit by at least one statement per extra user's worth is
-    N+1: ⚠️ with the counts, never ❌ — it is the stack's honest behaviour (issue 13)."""
+    around its burst. At every limit each request needs at least 1 workload statement, at least 1 statement
+    that reads the posts, and its rows (nested_rows: users + posts, ±5 %; at least one per user from a
+    statement that reads both); else the answers, or their posts, are not from the database (❌). A count
+    that grows with the limit by at least one statement per extra user's worth is N+1: ⚠️ with the counts,
+    never ❌ — it is the stack's honest behaviour (issue 13)."""
     limits = sorted(counts)
     per_limit: dict[int, float] = {}
+    posts_per_limit: dict[int, float] = {}
     other_calls = 0
     others: dict[str, int] = {}
     rows = 0.0
+    wrong_rows: str | None = None
     for limit in limits:
         calls, nrows, other, tops = split_calls(workload, *counts[limit], pattern)
+        posts_calls, joined_calls = split_posts(*counts[limit], patterns)
         per_limit[limit] = round(calls / requests, 3)
+        posts_per_limit[limit] = round(posts_calls / requests, 3)
         other_calls += other
         for query, n in tops.items():
             others[query] = others.get(query, 0) + n
         rows = nrows / requests if calls else 0.0
+        expected = nested_rows(limit, joined_calls > 0)
+        short = rows < expected * (1 - RELATIVE_TOLERANCE)
+        if wrong_rows is None and (short or (not joined_calls and rows > expected * (1 + RELATIVE_TOLERANCE))):
+            wrong_rows = (f"{rows:.1f} rows per request from the database at limit {limit}, expected "
+                          + (f"at least {expected} (one per user)" if joined_calls else
+                             f"{expected} ({limit} users + {limit * wl.NESTED_POSTS_LIMIT} posts)"))
     low, high = limits[0], limits[-1]
     other_per_request = other_calls / (requests * len(limits))
     grows = per_limit[high] - per_limit[low] >= 0.5 * (high - low)
@@ -231,6 +289,12 @@ def judge_nested(workload: str, counts: dict[int, tuple[StatementCounts, Stateme
         verdict = Verdict.WRONG
         reason = (f"{min(per_limit.values()):.2f} workload statements per request: answers not from the database "
                   "(a cache?)")
+    elif min(posts_per_limit.values()) < 1 - RELATIVE_TOLERANCE:
+        verdict = Verdict.WRONG
+        reason = (f"{min(posts_per_limit.values()):.2f} statements reading posts per request: the posts are not "
+                  "from the database (a cache?)")
+    elif wrong_rows:
+        verdict, reason = Verdict.WRONG, wrong_rows
     elif grows:
         verdict = Verdict.EQUIVALENT
         reason = ("N+1: " + ", ".join(f"{per_limit[limit]:g} statements per request at limit {limit}"
@@ -250,6 +314,7 @@ def judge_nested(workload: str, counts: dict[int, tuple[StatementCounts, Stateme
         verdict=verdict,
         reason=reason,
         statements_by_limit=per_limit,
+        posts_statements_by_limit=posts_per_limit,
         n_plus_one=grows,
     )
 
@@ -264,4 +329,4 @@ def measure_nested(db: Database, workload: str, send: Callable[[int, int], None]
         for index in range(requests):
             send(limit, index)
         counts[limit] = (before, read_counts(db))
-    return judge_nested(workload, counts, requests, object_pattern(db, workload))
+    return judge_nested(workload, counts, requests, object_pattern(db, workload), nested_patterns(db))

@@ -267,7 +267,7 @@ def run_distributed_window(engine: Engine, spec: LoadSpec, duration_s: float, ra
         for child in children:
             child.stop()
     fetch_remote(runs, raw_dir)
-    return _merged_window(runs, children, skew, config, raw_dir.parent.parent)
+    return _merged_window(runs, children, skew, config, raw_dir.parent.parent, spec.timeout_s)
 
 
 def _read_summary(run: PlaceRun, code: int | None) -> dict:
@@ -279,10 +279,10 @@ def _read_summary(run: PlaceRun, code: int | None) -> dict:
 
 
 def _merged_window(runs: Sequence[PlaceRun], children: Sequence[MeasuredChild], skew_s: float,
-                   config: RunConfig, run_dir: Path) -> Window:
+                   config: RunConfig, run_dir: Path, timeout_s: float) -> Window:
     parts = [PlaceOutput(run.place.name, summary_counts(_read_summary(run, child.exit_code)),
                          read_latency_samples(run.samples)) for run, child in zip(runs, children)]
-    merged = merge(parts)
+    merged = merge(parts, timeout_s * 1000)  # dropped iterations count at the window's HTTP timeout
     figures = []
     for run, child, result in zip(runs, children, merged.places):
         local = run.place.host == "local"

@@ -118,6 +118,8 @@ class CellRun:
     tx_changes: txcheck.TxSnapshot | None = None
     object_pattern: Any = None
     """What makes a statement the workload's (accounting.object_pattern, read once before the first window)."""
+    nested_patterns: Any = accounting.DEFAULT_NESTED_PATTERNS
+    """graphql-nested / users-posts: what reads the posts and the users (accounting.nested_patterns)."""
     answered_200: int = 0
     unknown_outcome: int = 0
     places: tuple[GeneratorPlace, ...] = ()
@@ -143,12 +145,14 @@ def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, b
                                               routes=routes, raw_dir=raw_dir, label=label, log=log,
                                               cache=variants_cache, known_wrong=known_wrong, answer=answer)
     cell.window_accounting_unavailable = accounting.available(db)
-    pattern = accounting.object_pattern(db, cell.workload) if cell.window_accounting_unavailable is None else None
+    checked = cell.window_accounting_unavailable is None
+    pattern = accounting.object_pattern(db, cell.workload) if checked else None
+    nested = accounting.nested_patterns(db) if checked and cell.workload in wl.NESTED_LISTS else None
     return CellRun(cell=cell, spec=spec, run_dir=run_dir, raw_dir=raw_dir, label=label, cases=cases,
                    tx_avoid=tx_avoid, headers=engine.request_headers(spec), known_wrong=tuple(known_wrong),
                    answer=answer,
                    tx_changes=txcheck.ZERO if cell.workload == wl.TX else None, object_pattern=pattern,
-                   places=tuple(places))
+                   nested_patterns=nested or accounting.DEFAULT_NESTED_PATTERNS, places=tuple(places))
 
 
 def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
@@ -202,7 +206,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     if before is not None:
         record = windowcheck.judge_window(
             cell.workload, cell.parameter, before, accounting.read_counts(db), pattern=run.object_pattern,
-            answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
+            nested=run.nested_patterns, answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
             unknown=outcome.errors.total + sampler.unknown, in_flight=spec.connections + 1)
     run.count(outcome)
     run.answered_200 += sampler.answered_2xx  # the sampler's transactions reach the database too

@@ -138,13 +138,15 @@ def _percentiles(values: Sequence[float]) -> tuple[float | None, float | None]:
     return latency.p50_ms, latency.p99_ms
 
 
-def merge(parts: Sequence[PlaceOutput]) -> Merged:
+def merge(parts: Sequence[PlaceOutput], timeout_ms: float | None = None) -> Merged:
     """The window of several places: counts summed, latency from the union of their samples.
 
     Every place's sample count must equal its classified requests (one pgarena_latency sample per
     request the script classified), or the outputs do not belong together: EngineOutputError. The
     window's duration is the longest place's (their start skew is recorded apart, not added); figures
     that reach requests without an answer are marked censored as for one generator (engines/latency.py).
+    With `timeout_ms`, k6's dropped iterations count in the latency at it, after every request, as for one
+    generator (engines/latency.py, fold_dropped).
     """
     if not parts:
         raise ValueError("nothing to merge")
@@ -163,9 +165,10 @@ def merge(parts: Sequence[PlaceOutput]) -> Merged:
             f"k6 received no HTTP response in {duration_s:.1f} s on {len(parts)} generators "
             f"(connect errors {errors.connect}, timeouts {errors.timeout}, other {errors.other})")
     union = [value for part in parts for value in part.latencies_ms]
-    latency: Latency = from_durations(union, 0, 0.0)
-    latency.censored = censored_fields(answered + errors.non_2xx, errors.unanswered)
     dropped = [c.dropped for c in counts if c.dropped is not None]
+    folded = sum(dropped) if timeout_ms is not None else 0
+    latency: Latency = from_durations(union, folded, timeout_ms or 0.0)
+    latency.censored = censored_fields(answered + errors.non_2xx, errors.unanswered + folded)
     outcome = LoadOutcome(
         requests=answered + errors.total, duration_seconds=duration_s, latency=latency, errors=errors,
         status_codes={"2xx": answered, "non-2xx": errors.non_2xx},

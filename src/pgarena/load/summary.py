@@ -8,6 +8,7 @@ from pgarena.config.run import RunConfig
 from pgarena.contract.flags import (
     CHECKS_FAILED,
     DATABASE_BOUND,
+    DB_UNCHECKED,
     DROPPED,
     FAILURES,
     GENERATOR_BOUND,
@@ -16,12 +17,17 @@ from pgarena.contract.flags import (
     saturation_flags,
 )
 from pgarena.results.models import Cell, CellSummary, Interval, Repetition, Spread
+from pgarena.stats.binomial import rate_exceeds
 from pgarena.stats.intervals import confidence_interval, interval_too_wide, relative_half_width, should_stop
 
-SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS)
+SUMMARY_FLAGS = (FAILURES, NOISY, DROPPED, CHECKS_FAILED, GENERATOR_BOUND, DATABASE_BOUND, TIMEOUTS, DB_UNCHECKED)
 """The flags `summarize` derives from the repetitions."""
 MAX_FAILURE_RATE = 0.01
 """A cell with more failed requests (or, open model, dropped ones) than this is flagged invalid (BRIEF.md)."""
+CHECKS_TEST_LEVEL = 0.01
+"""checks-failed>1%: a cell is flagged when the one-sided exact binomial test rejects "at most 1 % of the
+sampled answers are wrong" at this level, so a stack wrong in exactly 1 % of its answers is invalidated in at
+most 1 % of its cells, whatever the sample size (stats/binomial.py)."""
 INTERVAL_METHOD = "Student t-interval on the mean of the per-repetition values"
 
 
@@ -186,9 +192,13 @@ def summarize(cell: Cell, config: RunConfig, cpu_accounting: str = "psutil",
                               timeouts, headroom_rps=headroom_rps,
                               requests_per_second=summary.requests_per_second_all.median
                               if summary.requests_per_second_all else None)
-    checks_total = sum(r.checks_total for r in reps)
-    if checks_total and sum(r.checks_failed for r in reps) / checks_total > MAX_FAILURE_RATE:
+    # NOTE: the sampled answers are few (tens to hundreds per cell), so "> 1 %" is the exact binomial test
+    # (stats/binomial.py), not the observed share: an honest 0.5 % stack must not be invalidated by chance
+    if rate_exceeds(sum(r.checks_failed for r in reps), sum(r.checks_total for r in reps), MAX_FAILURE_RATE,
+                    CHECKS_TEST_LEVEL):
         flags.append(CHECKS_FAILED)
+    if cell.window_accounting_unavailable:  # the database could not be checked: never ranked as if it had been
+        flags.append(DB_UNCHECKED)
     # NOTE: these flags are re-derived from all repetitions on every call (an interleaved cell is summarized
     # after each window), so one that no longer holds is dropped; flags set elsewhere are kept.
     cell.flags = sorted((set(cell.flags) - set(SUMMARY_FLAGS)) | set(flags))

@@ -31,7 +31,8 @@ the request's end, wall clock) and `data.tags`: `status` ("0" without an answer)
 `error_code` (lib/netext/httpext/error_codes.go): 1050 request timeout → `timeout`; 1210–1219 dial
 errors (refused, dial timeout) → `connect`; 1200–1209 and 1220–1299 (broken pipe, reset by peer, other
 TCP) → `reset`; anything else without a status (1000 generic, e.g. "EOF" when the server closed the
-connection) → `other`. Every other line (metric definitions, other metrics) is skipped. k6 writes
+connection) → `other`. A `dropped_iterations` point (open model: an iteration due when no VU was
+free, stamped when it was due) → `dropped`. Every other line (metric definitions, other metrics) is skipped. k6 writes
 ~10 points per request, so the file is large: about 3.5 kB per request with k6's default tags, 170 B
 gzipped (here: 31,000 requests, 108 MB, read in 0.8 s; oha's 300,000 rows in 0.6 s).
 """
@@ -46,7 +47,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from pgarena.analysis.recovery import DEFAULT_BIN_S, ERROR_KINDS, UNANSWERED_KINDS, Timeline
+from pgarena.analysis.recovery import DEFAULT_BIN_S, DROPPED, ERROR_KINDS, UNANSWERED_KINDS, Timeline
 from pgarena.load.engines.base import EngineOutputError
 
 OUTCOMES = ("ok_2xx", *ERROR_KINDS)
@@ -94,7 +95,7 @@ def bin_requests(ends: Iterable[tuple[float, str]], *, origin_unix_s: float, dur
     for end_unix_s, outcome in ends:
         if outcome not in counts:
             raise ValueError(f"unknown outcome {outcome!r}; outcomes: {', '.join(OUTCOMES)}")
-        if not records_unanswered and outcome in UNANSWERED_KINDS:
+        if not records_unanswered and outcome in (*UNANSWERED_KINDS, DROPPED):
             raise ValueError(f"{outcome} outcome from a source said not to record unanswered requests")
         # to the nanosecond, so that an end on a bin edge (0.1 s, 0.3 s after the origin) opens its bin
         k = math.floor(round(end_unix_s - origin_unix_s, 9) / bin_s + 1e-9)
@@ -102,7 +103,7 @@ def bin_requests(ends: Iterable[tuple[float, str]], *, origin_unix_s: float, dur
             counts[outcome][k] += 1
         else:
             outside += 1
-    unanswered = {kind: (tuple(counts[kind]) if records_unanswered else None) for kind in UNANSWERED_KINDS}
+    unanswered = {kind: (tuple(counts[kind]) if records_unanswered else None) for kind in (*UNANSWERED_KINDS, DROPPED)}
     return Timeline(origin_unix_s=origin_unix_s, bin_s=bin_s, ok_2xx=tuple(counts["ok_2xx"]),
                     non_2xx=tuple(counts["non_2xx"]), outside=outside, engine=engine, **unanswered)
 
@@ -148,16 +149,20 @@ def _lines(path: Path) -> Iterator[str]:
 
 
 def k6_request_ends(path: Path) -> Iterator[tuple[float, str]]:
-    """(end time in Unix seconds, outcome) of every `http_reqs` point in k6's JSON output."""
+    """(end time in Unix seconds, outcome) of every `http_reqs` point in k6's JSON output, and (due time,
+    DROPPED) of every `dropped_iterations` point (one per iteration the open model could not start)."""
     for number, line in enumerate(_lines(path), start=1):
-        if '"http_reqs"' not in line or '"Point"' not in line:  # cheap skip of the other ~90 % of lines
-            continue
+        if '"Point"' not in line or ('"http_reqs"' not in line and '"dropped_iterations"' not in line):
+            continue  # a cheap skip of the other ~90 % of lines
         try:
             point = json.loads(line)
-            if point.get("type") != "Point" or point.get("metric") != "http_reqs":
+            if point.get("type") != "Point" or point.get("metric") not in ("http_reqs", "dropped_iterations"):
                 continue
             data = point["data"]
             end_unix_s = datetime.fromisoformat(data["time"]).timestamp()
+            if point["metric"] == "dropped_iterations":
+                yield from [(end_unix_s, DROPPED)] * int(data.get("value", 1))
+                continue
             tags = data.get("tags") or {}
             if "status" not in tags:
                 raise EngineOutputError(f"k6 output {path.name} line {number}: no `status` tag (k6 run with "

@@ -42,7 +42,7 @@ def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, route
     return LoadSpec(url=base_url + wl.routed(request.path, routes), method=request.method, connections=connections,
                     duration_s=0, timeout_s=config.http_timeout_s, body=request.body,
                     content_type=request.content_type, bodies_file=bodies_file,
-                    expected_rows=wl.expected_rows(cell_workload, parameter), workload=cell_workload, rate=rate,
+                    workload=cell_workload, rate=rate,
                     urls_file=urls_file)
 
 
@@ -63,6 +63,11 @@ def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
     return path
 
 
+def offered_requests(spec: LoadSpec, seconds: float) -> int | None:
+    """Requests an open-model window of `seconds` schedules (rate × seconds); None in the closed model."""
+    return None if spec.rate is None else round(spec.rate * seconds)
+
+
 @dataclass(frozen=True)
 class Window:
     """One generator run: its outcome, the generator's CPU seconds over the measured window and its raw
@@ -79,9 +84,9 @@ class Window:
 
     def dropped(self, spec: LoadSpec, nominal_s: float) -> tuple[int | None, int]:
         """(offered, dropped) of an open-model window; (None, 0) in the closed model."""
-        if spec.rate is None:
+        offered = offered_requests(spec, nominal_s)
+        if offered is None:
             return None, 0
-        offered = round(spec.rate * nominal_s)
         reported = self.outcome.dropped
         return offered, reported if reported is not None else max(0, offered - self.outcome.requests)
 
@@ -117,7 +122,7 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
                                      stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
                                      timeout_s=duration_s + 2 * config.http_timeout_s + 60, cpu_samples=samples)
     try:
-        outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s)
+        outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s, offered=offered_requests(spec, duration_s))
     except EngineOutputError as exc:
         raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
     raw = engine.raw_output(raw_dir, stem)

@@ -167,6 +167,10 @@ class InterleavedRun:
                     poller.active = False
                     if cell.warmup is not None:
                         cell.warmup.peak_connections = peak
+                    # the cell's peak includes its warm-up (Cell.peak_connections), as the sequential schedule's
+                    cell.peak_connections = max((p for p in (cell.peak_connections, peak) if p is not None),
+                                                default=None)
+                    add_pool_flag(cell.flags, cell.peak_connections, cell.pool_size or config.pool_size)
             self.ctx.log(f"[{live.id}] {cell.workload}: warmed {cell.warmup.seconds:.0f} s"
                          + ("" if cell.warmup.steady else " (not steady at the cap)"))
             live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, cell.warmup.seconds)

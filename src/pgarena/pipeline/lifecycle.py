@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from contextlib import ExitStack
 
 from pgarena.config.run import workload_parameters
@@ -138,6 +140,23 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
                      pool_size=pool)
 
 
+BUILD_BUDGET_SHARE = 0.6
+"""With a run budget (--budget), builds may use at most this share of it: the rest is kept for measuring."""
+
+
+def build_timeout(ctx: RunContext, declared_s: float) -> tuple[float, str | None]:
+    """A build's time limit: the stack's own, or less when the run's budget would otherwise be spent on
+    builds — builds end by `BUILD_BUDGET_SHARE` of the budget. Returns (seconds, why it is shorter or None)."""
+    budget = ctx.config.budget_s
+    if ctx.deadline is None or budget is None:
+        return declared_s, None
+    left = ctx.deadline - time.monotonic() - (1 - BUILD_BUDGET_SHARE) * budget
+    if left >= declared_s:
+        return declared_s, None
+    return max(0.0, left), (f"the run's --budget of {budget / 60:.0f} min keeps {1 - BUILD_BUDGET_SHARE:.0%} "
+                            "of itself for measuring")
+
+
 def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values: dict[str, str],
                           scope: ExitStack, *, restart: bool,
                           announce: str = "") -> tuple[ServerProcess | None, cgroups.CpuGroup | None]:
@@ -145,15 +164,20 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
     its cgroup (if any); (None, None), with the reason in `info`, when the build fails."""
     config, definition, logs = ctx.config, stack.definition, ctx.run_dir / "logs" / stack.id
     if definition.build and not restart:
+        timeout_s, budget_note = build_timeout(ctx, definition.build.timeout_s)
+        if timeout_s <= 0:
+            info.status, info.reason = "build_failed", f"not built: {budget_note}"
+            return None, None
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
         step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
                           env=stack_environment(values, definition.build.env), log_path=build_log,
-                          timeout_s=definition.build.timeout_s, tracker=ctx.registry,
+                          timeout_s=timeout_s, tracker=ctx.registry,
                           cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
         info.build_seconds = round(step.duration_s, 3)
         if not step.ok:
-            why = f"timed out after {definition.build.timeout_s:.0f} s" if step.timed_out else f"exit code {step.returncode}"
+            why = (f"timed out after {timeout_s:.0f} s" + (f" ({budget_note})" if budget_note else "")
+                   if step.timed_out else f"exit code {step.returncode}")
             info.status, info.reason = "build_failed", f"build {why} (log: {build_log})"
             info.log_tail = tail(build_log, LOG_TAIL_LINES)
             return None, None

@@ -35,6 +35,7 @@ from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.measure import start_cell
 from pgarena.load.timeline import read_k6_timeline
 from pgarena.load.window import run_window
+from pgarena.pipeline.cells import known_wrong_columns
 from pgarena.pipeline.context import LiveStack, RunContext
 from pgarena.pipeline.plan import closed_peak
 from pgarena.results.models import Cell, FaultResult
@@ -128,9 +129,11 @@ def _one_fault(ctx: RunContext, live: LiveStack, workload: str, parameter: int |
                 vus=config.open_connections, model="open", arrival_rate=rate,
                 arrival_rate_spec=f"{FAULT_LOAD_SHARE:.0%}", engine=ctx.engine.name,  # type: ignore[union-attr]
                 warmup_seconds=0, duration_seconds=WINDOW_S, db_rtt_ms=live_rtt(config))
+    # NOTE: the stack's ❌ columns and a wrong content type, known from verification, are not judged again
+    # (as every other schedule's cells: pipeline/cells.py), or its variants would read as wrongly answered
     run = start_cell(cell, engine=ctx.engine, config=config, db=db, base_url=live.base_url,  # type: ignore[arg-type]
                      run_dir=ctx.run_dir, routes=live.routes, log=ctx.log, variants_cache=ctx.variants_cache,
-                     answer=live.answer)
+                     known_wrong=known_wrong_columns(ctx, cell), answer=live.answer)
     stem = f"{run.label}-{fault}"
     path = run.raw_dir / f"{stem}.requests.json.gz"
     spec = replace(run.spec, rate=rate, timeline_path=path)

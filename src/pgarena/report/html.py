@@ -38,12 +38,15 @@ FLAG_MEANINGS = {
     F.NOISY: "the RPS confidence interval ended wider than the target: more rounds would have helped (still "
              "ranked where its interval is clear of its neighbours)",
     F.DROPPED: "open model: more than 1 % of offered requests were not completed (invalid, not ranked)",
-    F.CHECKS_FAILED: "more than 1 % of the answers sampled under load were wrong (invalid, not ranked)",
+    F.CHECKS_FAILED: "the answers sampled under load show more than 1 % wrong (one-sided exact binomial test at "
+                     "level 1 %; invalid, not ranked)",
     "invariants-broken": "a tx cell lost or duplicated writes (invalid, not ranked)",
     "columns-wrong": "the stack's answers have ❌ columns (ranked among all stacks only, not among the exact ones)",
     "content-type-wrong": "the right JSON without Content-Type: application/json (ranked among all stacks only)",
     F.ANSWER_MAPPED: "the right values in a shape the stack's stack.toml [answer] declares (an envelope, camelCase "
                      "keys), undone before judging (ranked among all stacks only)",
+    F.DB_UNCHECKED: "the database could not be checked (pg_stat_statements unreadable, e.g. --database-url without "
+                    "pg_read_all_stats): nothing shows the answers came from it (ranked among all stacks only)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
     F.GENERATOR_BOUND: "the load generator's CPUs were more than 90 % busy over the measured window (the generator, "

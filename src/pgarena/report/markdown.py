@@ -526,7 +526,7 @@ def _repetitions(cfg: dict) -> str:
     if low == high:
         return f"{low}"
     return (f"{low}–{high} (until the 95 % RPS interval is within ±{cfg.get('target_rel_half_width', 0):.0%} "
-            f"or {cfg.get('cell_budget_s')} s measured)")
+            f"or {cfg.get('cell_budget_seconds', cfg.get('cell_budget_s'))} s measured)")
 
 
 def _headroom(results: RunResults) -> str:
@@ -565,14 +565,17 @@ def render_markdown(results: RunResults) -> str:
         "the load generator; in the open model it counts from each request's scheduled start (oha) and "
         "requests the generator could not start or finish on schedule are `Dropped`. A request without an "
         "answer (timeout, connection error) counts at the HTTP timeout; a latency it reaches is a lower bound, "
-        "printed `≥`. Invalid (never ranked): `failures>1%` / `dropped>1%` / `checks-failed>1%` / "
+        "printed `≥`. Invalid (never ranked): `failures>1%` / `dropped>1%` / `checks-failed>1%` (the answers "
+        "sampled under load: the one-sided exact binomial test rejects \"≤ 1 % wrong\" at level 1 %) / "
         "`invariants-broken` / `queries-wrong` (a cache or an N+1) / `variants-wrong` (a request variant "
         "answered wrongly) / `pool-exceeded` (more connections than the pool size) / `generator-bound` (the generator's CPUs "
         "were >90 % busy over the measured window — the generator, pgarena's own samplers and Toxiproxy together — or the cell's request rate reached 90 % of the generator's "
         "measured headroom — it measured the generator, not the stack). Other flags: `columns-wrong` ranked "
         "among all stacks only, and so are `content-type-wrong` (the right JSON without `Content-Type: "
         "application/json`) and `answer-mapped` (the right values in a shape the stack's stack.toml `[answer]` "
-        "declares — an envelope, camelCase keys — undone before judging); `demonstration` a stack kept to show a "
+        "declares — an envelope, camelCase keys — undone before judging) and `db-unchecked` (the database could "
+        "not be checked — pg_stat_statements unreadable, e.g. `--database-url` without pg_read_all_stats — so "
+        "nothing shows the answers came from it); `demonstration` a stack kept to show a "
         "mistake on purpose (stack.toml `competes = false`), shown but never ranked; `noisy`; `database-bound` PostgreSQL used >90 % of the server CPUs while the "
         "stack used <50 %; `timeouts` some requests hit the HTTP timeout. `Variants`: distinct requests the load "
         "drew from; `Window accounting`: did pg_stat_statements see the workload's statements for every "

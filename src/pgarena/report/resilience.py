@@ -12,11 +12,17 @@ from pgarena.results.models import FaultResult, RunResults
 INTRO = (
     "Under steady open-model load at half of each stack's own closed-model peak (k6, whose per-request output "
     "records failures too), each fault was injected 7 s into a 20 s window; the stacks were not restarted. "
-    "**Failed**: non-2xx answers and requests without an answer from the fault until recovery. **First 2xx**: from "
+    "**Failed**: non-2xx answers, requests without an answer and requests never sent (the open model's dropped "
+    "iterations: due while every connection waited on a hung stack) from the fault until recovery. "
+    "**First 2xx**: from "
     "the fault's end to the first correct answer. **Recovered**: from the fault's end until the 2xx rate over a "
     "second is back within 10 % of the rate before the fault, and stays there for a second more; *never* is a "
     "finding. **Answers again**: after the window the stack, not restarted, answered correctly. Resolution: "
-    "one 100 ms bin; stacks closer than that tie. Definitions: src/pgarena/analysis/recovery.py.")
+    "one 100 ms bin; stacks closer than that tie. Each rank rests on one fault window per stack: a single "
+    "observation, not repeated, so an order of a few bins may not hold in another run. "
+    "Definitions: src/pgarena/analysis/recovery.py.")
+ONE_WINDOW_NOTE = "Ranks rest on one fault window per stack (not repeated)."
+"""Said under every resilience table: the order is one observation per stack (issue 22)."""
 
 
 def _as_recovery(r: FaultResult) -> Recovery | None:
@@ -50,7 +56,9 @@ def _s(value: float | None, never: str = "–") -> str:
 
 
 def _row(rank: str, r: FaultResult) -> tuple[str, ...]:
-    failed = "not measured" if r.failed_requests is None else f"{r.failed_requests:,}"
+    dropped = r.errors_by_kind.get("dropped", 0)
+    failed = ("not measured" if r.failed_requests is None else
+              f"{r.failed_requests:,}" + (f" ({dropped:,} never sent)" if dropped else ""))
     recovered = ("**never**" if r.status == "never-recovered" else
                  _s(r.recovered_after_s) if r.status == "recovered" else f"– ({r.status}{': ' + r.reason if r.reason else ''})")
     tx = "–" if r.tx_invariants is None else ("✅ hold" if r.tx_invariants.holds else f"❌ {r.tx_invariants.problem}")
@@ -68,7 +76,7 @@ def section(results: RunResults) -> str:
         description = rows[0][1].description
         parts.append(f"### {fault} on {workload} — {description}\n\n" + table(
             ["#", "Stack", "Load req/s", "Failed", "First 2xx", "Recovered", "Answers again", "TPC-B invariants"],
-            [_row(rank, r) for rank, r in rows], "llrrrrll"))
+            [_row(rank, r) for rank, r in rows], "llrrrrll") + f"\n\n{ONE_WINDOW_NOTE}")
     return "\n\n".join(parts)
 
 
@@ -104,6 +112,7 @@ def payload(results: RunResults) -> dict:
     return {"intro": INTRO.replace("**", ""),
             "columns": ["#", "Stack", "Load req/s", "Failed", "First 2xx", "Recovered", "Answers again",
                         "TPC-B invariants"],
+            "note": ONE_WINDOW_NOTE,
             "groups": [{"title": f"{fault} on {workload} — {rows[0][1].description}",
                         "rows": [[c.replace("**", "") for c in _row(rank, r)] for rank, r in rows]}
                        for workload, fault, rows in ranked_rows(results)]}

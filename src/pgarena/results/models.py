@@ -229,6 +229,9 @@ class DbAccounting(_Model):
     reason: str | None = None
     statements_by_limit: dict[int, float] | None = Field(None, description=(
         "graphql-nested / users-posts: workload statements per request at each users limit of the N+1 probe"))
+    posts_statements_by_limit: dict[int, float] | None = Field(None, description=(
+        "graphql-nested / users-posts: statements reading the posts (a join or a view over both included) per "
+        "request at each users limit of the N+1 probe; fewer than 1 is a posts cache"))
     n_plus_one: bool | None = Field(None, description=(
         "graphql-nested / users-posts: statements per request grow with the limit (one query per user); shown, "
         "never invalid"))
@@ -262,7 +265,8 @@ class WorkloadVerification(_Model):
 
 class Latency(_Model):
     """Request latency of one repetition, in milliseconds, over every request of the window: a request
-    that got no answer (timeout, connection error) counts at the HTTP timeout (engines/latency.py)."""
+    that got no answer (timeout, connection error) counts at the HTTP timeout, and so does an open-model
+    request dropped by the window's end (engines/latency.py)."""
 
     avg_ms: float
     p50_ms: float
@@ -271,8 +275,8 @@ class Latency(_Model):
     p99_ms: float
     max_ms: float
     censored: list[str] = Field(default_factory=list, description=(
-        "fields that are lower bounds ('p99_ms', 'max_ms', ...): they reach requests without an answer, "
-        "counted at the timeout; reports print them with '≥'"))
+        "fields that are lower bounds ('p99_ms', 'max_ms', ...): they reach requests without an answer or "
+        "dropped ones (open model), counted at the timeout; reports print them with '≥'"))
 
 
 class Errors(_Model):
@@ -310,6 +314,10 @@ class WindowAccounting(_Model):
     expected_calls_high: int
     workload_rows: int = Field(0, description="rows those statements returned or changed")
     expected_rows_low: int | None = Field(None, description="rows at least (None: not checked)")
+    posts_statement_calls: int | None = Field(None, description=(
+        "graphql-nested / users-posts: calls of statements reading the posts (a join or a view over both included)"))
+    expected_posts_calls_low: int | None = Field(None, description=(
+        "graphql-nested / users-posts: posts statement calls at least (one per 2xx answer, less the tolerance)"))
     verdict: Verdict = Field(description="exact: within the bounds; wrong: a cache (too few) or an N+1 (too many)")
     reason: str | None = None
 
@@ -499,8 +507,9 @@ class FaultResult(_Model):
     fault_end_s: float | None = None
     status: Literal["recovered", "never-recovered", "no-baseline", "unsteady-baseline", "not-run"]
     baseline_rps: float | None = None
-    failed_requests: int | None = Field(None, description="non-2xx and unanswered requests from the fault's start "
-                                                          "until recovery (None: not measured)")
+    failed_requests: int | None = Field(None, description="non-2xx, unanswered and dropped (due but never sent) "
+                                                          "requests from the fault's start until recovery (None: not "
+                                                          "measured)")
     unanswered: int | None = None
     errors_by_kind: dict[str, int] = Field(default_factory=dict)
     first_ok_after_s: float | None = Field(None, description="fault end → first 2xx answer (resolution: one bin)")

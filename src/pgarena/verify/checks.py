@@ -5,8 +5,8 @@ during the window, cycling through the cell's variants (variants.py), with exact
 generator sends (Engine.request_headers), so a stack cannot tell the sampler from the load. It only
 records each answer; after the window every recorded answer is judged whole by answers.judge_answer
 against the expected answer computed before the load, so judging costs the measured stack nothing.
-Each repetition records checks_total / checks_failed; a cell with more than 1 % failed checks is
-invalid. Every request's status is checked by the generator itself.
+Each repetition records checks_total / checks_failed; a cell whose failed checks show a failure rate
+above 1 % (the one-sided exact binomial test at level 1 %, load/summary.py) is invalid. Every request's status is checked by the generator itself.
 """
 
 from __future__ import annotations

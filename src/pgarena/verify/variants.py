@@ -34,6 +34,12 @@ PERF_TEST_VARIANTS = 64
 _OFFSETS = ("Z", "+02:00", "-05:30", "+09:45")
 
 
+def _micros(index: int) -> str:
+    """Six digits of microseconds for variant `index`, never a whole millisecond (the last three digits are
+    1..999), so cutting them to milliseconds always changes the value."""
+    return f"{(7919 * index) % 1000:03d}{1 + (104_729 * index) % 999:03d}"
+
+
 @dataclass(frozen=True)
 class Variant:
     """One request of a cell's load and the answer it must get (None where it cannot be predicted)."""
@@ -46,7 +52,8 @@ def perf_test_values(index: int) -> dict[str, str]:
     """The 15 value parameters of perf-test variant `index` (0: the seed's values).
 
     Every variant is valid for its SQL type and differs in every parameter; bigints stay above 2^53 so a
-    stack that rounds them through a double is still caught.
+    stack that rounds them through a double is still caught, and both timestamps carry microseconds that
+    no millisecond rounds to (`_micros`), so a stack that cuts time values to milliseconds is too.
     """
     if index == 0:
         return dict(wl.SEED_PERF_TEST_VALUES)
@@ -60,8 +67,9 @@ def perf_test_values(index: int) -> dict[str, str]:
         "_double": f"{index * 1000}.125",
         "_bool": "true" if index % 2 else "false",
         "_date": day.isoformat(),
-        "_timestamp": f"{day.isoformat()}T{index % 24:02d}:{index % 60:02d}:{(7 * index) % 60:02d}",
-        "_timestamptz": f"{day.isoformat()}T10:30:00{_OFFSETS[index % len(_OFFSETS)]}",
+        "_timestamp": f"{day.isoformat()}T{index % 24:02d}:{index % 60:02d}:{(7 * index) % 60:02d}.{_micros(index)}",
+        "_timestamptz": f"{day.isoformat()}T10:30:00.{_micros(index + PERF_TEST_VARIANTS)}"
+                        f"{_OFFSETS[index % len(_OFFSETS)]}",
         "_uuid": f"00000000-0000-4000-8000-{index:012d}",
         "_json": json.dumps({"variant": index, "list": [index, "x"]}, separators=(",", ":")),
         "_jsonb": json.dumps({"variant": index, "key": "v"}, separators=(",", ":")),

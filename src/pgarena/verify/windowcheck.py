@@ -15,7 +15,9 @@ measured window and compares the workload's statement calls with that window's a
 
 The warm-up is a separate generator run before the first snapshot, so its requests never count. The
 rows those statements returned or changed must also reach `rows × answered_2xx × (1 − tolerance)` (a
-stack that queries but serves rows from elsewhere). The tolerance is the 1 % every cell allows for
+stack that queries but serves rows from elsewhere). graphql-nested / users-posts also need a statement
+that reads the posts per answer and the rows of users + posts (accounting.nested_rows): a stack that
+queries `users` and serves each user's posts from memory is a cache. The tolerance is the 1 % every cell allows for
 failures (docs/methodology.md, "Database accounting per window").
 """
 
@@ -58,9 +60,13 @@ def expected_bounds(statements_per_request: int, answered_2xx: int, unknown: int
 
 
 def judge_window(workload: str, parameter: int | None, before: StatementCounts, after: StatementCounts, *,
-                 answered_2xx: int, unknown: int, in_flight: int, pattern: re.Pattern | None = None) -> WindowAccounting:
-    """The accounting record of one window from two pg_stat_statements readings and its answers."""
+                 answered_2xx: int, unknown: int, in_flight: int, pattern: re.Pattern | None = None,
+                 nested: accounting.NestedPatterns = accounting.DEFAULT_NESTED_PATTERNS) -> WindowAccounting:
+    """The accounting record of one window from two pg_stat_statements readings and its answers (`nested`:
+    what reads the posts and the users, for graphql-nested / users-posts)."""
     calls, rows, _, _ = accounting.split_calls(workload, before, after, pattern)
+    posts_calls = posts_low = None
+    rows_each = rows_per_request(workload, parameter)
     per_request = accounting.EXPECTED[workload][0]
     if workload in wl.NESTED_LISTS:
         # how many statements a nested answer costs is the stack's choice (1 join, 2 batched, 1 + N): every
@@ -69,7 +75,9 @@ def judge_window(workload: str, parameter: int | None, before: StatementCounts, 
     low, high = expected_bounds(per_request, answered_2xx, unknown, in_flight)
     if workload in wl.NESTED_LISTS:
         high = max(high, calls)
-    rows_each = rows_per_request(workload, parameter)
+        posts_calls, joined_calls = accounting.split_posts(before, after, nested)
+        posts_low = low
+        rows_each = accounting.nested_rows(wl.NESTED_LIMIT, joined_calls > 0)
     rows_low = math.floor(rows_each * answered_2xx * (1 - WINDOW_RELATIVE_TOLERANCE)) if rows_each else None
     verdict, reason = Verdict.EXACT, None
     if calls < low:
@@ -81,13 +89,18 @@ def judge_window(workload: str, parameter: int | None, before: StatementCounts, 
         reason = (f"{calls:,} workload statement calls for {answered_2xx:,} answers of 2xx, {unknown:,} of unknown "
                   f"outcome and ≤ {in_flight:,} in flight (at most {high:,} expected): more queries than the "
                   "workload needs (N+1?)")
+    elif posts_calls is not None and posts_low is not None and posts_calls < posts_low:
+        verdict = Verdict.WRONG
+        reason = (f"{posts_calls:,} calls of statements reading posts for {answered_2xx:,} answers of 2xx "
+                  f"(at least {posts_low:,} expected): posts not from the database (a cache?)")
     elif rows_low is not None and rows < rows_low:
         verdict = Verdict.WRONG
         reason = f"{rows:,} rows from the database for {answered_2xx:,} answers (at least {rows_low:,} expected)"
     return WindowAccounting(
         answered_2xx=answered_2xx, unknown_outcome=unknown, in_flight_allowance=in_flight,
         statements_per_request=per_request, workload_statement_calls=calls, expected_calls_low=low,
-        expected_calls_high=high, workload_rows=rows, expected_rows_low=rows_low, verdict=verdict, reason=reason)
+        expected_calls_high=high, workload_rows=rows, expected_rows_low=rows_low, posts_statement_calls=posts_calls,
+        expected_posts_calls_low=posts_low, verdict=verdict, reason=reason)
 
 
 def cell_verdict(records: list[WindowAccounting | None]) -> tuple[Verdict | None, str | None]:

@@ -36,8 +36,6 @@ class LoadSpec:
     content_type: str | None = None
     bodies_file: Path | None = None
     """One request body per line; each request takes one (tx: pre-generated random transactions)."""
-    expected_rows: int | None = None
-    """Rows one answer holds (None: not a list of rows)."""
     workload: str = ""
     rate: float | None = None
     urls_file: Path | None = None
@@ -140,9 +138,12 @@ class Engine(ABC):
         """argv for one window; output files go to `workdir` named from `stem`."""
 
     @abstractmethod
-    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None) -> LoadOutcome:
+    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None,
+              offered: int | None = None) -> LoadOutcome:
         """Read the window's machine-readable output (raise EngineOutputError if unusable). `timeout_s`
-        is the window's HTTP timeout: requests without an answer count at it in the latency."""
+        is the window's HTTP timeout: requests without an answer count at it in the latency, and so do the
+        open model's dropped requests; `offered` (open model: requests scheduled in the window) tells an
+        engine that does not count its dropped requests how many there were (offered − completed)."""
 
     @abstractmethod
     def raw_output(self, workdir: Path, stem: str) -> Path:

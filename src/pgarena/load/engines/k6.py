@@ -3,7 +3,8 @@
 Open model: the `constant-arrival-rate` executor with `preAllocatedVUs = maxVUs = connections`; an
 iteration that finds no free VU is not started and counted in k6's `dropped_iterations`. k6 measures
 `http_req_duration` from the actual send, so with the open model a late start shows up as dropped
-iterations rather than as latency; pgarena reports both.
+iterations rather than as latency; pgarena reports both, and counts every dropped iteration in the latency
+at the timeout, like a request without an answer (engines/latency.py, fold_dropped).
 
 Latency is request time (sending + waiting + receiving), not iteration time: the script's
 `pgarena_latency` trend, which is `http_req_duration` except that a request without an answer counts at
@@ -21,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from pgarena.load.engines.base import Engine, EngineOutputError, LoadOutcome, LoadSpec, find_binary
-from pgarena.load.engines.latency import censored_fields, raise_to_timeout
+from pgarena.load.engines.latency import censored_fields, fold_dropped, raise_to_timeout
 from pgarena.load.engines.outputs import K6Summary, K6Trend, parse_output
 from pgarena.results.models import Errors, Latency
 from pgarena.system.process import first_line
@@ -89,7 +90,8 @@ class K6Engine(Engine):
             argv += ["-e", f"{key}={value}"]
         return [*argv, str(self.script_path(workdir))]
 
-    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None) -> LoadOutcome:
+    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None,
+              offered: int | None = None) -> LoadOutcome:
         path = self.raw_output(workdir, stem)
         try:
             summary = json.loads(path.read_text(encoding="utf-8"))
@@ -133,6 +135,11 @@ def parse_k6_summary(summary: dict, *, timeout_s: float | None = None) -> LoadOu
         latency.censored = censored_fields(responses, failed)
     else:  # a summary from before pgarena_latency: http_req_duration, where a refused request is ~0 ms
         latency = raise_to_timeout(_latency(out.trend("http_req_duration")), responses, failed, timeout_s)
+    dropped = out.count("dropped_iterations") if "dropped_iterations" in out.metrics else None
+    if dropped and timeout_s is not None:
+        trend = out.trend("pgarena_latency" if "pgarena_latency" in out.metrics else "http_req_duration")
+        latency = fold_dropped(latency, trend.listed(), counted=responses + failed, responses=responses,
+                               unanswered=failed, dropped=dropped, timeout_ms=timeout_s * 1000)
     requests = answered + errors.total
     return LoadOutcome(
         requests=requests,
@@ -142,5 +149,5 @@ def parse_k6_summary(summary: dict, *, timeout_s: float | None = None) -> LoadOu
         status_codes={"2xx": answered, "non-2xx": errors.non_2xx},
         checks_total=out.count("pgarena_checks"),
         checks_failed=out.count("pgarena_checks_failed"),
-        dropped=out.count("dropped_iterations") if "dropped_iterations" in out.metrics else None,
+        dropped=dropped,
     )

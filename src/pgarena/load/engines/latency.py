@@ -13,6 +13,11 @@ With S answered and F failed requests (N = S + F, the failed ones sorted last), 
 when q·(N − 1) ≤ S − 1 (it reads answered requests only) and a lower bound otherwise; when
 q·(N − 1) ≥ S it reads failed requests only and is reported as the timeout. The average and the
 maximum are lower bounds whenever F > 0.
+
+Dropped requests (open model: scheduled, but not sent or not answered by the window's end — oha's
+offered minus completed, k6's `dropped_iterations`) count the same way (fold_dropped): each got no answer
+by the window's end, so it is one more request without an answer, at the timeout, after every other.
+Leaving them out let a stack that drops near saturation show a lower p99 than one that answers late.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ def _at_least_timeout(q: float, answered: int, failed: int) -> bool:
 def from_durations(durations_ms: Sequence[float], failed: int, timeout_ms: float) -> Latency:
     """Exact figures from every answered request's latency (ms) and the count of requests without an
     answer, each counted at `timeout_ms` (or its own duration if longer)."""
-    values = sorted(durations_ms) + [timeout_ms] * failed
+    values = sorted([*durations_ms, *[timeout_ms] * failed])
     if not values:
         raise ValueError("no request to compute a latency from")
     if len(values) == 1:
@@ -95,3 +100,44 @@ def raise_to_timeout(latency: Latency, answered: int, failed: int, timeout_s: fl
                 values[name] = max(values[name], timeout_ms)
         values["max_ms"] = max(values["max_ms"], timeout_ms)
     return Latency(**values)
+
+
+def _interpolated(points: list[tuple[float, float]], share: float) -> float:
+    """The quantile `share` between the listed (quantile, value) points around it (the first below the
+    lowest listed one)."""
+    below = [(p, v) for p, v in points if p <= share]
+    above = [(p, v) for p, v in points if p >= share]
+    if not below or not above:
+        return (above or below)[0][1]
+    (p0, v0), (p1, v1) = below[-1], above[0]
+    return v0 if p1 == p0 else v0 + (share - p0) / (p1 - p0) * (v1 - v0)
+
+
+def fold_dropped(latency: Latency, listed: dict[float, float], *, counted: int, responses: int, unanswered: int,
+                 dropped: int, timeout_ms: float) -> Latency:
+    """`latency` of the `counted` requests (`responses` answered, `unanswered` at the timeout) with `dropped`
+    more requests added at `timeout_ms`, sorted after all of them (module docstring).
+
+    `listed` maps quantiles of the counted requests to their values in ms (1.0: the maximum). Percentile q
+    now sits at position r = q·(counted + dropped − 1): beyond the counted requests it is the timeout (or
+    the interpolation between their maximum and it); among them it is their quantile r / (counted − 1),
+    interpolated linearly between the two listed quantiles around it (k6 lists p50, p90, p95, p99, p99.5,
+    p99.9, p99.99 and the maximum, so below the 1 % of drops a valid cell allows, p99 lies between p99 and
+    p99.5 of the answered requests). The average counts the dropped requests at the timeout; the maximum is
+    at least the timeout."""
+    if dropped <= 0 or counted <= 0:
+        return latency
+    total = counted + dropped
+    top = max(listed.get(1.0, latency.max_ms), latency.max_ms)
+    points = sorted({**listed, 1.0: top}.items())
+    cuts = {}
+    for name, q in PERCENTILE_FIELDS.items():
+        position = q * (total - 1)
+        if position >= counted:
+            cuts[name] = timeout_ms
+        elif position > counted - 1:  # between the last counted request and the first dropped one
+            cuts[name] = top + (position - (counted - 1)) * (timeout_ms - top)
+        else:
+            cuts[name] = _interpolated(points, position / (counted - 1))
+    return Latency(avg_ms=(latency.avg_ms * counted + timeout_ms * dropped) / total, max_ms=max(top, timeout_ms),
+                   **cuts, censored=censored_fields(responses, unanswered + dropped))

@@ -3,7 +3,8 @@
 Open model: `-q <rate> --latency-correction`: oha schedules requests at the rate and measures each one's
 latency from its scheduled start, so time spent waiting for a free connection counts (no coordinated
 omission). Requests scheduled but not completed by the deadline are not reported by oha; pgarena counts
-them as dropped (offered = rate × window, minus completed).
+them as dropped (offered = rate × window, minus completed), and counts them in the latency at the timeout,
+like requests without an answer (engines/latency.py).
 
 Requests carry the same headers as k6's, apart from the user agent: oha by default advertises
 `Accept-Encoding: gzip, compress, deflate, br` and k6 sends no Accept-Encoding, so `--disable-compression`
@@ -106,7 +107,8 @@ class OhaEngine(Engine):
             return [*argv, "--urls-from-file", str(spec.urls_file)]  # a random line per request
         return [*argv, spec.url]
 
-    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None) -> LoadOutcome:
+    def parse(self, workdir: Path, stem: str, timeout_s: float | None = None,
+              offered: int | None = None) -> LoadOutcome:
         path = self.raw_output(workdir, stem)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -115,7 +117,7 @@ class OhaEngine(Engine):
         requests_file = self.requests_file(workdir, stem)
         durations = read_request_durations_ms(requests_file)
         requests_file.unlink(missing_ok=True)
-        return parse_oha_json(data, timeout_s=timeout_s, durations_ms=durations)
+        return parse_oha_json(data, timeout_s=timeout_s, durations_ms=durations, offered=offered)
 
 
 def read_request_durations_ms(path: Path) -> list[float] | None:
@@ -161,9 +163,10 @@ def _listed_quantile(percentiles: dict[str, float]) -> Callable[[float], float]:
 
 
 def parse_oha_json(data: dict, *, timeout_s: float | None = None,
-                   durations_ms: list[float] | None = None) -> LoadOutcome:
+                   durations_ms: list[float] | None = None, offered: int | None = None) -> LoadOutcome:
     """A LoadOutcome from oha's `--output-format json` document (and, when given, every answered
-    request's latency from oha's `--db-url` file; requests without an answer count at `timeout_s`)."""
+    request's latency from oha's `--db-url` file; requests without an answer count at `timeout_s`, and so
+    do the open model's `offered` requests that were not completed: the dropped ones)."""
     out = parse_output(OhaOutput, data, "oha")
     statuses = {str(code): count for code, count in out.status_code_distribution.items()}
     duration = out.summary.total
@@ -174,7 +177,8 @@ def parse_oha_json(data: dict, *, timeout_s: float | None = None,
     if responses == 0:
         raise EngineOutputError(f"oha received no response in {duration:.1f} s (errors: {out.error_distribution})")
 
-    failed = errors.unanswered
+    dropped = max(0, offered - requests) if offered is not None and timeout_s is not None else 0
+    failed = errors.unanswered + dropped  # NOTE: dropped requests count at the timeout too (engines/latency.py)
     timeout_ms = timeout_s * 1000 if timeout_s is not None else None
     latency: Latency
     if durations_ms is not None and len(durations_ms) == responses and timeout_ms is not None:

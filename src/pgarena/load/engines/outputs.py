@@ -42,7 +42,16 @@ class K6Trend(_Output):
     p90: float = Field(alias="p(90)")
     p95: float = Field(alias="p(95)")
     p99: float = Field(alias="p(99)")
+    p99_5: float | None = Field(None, alias="p(99.5)")
+    p99_9: float | None = Field(None, alias="p(99.9)")
+    p99_99: float | None = Field(None, alias="p(99.99)")
     max: float
+
+    def listed(self) -> dict[float, float]:
+        """Quantile → value (ms) of every listed statistic, the maximum at 1.0 (latency.fold_dropped)."""
+        values = {0.5: self.med, 0.9: self.p90, 0.95: self.p95, 0.99: self.p99, 0.995: self.p99_5,
+                  0.999: self.p99_9, 0.9999: self.p99_99, 1.0: self.max}
+        return {q: v for q, v in values.items() if v is not None}
 
 
 class K6Metric(_Output):

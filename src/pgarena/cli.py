@@ -281,7 +281,7 @@ def run(
     headroom: Annotated[Optional[bool], typer.Option(
         "--headroom/--no-headroom", help="measure the generator's ceiling against a trivial endpoint")] = None,
     ceiling_seconds: Annotated[Optional[int], typer.Option(
-        help="seconds of pgbench per workload for the database's own ceiling (0: not measured)")] = None,
+        help="seconds of each pgbench run of the database's own ceiling (3 runs per workload and cell condition; 0: not measured)")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
     warmup: Annotated[Optional[float], typer.Option(
         help="least warm-up seconds per cell (each cell warms until its throughput is steady)")] = None,

@@ -70,8 +70,12 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
         assert cell.summary.requests_total == 2 * expected_requests
         assert cell.summary.latency_p99_ms.median == pytest.approx(expected["latencyPercentiles"]["p99"] * 1000)
         assert (run_dir / cell.repetitions[0].raw_output).exists()
-    ceiling = results.ceiling("perf-test", 1)
-    assert ceiling is not None and ceiling.tps > 0 and ceiling.connections == config.pool_size
+        assert all(r.pgarena_cpu_seconds is not None and r.pgarena_cpu_seconds >= 0 for r in cell.repetitions)
+        assert cell.summary.generator_set_cpu_fraction >= cell.summary.generator_cpu_fraction
+    ceilings = {c.vus: results.ceiling_for(c) for c in good if c.workload == "perf-test"}
+    assert {vus: (c.connections, c.db_rtt_ms, len(c.runs_tps)) for vus, c in ceilings.items()} == {
+        1: (1, None, 3), 4: (4, None, 3)}, "min(VUs, pool size) connections, direct, 3 runs"
+    assert all(c.tps_low <= c.tps <= c.tps_high for c in ceilings.values())
     assert results.ceiling("static", None) is None and results.ceiling_unavailable is None
     faulty = {(c.workload, c.vus): c for c in results.cells if c.stack == "fixture-faulty"}
     assert "columns-wrong" in faulty[("perf-test", 1)].flags

@@ -30,8 +30,9 @@ DEFAULT_MAX_ERROR_RATE = 0.01
 
 DEFAULT_ENGINE = "oha"
 DEFAULT_SCHEDULE = "interleaved"
-DEFAULT_CEILING_SECONDS = 5
-"""pgbench seconds per workload × parameter for the database ceiling (ceiling.py)."""
+DEFAULT_CEILING_SECONDS = 2
+"""Seconds of each of the database ceiling's pgbench runs (ceiling.py: 3 runs per workload × parameter ×
+round trip × connections, after a 1 s warm-up)."""
 DEFAULT_MAX_REWARM_S = 2.0
 """Interleaved runs re-warm a stack before each measured window for the warm-up, but at most this long."""
 DEFAULT_WARMUP_CAP_S = 60.0
@@ -289,7 +290,7 @@ class RunConfig(BaseModel):
     slo_budget_steps: int = Field(8, ge=1, description="measured windows the search may use per stack × workload")
     headroom: bool = Field(True, description="measure the generator's own ceiling against a trivial endpoint")
     ceiling_s: int = _seconds("ceiling_s", DEFAULT_CEILING_SECONDS, ge=0, description=(
-        "seconds of pgbench per workload × parameter for the database's own ceiling (0 = not measured)"))
+        "seconds of each pgbench run of the database's own ceiling (3 runs per condition; 0 = not measured)"))
     cold_start_requests: int = Field(20, ge=1, description="first requests timed right after a stack is healthy")
     pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1, le=MAX_POOL_SIZE, description=(
         "database connections per stack, all its processes together (PGARENA_POOL_SIZE); with several "

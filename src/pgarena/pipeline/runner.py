@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from pgarena.config.run import RunConfig, redact_secrets, redact_url
 from pgarena.config.stackdef import Stack
 from pgarena.config.topology import TopologyDef, TopologyError, load_topology
+from pgarena.contract.flags import ABOVE_CEILING
 from pgarena.db.connections import connection_limit, pools_refusal
 from pgarena.db.data import client_versions, load_workload_data, server_facts
 from pgarena.db.exposed import expose_in_schema
@@ -28,8 +29,14 @@ from pgarena.db.startline import new_seed, shuffled
 from pgarena.load.distributed import GeneratorPlace, local_places
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.summary import summarize
-from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom, speed_probe
-from pgarena.pipeline.cells import run_stack, slo_missing
+from pgarena.pipeline.baselines import (
+    cpu_accounting,
+    database_ceiling,
+    flag_above_ceiling,
+    generator_headroom,
+    speed_probe,
+)
+from pgarena.pipeline.cells import cell_title, run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError, redacting
 from pgarena.pipeline.lifecycle import log_failure
 from pgarena.pipeline.placement import NETNS_DEFAULT, Placement, PlacementError
@@ -278,7 +285,7 @@ def execute(
                 speed_probe(ctx, scope, stacks)
                 if config.headroom and results.generator_headroom is None:
                     generator_headroom(ctx)
-                database_ceiling(ctx)
+                database_ceiling(ctx, [c for planned_cells in planned.values() for c in planned_cells])
             order = shuffled(stacks, config.seed)
             results.stack_order = [s.id for s in order]
             if config.seed is not None and len(order) > 1:
@@ -291,6 +298,9 @@ def execute(
                 _interleaved(ctx, runnable, resume is not None)
             else:
                 _sequential(ctx, runnable, kind, resume is not None, todo)
+            for cell in flag_above_ceiling(results):
+                log(f"[{cell.stack}] {cell_title(cell)}: 2xx/s above the database ceiling of its conditions "
+                    f"(flag {ABOVE_CEILING}: a measurement problem)")
         results.status = "complete"
     except KeyboardInterrupt:
         results.status = "interrupted"

@@ -40,13 +40,19 @@ class HistoryStore:
         self.placeholder = placeholder
         self.where = where
         """The file or the URL (password redacted) of the store, for messages."""
-        with self.connection:
+        with self.transaction():
             self.connection.cursor().execute(_schema())
+
+    def transaction(self):
+        """A context that commits on success and rolls back on an error (psycopg's `with connection` would
+        close the connection instead; sqlite3's commits)."""
+        make = getattr(self.connection, "transaction", None)
+        return make() if make is not None else self.connection
 
     def record(self, points: Sequence[Point]) -> int:
         """Store a run's points, replacing any earlier rows of the same runs; return how many were stored."""
         marks = ", ".join([self.placeholder] * len(_COLUMNS))
-        with self.connection:
+        with self.transaction():
             cursor = self.connection.cursor()
             for run_id in {p.run_id for p in points}:
                 cursor.execute(f"delete from {TABLE} where run_id = {self.placeholder}", (run_id,))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import subprocess
 
@@ -168,3 +169,15 @@ def test_operating_characteristics_of_the_gate():
     # the edge: a head exactly at the floor is called a regression at most at the stated error
     at_floor = sum(_simulated_outcome(0.95, seed, 20) == "regression" for seed in range(runs)) / runs
     assert at_floor <= 0.065
+
+
+def test_the_example_workflow_parses_and_uses_only_real_options():
+    yaml = pytest.importorskip("yaml", reason="pyyaml is in the test extra")
+    path = PROJECT_DIR / "examples" / "github-actions-ab.yml"
+    workflow = yaml.safe_load(path.read_text())
+    steps = workflow["jobs"]["ab"]["steps"]
+    command = next(s["run"] for s in steps if "pgarena ab" in s.get("run", ""))
+    used = set(re.findall(r"(--[a-z-]+)", command.split("pgarena ab", 1)[1]))
+    help_text = CliRunner().invoke(app, ["ab", "--help"], env={"COLUMNS": "200", "TERM": "dumb"}).output
+    assert used and {option for option in used if option not in help_text} == set()
+    assert "--fail-on-regression" in used and "--summary" in used

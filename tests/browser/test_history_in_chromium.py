@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_report_in_chromium import CHART_TIMEOUT_MS, CHROMIUM_ARGS, _chromium
+from tests.browser.test_report_in_chromium import CHART_TIMEOUT_MS, CHROMIUM_ARGS, playwright_and_chromium
 
 pytestmark = pytest.mark.browser
 
 
 def test_history_page_renders_every_series_with_its_band_and_step(tmp_path):
     pytest.importorskip("otava.analysis", reason="Apache Otava is not installed: pip install --no-deps apache-otava==0.8.0")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed: `make setup` installs the test extra")
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("Chromium is missing (no chromium on PATH, no /usr/bin/chromium): scripts/setup.sh installs "
-                    "Debian's chromium package")
+    sync_api, chromium = playwright_and_chromium()
     from pgarena.history.page import render_history
     from pgarena.history.points import Point
     from tests.unit.test_history import STEP, STEP_AT, _series  # noqa: F401 — STEP: the stepped series

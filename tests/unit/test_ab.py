@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from typer.testing import CliRunner
 
-from pgarena.analysis.abgate import ab_gate, parse_margin, table_gate
+from pgarena.analysis.abgate import ab_gate, parse_margin
 from pgarena.analysis.sequential import judge
 from pgarena.cli import app
 from pgarena.config.stackdef import load_stacks

@@ -112,3 +112,38 @@ def test_history_page_has_a_chart_per_series_with_the_band_and_the_step():
     assert [s["x0"] for s in figures[0]["layout"]["shapes"]] == [STEP_AT - 0.5]
     assert "between 1.11 and 1.12" in html and "Plotly" in html
     assert math.isclose(figures[0]["data"][0]["y"][0], _series(STEP)[0].rps_high)
+
+
+def _saved_run(tmp_path):
+    from pgarena.results.store import save
+
+    run_dir = tmp_path / "results" / "run-1"
+    run_dir.mkdir(parents=True)
+    results = sample_results()
+    save(results, run_dir)
+    return run_dir, results
+
+
+def test_a_finished_run_is_recorded_in_the_default_store(tmp_path):
+    from pgarena.cli import _record_history
+
+    run_dir, results = _saved_run(tmp_path)
+    _record_history(run_dir, None)
+    store = open_store(tmp_path / "results")
+    assert len(store.points()) == len(run_points(results)) > 0
+    store.close()
+
+
+def test_history_command_lists_series_and_writes_the_page(tmp_path):
+    from typer.testing import CliRunner
+
+    from pgarena.cli import app
+
+    run_dir, _ = _saved_run(tmp_path)
+    results_dir = tmp_path / "results"
+    done = CliRunner().invoke(app, ["history", "--record", str(run_dir), "--results-dir", str(results_dir)])
+    assert done.exit_code == 0, done.output
+    assert "go-fast · perf-test rows=1 @ 50 VUs (oha)" in done.output
+    assert (results_dir / "history.html").is_file()
+    missing = CliRunner().invoke(app, ["history", "nope", "--results-dir", str(results_dir)])
+    assert missing.exit_code == 2 and "no run recorded" in missing.output

@@ -21,10 +21,11 @@ import io
 import shutil
 import subprocess
 import tarfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgarena.config.stackdef import StackConfigError, _read_toml, parse_stack_toml
+from pgarena.config.stackdef import StackConfigError, parse_stack_toml
 from pgarena.config.versions import SOURCE_FOLDER, VersionSpec, version_toml
 from pgarena.pipeline.context import RunError
 
@@ -74,8 +75,8 @@ def _from_git(stack_dir: Path, ref: str, target: Path) -> None:
     """The stack's folder as committed at `ref`, extracted into `target`."""
     where = subprocess.run(["git", "-C", str(stack_dir), "rev-parse", "--show-toplevel", "--show-prefix"],
                            capture_output=True, text=True, check=False).stdout.splitlines()
-    top, prefix = (where + ["", ""])[:2] if len(where) >= 1 else (str(stack_dir), "")
-    done = subprocess.run(["git", "-C", top or str(stack_dir), "archive", "--format=tar", f"{ref}:{prefix}"],
+    top, prefix = (where + [str(stack_dir), ""])[:2]  # outside git: archive fails below with git's reason
+    done = subprocess.run(["git", "-C", top, "archive", "--format=tar", f"{ref}:{prefix}"],
                           capture_output=True, check=False)
     if done.returncode != 0:
         message = done.stderr.decode(errors="replace").strip().splitlines()
@@ -85,24 +86,27 @@ def _from_git(stack_dir: Path, ref: str, target: Path) -> None:
         archive.extractall(target, filter="data")
 
 
-def _source_folder(stack_dir: Path, source: str, target: Path) -> tuple[Path, VersionSpec | None]:
-    """Fill `target` with the source's files; return it and the source's `[versions]` spec (None: not one)."""
+def _source_folder(stack_dir: Path, source: str, target: Path) -> VersionSpec | None:
+    """Fill `target` with the source's files; return the source's `[versions]` spec (None: not one)."""
     if source.startswith(GIT_PREFIX):
         _from_git(stack_dir, source.removeprefix(GIT_PREFIX), target)
-        return target, None
+        return None
     if source == CURRENT:
         _copy(stack_dir, target)
-        return target, None
-    definition = parse_stack_toml(stack_dir / "stack.toml")
+        return None
+    try:
+        definition = parse_stack_toml(stack_dir / "stack.toml")
+    except StackConfigError as exc:
+        raise RunError(str(exc)) from None
     if source in definition.versions:
         _copy(stack_dir, target)
-        return target, definition.versions[source]
+        return definition.versions[source]
     folder = Path(source).expanduser()
     if folder.is_dir():
         if not (folder / "stack.toml").is_file():
             raise RunError(f"{source}: a folder given as a version must hold a stack.toml (a checkout of the stack)")
         _copy(folder, target)
-        return target, None
+        return None
     known = ", ".join(definition.versions) or "none declared"
     raise RunError(f"{source}: not '{CURRENT}', 'git:<ref>', a folder, or a version of {definition.id}'s "
                    f"[versions] ({known})")
@@ -111,12 +115,17 @@ def _source_folder(stack_dir: Path, source: str, target: Path) -> tuple[Path, Ve
 def _prepare(stack_dir: Path, stack: str, side: str, source: str, work_dir: Path) -> Version:
     stack_id = f"{stack}-{side}"
     folder = work_dir / stack_id
-    _, spec = _source_folder(stack_dir, source, folder)
-    raw = _read_toml(folder / "stack.toml")
+    spec = _source_folder(stack_dir, source, folder)
+    if not (folder / "stack.toml").is_file():
+        raise RunError(f"{source}: has no stack.toml (at that ref, the stack's folder did not exist yet?)")
+    text = (folder / "stack.toml").read_text(encoding="utf-8")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RunError(f"{source}: its stack.toml is not valid TOML: {exc}") from None
     source_id = raw.get("id") if isinstance(raw.get("id"), str) else stack
     kept = folder / SOURCE_FOLDER / source_id  # a folder named like the id, as parse_stack_toml wants
     kept.mkdir(parents=True)
-    text = (folder / "stack.toml").read_text(encoding="utf-8")
     if isinstance(raw.get("extends"), str):  # a variant: its parent stays where it is in the stacks folder
         text = text.replace(raw["extends"], (stack_dir / raw["extends"]).resolve().as_posix(), 1)
     (kept / "stack.toml").write_text(text, encoding="utf-8")

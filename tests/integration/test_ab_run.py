@@ -85,3 +85,27 @@ def test_history_on_postgresql(managed_db):
         with store.transaction():
             store.connection.cursor().execute("drop table pgarena_history")
         store.close()
+
+
+def test_the_ab_command_gates_writes_the_summary_and_records_the_history(tmp_path, fixture_env):
+    from typer.testing import CliRunner
+
+    from pgarena.cli import app
+
+    try:
+        get_engine("oha").binary  # noqa: B018
+    except EngineUnavailable as exc:
+        pytest.skip(f"oha is not installed: {exc}")
+    stacks = _stack(tmp_path / "stacks", tmp_path / "epoch")
+    results_dir = tmp_path / "results"
+    done = CliRunner().invoke(app, [
+        "ab", "fx", "--head", "slower", "--fail-on-regression", "5%", "--profile", "quick", "--workloads", "static",
+        "--vus", "4", "--duration", "0.5", "--budget", "5m", "--run-id", "cli", "--stacks-dir", str(stacks),
+        "--results-dir", str(results_dir), "--summary", str(tmp_path / "comment.md")])
+    assert done.exit_code == 1, done.output
+    summary = (results_dir / "cli" / "ab-summary.md").read_text()
+    assert summary == (tmp_path / "comment.md").read_text()
+    assert summary.startswith("### pgarena ab fx: current (3) → slower (3-slower)") and "❌ regression" in summary
+    store = open_store(results_dir)
+    assert {(p.stack, p.version) for p in store.points()} == {("fx", "current (3)"), ("fx", "slower (3-slower)")}
+    store.close()

@@ -104,6 +104,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
   echo "$want" > "$stamp"
 fi
+# Apache Otava for `pgarena history`'s change points, without the requirements of its own CLI (pyproject.toml).
+.venv/bin/python -c 'import otava.analysis' 2>/dev/null ||
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps apache-otava==0.8.0
 
 # oha, pinned, built from crates.io (newer releases need a newer rustc than this machine's).
 if [ ! -x "$TOOLS/oha-$OHA_VERSION/bin/oha" ]; then

@@ -45,6 +45,7 @@ DEFAULT_BUILD_TIMEOUT_S = 1200.0
 _TEMPLATE_RE = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
 from pgarena.contract.answer import KEY_STYLES, MAPPED_WORKLOADS, AnswerShape
 from pgarena.contract.workloads import WorkloadName
+from pgarena.config.versions import VersionSpec
 
 
 class StackConfigError(Exception):
@@ -224,6 +225,8 @@ class StackDef(_Strict):
     answer: AnswerSpec | None = Field(None, description=(
         "the stack's row answers come in a documented other shape (an envelope, camelCase keys): undone before "
         "judging, cells flagged answer-mapped"))
+    versions: dict[str, VersionSpec] = Field(default_factory=dict, description=(
+        "named versions of the stack (config/versions.py) that `pgarena ab` measures against each other"))
 
     @field_validator("routes")
     @classmethod
@@ -312,7 +315,7 @@ def _model_for_location(loc: tuple) -> type[BaseModel]:
         if field is None:
             break
         annotation = field.annotation
-        for candidate in (BuildSpec, RunSpec, DatabaseSpec, AnswerSpec):
+        for candidate in (BuildSpec, RunSpec, DatabaseSpec, AnswerSpec, VersionSpec):
             if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
                 model = candidate
     return model

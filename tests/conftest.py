@@ -61,6 +61,10 @@ def update_golden(request) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+FOREIGN_APPS = ("seed000-go-pgx", "seed000-fastify-pg")
+"""Stacks whose code is another benchmark's, copied unmodified (seed 000's own apps): they serve what they were
+written for (seed 000's six scenarios) and answer bad input as they do; only their stack.toml is pgarena's."""
+
 ALLOWED_SKIPS: dict[str, str] = {
     "tests/e2e/test_every_stack_verifies.py::test_stack_builds_and_verifies[postgrest]":
         "PostgREST ships as GitHub release binaries only: no registry this machine reaches (apt, PyPI, npm, "
@@ -69,10 +73,12 @@ ALLOWED_SKIPS: dict[str, str] = {
         "NpgsqlRest's npm package downloads its binary from GitHub at install and .NET is in no registry "
         "here (stacks/npgsqlrest/stack.toml)",
     "tests/integration/test_postgres18.py::test_managed_cluster_runs_postgres_18_from_npm":
-        "a test never downloads: it runs only where `make postgres18` installed PostgreSQL 18 from npm",
+        "a test never downloads: it runs where scripts/setup.sh (or `make postgres18`) installed PostgreSQL 18 "
+        "from npm; setup fails under CI when it cannot, so this skip shows only on a machine without npm",
     "tests/e2e/test_every_stack_verifies.py::test_stack_builds_and_verifies[rust-fraiseql]":
-        "FraiseQL 2.19.0 refuses PostgreSQL older than 18 and Debian bookworm's registry ships PostgreSQL 15 "
-        "(stacks/rust-fraiseql/stack.toml, min_postgres = 18); the stack is skipped before its build",
+        "FraiseQL 2.19.0's cold build (cargo install, 52 min 37 s measured on 2 cores) does not fit in one 90-minute CI "
+        "run beside the ~40-minute suite; skipped only until it is in the tool cache (then its build is "
+        "`fraiseql compile`, seconds, and it is verified on the managed PostgreSQL 18 like every stack)",
 }
 """Tests that may skip under CI (exact node id, as pytest prints it from the project root) → why that is fine."""
 

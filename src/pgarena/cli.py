@@ -83,13 +83,16 @@ DbPasswordOpt = Annotated[Optional[str], typer.Option("--db-password", help=(
     "managed database: that role's password; with --target: the password of pgarena's role on --database-url"))]
 DbNameOpt = Annotated[Optional[str], typer.Option("--db-name", help="managed database: its name (default: pgarena)")]
 PostgresBinOpt = Annotated[Optional[Path], typer.Option(
-    "--postgres-bin", help="managed database: folder of initdb, pg_ctl and postgres (e.g. PostgreSQL 18 from "
-                           "`make postgres18`; default: PATH, pg_config, /usr/lib/postgresql/*/bin)")]
+    "--postgres-bin", help="managed database: folder of initdb, pg_ctl and postgres (any version; "
+                           "default: the newest of npm's PostgreSQL 18 from setup, PATH, pg_config, /usr/lib/postgresql/*/bin)")]
 TargetOpt = Annotated[Optional[list[str]], typer.Option(
     "--target", metavar="ID=URL", help="a stack already deployed at URL (http/https base URL), verified and loaded "
                                        "but neither built, started nor stopped; repeatable or comma-separated; needs "
                                        "--database-url and --db-password (docs/contract.md, Remote targets)")]
 StacksDirOpt = Annotated[Path, typer.Option(help="folder of stack definitions")]
+HistoryUrlOpt = Annotated[Optional[str], typer.Option(
+    "--history-url", help="the history store: a postgresql:// URL or an SQLite file (default: history.sqlite in "
+                          "--results-dir); every run is recorded there (docs/authors.md)")]
 ResultsDirOpt = Annotated[Path, typer.Option(help="where run folders are written")]
 
 
@@ -281,7 +284,7 @@ def run(
     headroom: Annotated[Optional[bool], typer.Option(
         "--headroom/--no-headroom", help="measure the generator's ceiling against a trivial endpoint")] = None,
     ceiling_seconds: Annotated[Optional[int], typer.Option(
-        help="seconds of pgbench per workload for the database's own ceiling (0: not measured)")] = None,
+        help="seconds of each pgbench run of the database's own ceiling (3 runs per workload and cell condition; 0: not measured)")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
     warmup: Annotated[Optional[float], typer.Option(
         help="least warm-up seconds per cell (each cell warms until its throughput is steady)")] = None,
@@ -339,6 +342,7 @@ def run(
     generators: Annotated[Optional[int], typer.Option(
         help="k6 processes per window on this host, each an execution segment of the load, merged exactly "
              "(needs --engine k6; default 1)")] = None,
+    history_url: HistoryUrlOpt = None,
 ) -> None:
     """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
     if resume is not None:
@@ -347,7 +351,7 @@ def run(
                                                admin_database_url=admin_database_url, db_password=db_password)
         except RunError as exc:
             raise _fail(str(exc)) from None
-        _print_outputs(_execute(config, "run", resume=(resume, previous)))
+        _print_outputs(_record_history(_execute(config, "run", resume=(resume, previous)), history_url))
         return
     peaks: dict[str, float] | None = None
     if shared_rates_from is not None:
@@ -377,7 +381,24 @@ def run(
         schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline, generators=generators,
         targets=_targets(target),
     )
-    _print_outputs(_execute(config, "run"))
+    _print_outputs(_record_history(_execute(config, "run"), history_url))
+
+
+def _record_history(run_dir: Path, history_url: str | None, names: dict[str, tuple[str, str]] | None = None) -> Path:
+    """Record a finished run in the history store; a store that cannot be written is a warning, not a failure."""
+    from pgarena.history.points import run_points
+    from pgarena.history.store import HistoryError, open_store
+
+    try:
+        store = open_store(run_dir.parent, history_url)
+        try:
+            stored = store.record(run_points(load(run_dir), names))
+        finally:
+            store.close()
+        out.print(f"History: {stored} point(s) recorded in {store.where}", highlight=False, markup=False)
+    except (HistoryError, ResultsError) as exc:
+        err.print(f"warning: the run is not in the history: {exc}", highlight=False, markup=False, soft_wrap=True)
+    return run_dir
 
 
 def _print_outputs(run_dir: Path) -> None:
@@ -483,6 +504,8 @@ def calibrate(
     profile: ProfileOpt = cfg.DEFAULT_PROFILE,
     engine: Annotated[Optional[str], typer.Option(help="load generator: oha (default) or k6")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
+    budget: Annotated[Optional[str], typer.Option(
+        help="wall-clock budget of the check, build included (e.g. 10m; default: the profile's)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the calibration's folder (default: timestamp)")] = None,
     stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
@@ -493,7 +516,7 @@ def calibrate(
     Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
     """
     config = _config(profile, workloads=_names(workloads), vus=_ints(vus, "--vus"), engine=engine,
-                     duration_s=duration, perf_test_rows=[calibration.DEFAULT_ROWS],
+                     duration_s=duration, budget_s=budget, perf_test_rows=[calibration.DEFAULT_ROWS],
                      users_limits=[calibration.DEFAULT_LIMIT], stacks_dir=stacks_dir, results_dir=results_dir,
                      run_id=run_id)
     done = _guarded(lambda command_line, log, progress: calibration.calibrate(
@@ -626,6 +649,110 @@ def ingest(
     except OSError as exc:
         raise _fail(describe_os_error(exc)) from None
     _print_outputs(run_dir)
+
+
+@app.command()
+def ab(
+    stack: Annotated[str, typer.Argument(help="the stack whose two versions are compared")],
+    base: Annotated[str, typer.Option(help="the base version: 'current', a name of the stack.toml's [versions], "
+                                           "git:<ref>, or a folder holding the stack at another version")] = "current",
+    head: Annotated[str, typer.Option(help="the head version (the same kinds as --base)")] = "current",
+    fail_on_regression: Annotated[Optional[str], typer.Option(
+        metavar="PCT", help="exit 1 when the head is surely slower than (100 − PCT) % of the base in a table, 0 when "
+                            "every table rules that out, 2 when the budget ended before it could tell; e.g. 5%")] = None,
+    profile: ProfileOpt = cfg.DEFAULT_PROFILE,
+    workloads: WorkloadsOpt = None,
+    budget: Annotated[Optional[str], typer.Option(help="wall-clock budget, builds included (e.g. 20m)")] = None,
+    vus: Annotated[Optional[str], typer.Option(help="load levels (connections/VUs), e.g. 50")] = None,
+    rows: Annotated[Optional[str], typer.Option(help="perf-test rows, e.g. 10")] = None,
+    limits: Annotated[Optional[str], typer.Option(help="users limits, e.g. 20")] = None,
+    duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
+    database_url: DbOpt = None,
+    history_url: HistoryUrlOpt = None,
+    summary: Annotated[Optional[Path], typer.Option(
+        help="also write the Markdown summary here (e.g. for a pull-request comment)")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="name of the run folder (default: timestamp)")] = None,
+    stacks_dir: StacksDirOpt = PROJECT_DIR / "stacks",
+    results_dir: ResultsDirOpt = PROJECT_DIR / "results",
+) -> None:
+    """A/B: two versions of one stack measured in the same interleaved rounds; head/base per table.
+
+    Exit codes with --fail-on-regression: 0 no regression beyond the margin, 1 a regression, 2 could not tell
+    within the budget (or a user error). Without it: 0 once the run finished.
+    """
+    from pgarena.analysis.abgate import DEFAULT_REGRESSION_MARGIN, ab_gate, parse_margin
+    from pgarena.pipeline.ab import prepare_ab
+    from pgarena.report.ab import ab_markdown
+
+    try:
+        margin = parse_margin(fail_on_regression) if fail_on_regression else DEFAULT_REGRESSION_MARGIN
+    except ValueError as exc:
+        raise _fail(f"--fail-on-regression: {exc}") from None
+    if run_id is not None and not cfg.RUN_ID_PATTERN.fullmatch(run_id):
+        raise _fail(f"--run-id '{run_id}' is not a plain folder name")
+    run_id = run_id or new_run_id()
+    try:
+        plan = prepare_ab(stacks_dir, stack, base, head, results_dir / ".ab" / run_id)
+    except (RunError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    config = _config(profile, stacks=[plan.base.stack_id, plan.head.stack_id], workloads=_names(workloads),
+                     budget_s=budget, vus=_ints(vus, "--vus"), perf_test_rows=_ints(rows, "--rows"),
+                     users_limits=_ints(limits, "--limits"), duration_s=duration, database_url=database_url,
+                     run_id=run_id, stacks_dir=plan.stacks_dir, results_dir=results_dir, schedule="interleaved",
+                     baseline=plan.base.stack_id, equivalence_margin=margin)
+    run_dir = _record_history(_execute(config, "run"), history_url, plan.names)
+    gate = ab_gate(load(run_dir), plan.base.stack_id, plan.head.stack_id, margin)
+    text = ab_markdown(gate, title=f"pgarena ab {stack}: {plan.base.label} → {plan.head.label}",
+                       report_link="report.html")
+    for path in [run_dir / "ab-summary.md", *([summary] if summary else [])]:
+        path.write_text(text, encoding="utf-8")
+        out.print(f"Summary: {path}", highlight=False, markup=False)
+    print(text)
+    _print_outputs(run_dir)
+    if fail_on_regression is not None and gate.exit_code:
+        err.print(gate.sentence(), highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(gate.exit_code)
+
+
+@app.command()
+def history(
+    stack: Annotated[Optional[str], typer.Argument(help="one stack's series (default: every stack's)")] = None,
+    record: Annotated[Optional[list[Path]], typer.Option(
+        help="first record these run folders (runs made before the history existed); repeatable")] = None,
+    history_url: HistoryUrlOpt = None,
+    out_file: Annotated[Optional[Path], typer.Option(
+        "--out", help="the HTML page (default: history.html in --results-dir)")] = None,
+    results_dir: ResultsDirOpt = PROJECT_DIR / "results",
+) -> None:
+    """List the recorded series (stack × cell × machine) with their change points and write the HTML page."""
+    from pgarena.history.changes import OtavaMissing, change_points
+    from pgarena.history.page import render_history
+    from pgarena.history.points import run_points
+    from pgarena.history.store import HistoryError, open_store, series
+
+    try:
+        store = open_store(results_dir, history_url)
+        for run_dir in record or []:
+            out.print(f"recorded {store.record(run_points(load(run_dir)))} point(s) of {run_dir}", highlight=False)
+        points = store.points(stack)
+        store.close()
+    except (HistoryError, ResultsError) as exc:
+        raise _fail(str(exc)) from None
+    if not points:
+        raise _fail(f"no run recorded in {store.where}" + (f" for stack {stack}" if stack else ""))
+    for (stack_id, cell, machine), members in series(points).items():
+        try:
+            changes = [c.text() for c in change_points(members)]
+        except OtavaMissing as exc:
+            changes = [f"(no change points: {exc})"]
+        print(f"{stack_id} · {cell} · machine {machine}: {len(members)} run(s), latest {members[-1].version} "
+              f"{members[-1].rps_median:,.0f} 2xx/s")
+        for line in changes:
+            print(f"  change point: {line}")
+    target = out_file or results_dir / "history.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_history(points, store=store.where, stack=stack), encoding="utf-8")
+    out.print(f"HTML: {target}", highlight=False, markup=False)
 
 
 def main() -> None:

@@ -70,14 +70,20 @@ def report_file(tmp_path_factory) -> tuple[Path, str, bool]:
     return path, "report", True
 
 
-@pytest.fixture(scope="module")
-def loaded(report_file, tmp_path_factory):
+def playwright_and_chromium():
+    """(playwright's sync API, the Chromium binary), or skip saying which is missing."""
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is not installed: `make setup` installs the test extra")
     chromium = _chromium()
     if chromium is None:
         pytest.skip("Chromium is missing (no chromium on PATH, no /usr/bin/chromium): scripts/setup.sh installs "
                     "Debian's chromium package")
+    return sync_api, chromium
+
+
+@pytest.fixture(scope="module")
+def loaded(report_file, tmp_path_factory):
+    sync_api, chromium = playwright_and_chromium()
     path, name, is_fixture = report_file
     with sync_api.sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(

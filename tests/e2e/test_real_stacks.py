@@ -126,3 +126,19 @@ def test_forked_workers_share_the_pool_so_the_total_is_the_pool_size(tmp_path, s
     assert "pool-exceeded" not in info.flags and info.listen_addresses
     (cell,) = results.cells
     assert cell.peak_connections is not None and cell.peak_connections <= 10 and cell.warmup is not None
+
+
+def test_copies_of_a_real_stack_are_never_ordered(tmp_path):
+    """Issue 21, item 3: the A/A check with a real stack — three copies of go-nethttp-pgx under three ids,
+    raced by the default schedule within a short budget: no order may be claimed among them (exit 0)."""
+    _engine_or_skip("oha")
+    done = _pgarena("calibrate", "--stack", "go-nethttp-pgx", "--copies", "3", "--workloads", "static,perf-test",
+                    "--vus", "50", "--budget", "4m", "--results-dir", str(tmp_path), "--run-id", "aa")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = load(tmp_path / "aa" / "run")
+    assert {c.workload for c in results.cells if c.summary is not None} == {"static", "perf-test"}
+    from pgarena.analysis.verdicts import run_verdicts
+
+    for verdict in run_verdicts(results).values():
+        if verdict.inference is not None:
+            assert not verdict.inference.claims_above(), "an order claimed among identical copies"

@@ -19,7 +19,7 @@ def test_a_round_trip_is_a_load_dimension_and_shows_in_the_answers(tmp_path, fix
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "rtt", "stacks": ["fixture-good"],
         "workloads": ["users"], "users_limits": [5], "vus": [2], "repetitions": 2, "warmup_s": 1.0,
-        "duration_s": 1.5, "cold_start_requests": 1, "db_rtt_ms": ["0", "5ms"], "headroom": False, "ceiling_s": 0})
+        "duration_s": 1.5, "cold_start_requests": 1, "db_rtt_ms": ["0", "5ms"], "headroom": False, "ceiling_s": 1})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)
     assert results.network is not None and results.network.db_rtt_ms == [0.0, 5.0]
@@ -35,3 +35,10 @@ def test_a_round_trip_is_a_load_dimension_and_shows_in_the_answers(tmp_path, fix
     text = render_markdown(results)
     assert "## Throughput by database round trip" in text and "database 5 ms away" in text
     assert "Toxiproxy 2.5.0" in text
+    # issue 22 item 3: each round trip's cells beside a ceiling measured through that round trip, over
+    # min(VUs, pool size) = 2 connections; one query is one round trip, so at 5 ms 2 connections get ≤ 400/s
+    ceilings = {rtt: results.ceiling_for(cell) for rtt, cell in cells.items()}
+    assert {rtt: (c.db_rtt_ms, c.connections, len(c.runs_tps)) for rtt, c in ceilings.items()} == {
+        0.0: (0.0, 2, 3), 5.0: (5.0, 2, 3)}
+    assert ceilings[5.0].tps <= 400 < ceilings[0.0].tps
+    assert "| users | limit=5 | 5 ms | 2 |" in text

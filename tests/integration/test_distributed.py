@@ -193,3 +193,20 @@ def test_two_generator_namespaces_merge_to_the_sum_and_the_union(tmp_path, fixtu
     assert {roles["generator 1"].address, roles["generator 2"].address} <= seen
     assert "127.0.0.1" not in seen
     assert not [n for n in netns.list_namespaces() if n.startswith(roles["stack"].host.rsplit("-", 1)[0])]
+
+
+def test_the_headroom_of_two_local_generators_is_theirs_together_with_each_ones_part(tmp_path, k6):
+    """Issue 22 item 5: with --generators 2 the trivial endpoint is driven by both k6 processes together, as
+    every cell is; each one's part and its CPU (both on the generator CPU, shared) are recorded."""
+    from pgarena.load.headroom import HeadroomUnavailable, measure_headroom
+
+    config = build_config(project_dir=tmp_path, overrides={"engine": "k6", "generators": 2, "warmup_s": 1.0,
+                                                           "duration_s": 2.0})
+    try:
+        headroom = measure_headroom(k6, config, tmp_path, places=local_places(2))
+    except HeadroomUnavailable as exc:  # pragma: no cover — the trivial endpoint needs Go once
+        pytest.skip(f"the trivial endpoint cannot run here: {exc}")
+    assert [p.name for p in headroom.places] == ["gen1", "gen2"] and headroom.cpu_not_measured == []
+    assert all(p.host == "local" and p.rps > 0 and p.cpu_fraction is not None for p in headroom.places)
+    assert headroom.places[0].cpu_fraction == headroom.places[1].cpu_fraction == headroom.generator_cpu_fraction
+    assert sum(p.rps for p in headroom.places) == pytest.approx(headroom.rps, rel=0.1)

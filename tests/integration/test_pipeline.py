@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from pgarena.config.run import build_config
+from pgarena.db.postgres import find_bin_dir, server_major
 from pgarena.load.engines.oha import OhaEngine
 from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown
@@ -69,8 +70,12 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
         assert cell.summary.requests_total == 2 * expected_requests
         assert cell.summary.latency_p99_ms.median == pytest.approx(expected["latencyPercentiles"]["p99"] * 1000)
         assert (run_dir / cell.repetitions[0].raw_output).exists()
-    ceiling = results.ceiling("perf-test", 1)
-    assert ceiling is not None and ceiling.tps > 0 and ceiling.connections == config.pool_size
+        assert all(r.pgarena_cpu_seconds is not None and r.pgarena_cpu_seconds >= 0 for r in cell.repetitions)
+        assert cell.summary.generator_set_cpu_fraction >= cell.summary.generator_cpu_fraction
+    ceilings = {c.vus: results.ceiling_for(c) for c in good if c.workload == "perf-test"}
+    assert {vus: (c.connections, c.db_rtt_ms, len(c.runs_tps)) for vus, c in ceilings.items()} == {
+        1: (1, None, 3), 4: (4, None, 3)}, "min(VUs, pool size) connections, direct, 3 runs"
+    assert all(c.tps_low <= c.tps <= c.tps_high for c in ceilings.values())
     assert results.ceiling("static", None) is None and results.ceiling_unavailable is None
     faulty = {(c.workload, c.vus): c for c in results.cells if c.stack == "fixture-faulty"}
     assert "columns-wrong" in faulty[("perf-test", 1)].flags
@@ -81,6 +86,11 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
     assert "### perf-test — 4 Virtual Users, 1 Record" in report
     assert "unknown key 'workload'" in report and "start_failed" in report
     assert (run_dir / "postgres.log").exists() and not (run_dir / "postgres").exists()
+    # issue 22 item 17: the server's version (the newest installed: find_bin_dir) and the pgbench beside it
+    assert results.environment.postgres_version == results.database.version
+    assert results.environment.postgres_version.split(".")[0] == str(server_major(find_bin_dir()))
+    assert results.environment.toolchains["pgbench --version"].startswith("pgbench (PostgreSQL) ")
+    assert f"| PostgreSQL | {results.database.version} |" in report
 
 
 @pytest.mark.parametrize("engine", ["oha", "k6"])

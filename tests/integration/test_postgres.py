@@ -116,5 +116,8 @@ def test_unreachable_external_database_is_one_clear_error(tmp_path):
 def test_missing_server_binaries_say_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setattr("pgarena.db.postgres.glob.glob", lambda pattern: [])
     monkeypatch.setattr("pgarena.db.postgres.shutil.which", lambda name: None)
+    monkeypatch.setattr("pgarena.db.postgres.registry_postgres_dirs", lambda: [tmp_path / "none"])
     with pytest.raises(PostgresError, match="apt-get install postgresql"):
-        find_bin_dir(tmp_path)
+        find_bin_dir()
+    with pytest.raises(PostgresError, match=f"--postgres-bin {tmp_path}: no initdb, pg_ctl, postgres there"):
+        find_bin_dir(tmp_path)  # an explicit folder is used or refused, never silently replaced

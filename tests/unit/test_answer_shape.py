@@ -53,7 +53,7 @@ def test_the_envelope_is_opened_and_the_keys_mapped():
 def test_a_missing_envelope_is_a_failure_that_names_it():
     with pytest.raises(AnswerShapeError, match=r'no member "data" in the answer \(members: "rows", "meta"'):
         FRAISEQL.unwrap("users", {"rows": [CAMEL_USER], "meta": {}})
-    with pytest.raises(AnswerShapeError, match=r'not a JSON object with a member "data" but list'):
+    with pytest.raises(AnswerShapeError, match=r'not a JSON object with a member "data" but an array of 1'):
         FRAISEQL.unwrap("users", [CAMEL_USER])  # the contract's bare array is not what the stack declared
 
 

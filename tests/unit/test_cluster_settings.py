@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from pgarena.config.run import build_config
 from pgarena.config.stackdef import DatabaseSpec, RunSpec, Stack, StackDef
 from pgarena.db.postgres import ClusterSettings, PostgresError, merge_cluster_settings
 from pgarena.pipeline.context import RunError
-from pgarena.pipeline.plan import cluster_settings
+from pgarena.pipeline.plan import cluster_settings, ports_in_use, stack_schemas
 from pgarena.stack.launch import resolve_health_path
 
 
@@ -61,3 +62,48 @@ def test_health_path_naming_a_workload_becomes_its_verification_request(tmp_path
     assert resolve_health_path(config, _stack("a", health_path="workload:perf-test").definition).startswith(
         "/api/perf-test?_records=3")
     assert resolve_health_path(config, _stack("a", health_path="/up").definition) == "/up"
+
+
+def test_a_stack_names_the_schema_it_expects_pgarenas_objects_in(tmp_path):
+    """stack.toml `[database] schema`: per stack, not a cluster setting; validated like every key."""
+    config = build_config(project_dir=tmp_path)
+    stacks = [_stack("a", DatabaseSpec.model_validate({"schema": "public"})), _stack("b"),
+              _stack("c", DatabaseSpec.model_validate({"schema": "pgarena"}))]
+    assert stack_schemas(stacks) == {"a": "public"}
+    assert cluster_settings(config, stacks) == ClusterSettings()  # a schema alone fixes nothing of the cluster's
+    for bad in ("Public", "pg_catalog", "information_schema", "1st", "a b", ""):
+        with pytest.raises(ValidationError, match="schema"):
+            DatabaseSpec.model_validate({"schema": bad})
+
+
+def test_a_stack_that_names_a_schema_is_refused_on_a_users_own_database(tmp_path):
+    config = build_config(project_dir=tmp_path, overrides={"database_url": "postgresql://u:p@h/db"})
+    with pytest.raises(RunError, match="stack a expects pgarena's objects in schema public; on your own database "
+                                       r"\(--database-url\) pgarena keeps them in schema pgarena only"):
+        cluster_settings(config, [_stack("a", DatabaseSpec.model_validate({"schema": "public"}))])
+
+
+def test_an_unknown_database_key_lists_schema_by_its_toml_name(tmp_path):
+    from pgarena.config.stackdef import StackConfigError, parse_stack_toml
+
+    folder = tmp_path / "a"
+    folder.mkdir()
+    (folder / "stack.toml").write_text(
+        'id = "a"\ntitle = "a"\nlanguage = "x"\nframework = "x"\nframework_version = "0"\ndriver = "x"\n'
+        'driver_version = "0"\nworkloads = ["static"]\n[run]\ncommand = "x"\n[database]\nschemas = "public"\n')
+    with pytest.raises(StackConfigError, match=r"unknown key 'database.schemas' \(did you mean 'schema'\?\); "
+                                               "allowed keys: port, user, password, name, schema"):
+        parse_stack_toml(folder / "stack.toml")
+
+
+def test_a_default_run_marks_a_stack_whose_fixed_port_is_taken_unavailable_not_the_whole_run(tmp_path):
+    fixed = _stack("seed-app", DatabaseSpec(port=5432))
+    default_run = build_config(project_dir=tmp_path)
+    marked = ports_in_use(default_run, [fixed, _stack("b")], taken=lambda port: port == 5432)
+    assert [s.available for s in marked] == [False, True]
+    assert marked[0].unavailable_reason == ("unavailable here: its [database] port 5432 is in use on this machine "
+                                            "(name it with --stacks once the port is free)")
+    assert cluster_settings(default_run, marked) == ClusterSettings()  # the others run on pgarena's free port
+    assert ports_in_use(default_run, [fixed], taken=lambda port: False)[0].available
+    named = build_config(project_dir=tmp_path, overrides={"stacks": ["seed-app"]})
+    assert ports_in_use(named, [fixed], taken=lambda port: True)[0].available  # named: the run says why it stops

@@ -354,6 +354,21 @@ def test_k6_windows_shorter_than_a_second_are_refused(tmp_path):
     assert build_config(project_dir=tmp_path, overrides={"engine": "oha", "warmup_s": 0.5}).warmup_s == 0.5
 
 
+@pytest.mark.parametrize("password", ["pa#ss", "pa?ss", "pa/ss", "pa ss", "p#?/ s", "pa:ss"])
+def test_redact_secrets_finds_a_password_libpq_reads_unencoded(password):
+    """Issue 22 item 15: libpq takes everything up to the first '@' as user info, so `postgresql://u:pa#ss@h/db`
+    connects with password `pa#ss`; the redaction must hide all of it, and keep the host and database."""
+    text = f"$ ./server --db postgresql://u:{password}@127.0.0.1:5432/db --port 8080"
+    assert redact_secrets(text) == "$ ./server --db postgresql://u:***@127.0.0.1:5432/db --port 8080"
+
+
+def test_redact_secrets_leaves_urls_without_a_password_and_hides_known_secrets():
+    assert redact_secrets("postgresql://h:5432/db and http://127.0.0.1:8080/api?x=1") == \
+        "postgresql://h:5432/db and http://127.0.0.1:8080/api?x=1"
+    assert redact_secrets("./app --password tops3cret", known=["tops3cret"]) == "./app --password ***"
+    assert redact_secrets("a b", known=["a"]) == "a b"  # too short to replace in free text
+
+
 @pytest.mark.parametrize(
     ("text", "secret"),
     [

@@ -53,7 +53,72 @@ def spawned():
 
 def _state(**extra) -> dict:
     return {"owner": {"pid": 999_999_999, "start_time": 1.0, "role": "pgarena"}, "token": None, "finished": False,
-            "watchdog": None, "processes": [], "postgres": [], **extra}
+            "machine": reaper.machine_identity(), "watchdog": None, "processes": [], "postgres": [], **extra}
+
+
+def _orphaned_group(spawned, env: dict) -> tuple[int, psutil.Process]:
+    """A process group whose leader (a shell) has exited while its child sleeps on: (group id, the child)."""
+    leader = spawned(["/bin/sh", "-c", f"'{sys.executable}' -c 'import time; time.sleep(120)' &"], env=env,
+                     process_group=0)
+    leader.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        members = [p for p in psutil.process_iter() if _pgid(p.pid) == leader.pid]
+        if members:
+            return leader.pid, members[0]
+        time.sleep(0.05)
+    raise AssertionError("the shell's child did not start")
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def test_a_group_whose_leader_is_gone_is_not_matched_by_its_id_alone(spawned):
+    """Issue 22 item 16: the recorded leader's pid is gone and a later, unrelated group has that id (here: a
+    group started after the recorded start time, without the run's token): nothing of it is stopped."""
+    clean = {k: v for k, v in os.environ.items() if k != reaper.TOKEN_VARIABLE}
+    pgid, member = _orphaned_group(spawned, clean)
+    state = _state(token="t" * 32, processes=[{"pid": pgid, "start_time": member.create_time() - 60, "role": "stack"}])
+    assert reaper.reap(state, grace_s=1) == []
+    assert member.is_running() and member.status() != psutil.STATUS_ZOMBIE
+    member.kill()
+
+
+def test_a_group_whose_leader_is_gone_is_stopped_when_a_member_carries_the_token(spawned):
+    token = "t" * 32
+    pgid, member = _orphaned_group(spawned, {**os.environ, reaper.TOKEN_VARIABLE: token})
+    state = _state(token=token, processes=[{"pid": pgid, "start_time": member.create_time() - 1, "role": "stack"}])
+    lines = reaper.reap(state, grace_s=2)
+    assert _gone(member) and lines and lines[0].startswith("stopped 1 process(es)")
+
+
+def test_a_run_folder_from_another_machine_or_boot_is_left_alone(tmp_path, spawned):
+    """Issue 22 item 16: a copied run folder's pids and token name nothing of its own here."""
+    token = "c" * 32
+    carrier = spawned(env={**os.environ, reaper.TOKEN_VARIABLE: token})
+    for name, machine in (("copied", {"boot_id": "0" * 32, "hostname": "elsewhere"}), ("older", None)):
+        state = _state(token=token)
+        state.pop("machine") if machine is None else state.update(machine=machine)
+        (tmp_path / name).mkdir()
+        (tmp_path / name / reaper.PIDS_FILE).write_text(json.dumps(state))
+    assert reaper.reap_abandoned(tmp_path, grace_s=1) == []
+    assert reaper.reap_run(tmp_path / "copied", grace_s=1) == [
+        "copied: nothing stopped: it ran on elsewhere (boot 00000000000000000000000000000000), not on this "
+        "machine in this boot"]
+    assert carrier.poll() is None
+    assert reaper.read_state(tmp_path / "copied")["finished"] is False  # not even marked
+
+
+def test_the_registry_records_the_machine_and_boot(tmp_path):
+    with reaper.PidRegistry(tmp_path, watchdog=False):
+        recorded = reaper.read_state(tmp_path)["machine"]
+    assert recorded == reaper.machine_identity() and recorded["hostname"]
+    if reaper.BOOT_ID_PATH.exists():
+        assert len(recorded["boot_id"]) >= 32
 
 
 def test_a_recorded_pid_with_another_start_time_is_not_the_same_process(spawned):

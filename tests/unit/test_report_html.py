@@ -88,7 +88,8 @@ def test_schedule_and_ceiling_are_in_the_payload_and_the_page():
     assert schedule["phases"][2]["sentence"].startswith("stopped at the round cap (3 rounds) with 1 pair(s) unsettled")
     assert schedule["fallbacks"] == [{"stack": "node-wrong", "reason": "it listens on the fixed port 3000"}]
     assert schedule["disturbances"] == [{"stack": "py-steady", "idle_cpu_fraction": 0.083}]
-    assert [(r["workload"], r["tps"]) for r in payload["ceiling"]["rows"]] == [("perf-test", 9000.0), ("tx", 2000.0)]
+    assert [(r["workload"], r["connections"], r["tps"]) for r in payload["ceiling"]["rows"]] == [
+        ("perf-test", 1, 2400.0), ("perf-test", 10, 9000.0), ("tx", 10, 2000.0)]
     html = render_html(sample_results())
     assert 'id="schedule-table"' in html and 'id="ceiling-table"' in html and "node-wrong: it listens on" in html
     assert "go-fast is 1.53× py-steady (1.50–1.55)" in html and "❌ timestamp_val" in html
@@ -175,3 +176,41 @@ def test_a_run_mixing_engines_ranks_and_heads_each_engine_apart():
     table = payload["cells"][0]
     assert table["engines"] == ["k6", "oha"]
     assert "(k6)" in render_html(results) and "measured with k6 and oha" in render_html(results)
+
+
+def _conditions_run(**cell_updates_by_condition):
+    """Two stacks at 50 VUs under two conditions whose order differs: 'a' first under the first, 'b' under the
+    second (issue 22 item 2)."""
+    from tests.unit.test_compare import make_cell, make_run
+    from tests.unit.test_rest_graphql import ranked
+
+    (first, second), = cell_updates_by_condition.values()
+    cells = [ranked(make_cell("a", [1000, 1010, 990])).model_copy(update=first),
+             ranked(make_cell("b", [500, 505, 495])).model_copy(update=first),
+             ranked(make_cell("a", [200, 202, 198])).model_copy(update=second),
+             ranked(make_cell("b", [400, 404, 396])).model_copy(update=second)]
+    return make_run("r", cells, config={"pool_size": 10, "pool_sizes": [10, 50]})
+
+
+@pytest.mark.parametrize("conditions, titles", [
+    ({"db_rtt_ms": ({"db_rtt_ms": 0.0}, {"db_rtt_ms": 20.0})},
+     ["perf-test · 10 rows · database 0 ms away", "perf-test · 10 rows · database 20 ms away"]),
+    ({"pool": ({"pool_size": 10, "pool_size_varied": True}, {"pool_size": 50, "pool_size_varied": True})},
+     ["perf-test · 10 rows · pool size 10", "perf-test · 10 rows · pool size 50"]),
+])
+def test_each_round_trip_and_pool_size_has_its_own_html_table_and_headline_row(conditions, titles):
+    """Issue 22 item 2: with two --db-rtt values (or pool sizes) the HTML keeps each condition's verdict, as the
+    Markdown does: one table and one headline row per condition, each with exactly one rank 1."""
+    from pgarena.report.markdown import render_markdown
+
+    run = _conditions_run(**conditions)
+    payload = html_payload(run)
+    assert [t["title"] for t in payload["cells"]] == titles
+    for table, leader in zip(payload["cells"], ["a", "b"], strict=True):
+        assert [(r["stack"], r["rank"]) for r in table["rows"] if r["rank"] == "1"] == [(leader, "1")]
+    assert [(h["family"], h["level"], [b["stack"] for b in h["best"]]) for h in payload["headline"]] == [
+        (titles[0], "50 VUs", ["a"]), (titles[1], "50 VUs", ["b"])]
+    markdown = render_markdown(run)
+    assert markdown.count("Rank 1: **a**.") == 1 and markdown.count("Rank 1: **b**.") == 1
+    html = render_html(run)
+    assert all(f'data-family="{title}"' in html for title in titles)

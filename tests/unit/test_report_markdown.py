@@ -74,7 +74,8 @@ def test_markdown_schedule_and_ceiling_sections():
     assert "- node-wrong: it listens on the fixed port 3000" in schedule
     assert "- py-steady: 8 % of a CPU" in schedule and "- go-fast: 1 %" not in schedule
     ceiling = text.split("## Database ceiling")[1].split("\n## ")[0]
-    assert "| perf-test | rows=1 | 10 | 9,000 | `SELECT * FROM perf_test(16 bound parameters)` |" in ceiling
+    assert "| perf-test | rows=1 | direct | 10 | 9,000 | – | 1 | `SELECT * FROM perf_test(16 bound parameters)` |" in ceiling
+    assert "| perf-test | rows=1 | direct | 1 | 2,400 | 2,350–2,450 | 3 | `SELECT" in ceiling
     # no ceiling: said, per cell and in the section; static has none at all
     results = sample_results().model_copy(update={"ceilings": [], "ceiling_unavailable": "pgbench not found"})
     static = results.cells[0].model_copy(update={"workload": "static", "parameter": None, "parameter_name": None})

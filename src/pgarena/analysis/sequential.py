@@ -148,34 +148,63 @@ def _logs(values: Sequence[float | None]) -> list[float | None]:
     return [math.log(v) if v is not None and v > 0 else None for v in values]
 
 
-def _two_way(y: Mapping[str, Sequence[float | None]], rounds: int) -> tuple[dict[str, float], list[float], float, int]:
-    """Least-squares additive fit y[s][r] = μ_s + ρ_r by alternating means (Gauss–Seidel on the normal
-    equations; it converges for a connected design and is exact after one pass for a complete one).
-    Returns (μ, ρ, residual sum of squares, residual df)."""
-    rows = {s: [(r, v) for r, v in enumerate(vals) if v is not None] for s, vals in y.items()}
-    rows = {s: pts for s, pts in rows.items() if pts}
-    cols: dict[int, list[tuple[str, float]]] = {}
-    for s, pts in rows.items():
-        for r, v in pts:
-            cols.setdefault(r, []).append((s, v))
-    mu = {s: math.fsum(v for _, v in pts) / len(pts) for s, pts in rows.items()}
-    rho = [0.0] * rounds
-    for _ in range(500):
-        for r, pts in cols.items():
-            rho[r] = math.fsum(v - mu[s] for s, v in pts) / len(pts)
-        shift = math.fsum(rho[r] for r in cols) / len(cols) if cols else 0.0
-        for r in cols:
+FIT_TOLERANCE = 1e-10
+"""The alternating means stop when no stack effect moves by more than this (log units)."""
+FIT_MAX_ITERATIONS = 10_000
+
+
+@dataclass(frozen=True)
+class AdditiveFit:
+    """y[s,r] = μ[s] + ρ[r] + e[s,r] fitted by least squares on the windows present (log units)."""
+
+    stack_effects: dict[str, float]
+    """μ: each stack's level (only differences between stacks are meaningful)."""
+    round_effects: dict[int, float]
+    """ρ: each round's shared deviation, centred to mean 0 over the rounds present."""
+    residuals: dict[tuple[str, int], float]
+    """e per (stack, round index) window."""
+    rss: float
+    """Residual sum of squares."""
+    df: int
+    """Residual degrees of freedom N − S − R + 1 (can be ≤ 0 for a tiny table)."""
+    iterations: int
+
+
+def additive_fit(y: PerRound) -> AdditiveFit:
+    """The two-way least-squares fit of `y`: y[s,r] = μ_s + ρ_r + e by alternating means (Gauss–Seidel on
+    the normal equations: exact after one pass for a complete design, converging for a connected one) until
+    no stack effect moves by more than FIT_TOLERANCE (or FIT_MAX_ITERATIONS passes)."""
+    rows = {s: [(r, float(v)) for r, v in enumerate(vals) if v is not None] for s, vals in y.items()}
+    rows = {s: points for s, points in rows.items() if points}
+    columns: dict[int, list[tuple[str, float]]] = {}
+    for s, points in rows.items():
+        for r, v in points:
+            columns.setdefault(r, []).append((s, v))
+    mu = {s: math.fsum(v for _, v in points) / len(points) for s, points in rows.items()}
+    rho = dict.fromkeys(columns, 0.0)
+    iterations = 0
+    for iterations in range(1, FIT_MAX_ITERATIONS + 1 if columns else 1):
+        for r, points in columns.items():
+            rho[r] = math.fsum(v - mu[s] for s, v in points) / len(points)
+        shift = math.fsum(rho.values()) / len(rho)
+        for r in rho:
             rho[r] -= shift
         change = 0.0
-        for s, pts in rows.items():
-            new = math.fsum(v - rho[r] for r, v in pts) / len(pts)
+        for s, points in rows.items():
+            new = math.fsum(v - rho[r] for r, v in points) / len(points)
             change = max(change, abs(new - mu[s]))
             mu[s] = new
-        if change < 1e-10:
+        if change <= FIT_TOLERANCE:
             break
-    rss = math.fsum((v - mu[s] - rho[r]) ** 2 for s, pts in rows.items() for r, v in pts)
-    df = sum(len(pts) for pts in rows.values()) - len(rows) - len(cols) + 1
-    return mu, rho, rss, df
+    residuals = {(s, r): v - mu[s] - rho[r] for s, points in rows.items() for r, v in points}
+    df = len(residuals) - len(rows) - len(columns) + 1
+    return AdditiveFit(mu, rho, residuals, math.fsum(e * e for e in residuals.values()), df, iterations)
+
+
+def _two_way(y: Mapping[str, Sequence[float | None]], rounds: int) -> tuple[dict[str, float], list[float], float, int]:
+    """`additive_fit` as (μ, ρ per round index, residual sum of squares, residual df)."""
+    fit = additive_fit(y)
+    return fit.stack_effects, [fit.round_effects.get(r, 0.0) for r in range(rounds)], fit.rss, fit.df
 
 
 def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFit:

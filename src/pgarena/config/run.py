@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,8 +30,9 @@ DEFAULT_MAX_ERROR_RATE = 0.01
 
 DEFAULT_ENGINE = "oha"
 DEFAULT_SCHEDULE = "interleaved"
-DEFAULT_CEILING_SECONDS = 5
-"""pgbench seconds per workload × parameter for the database ceiling (ceiling.py)."""
+DEFAULT_CEILING_SECONDS = 2
+"""Seconds of each of the database ceiling's pgbench runs (ceiling.py: 3 runs per workload × parameter ×
+round trip × connections, after a 1 s warm-up)."""
 DEFAULT_MAX_REWARM_S = 2.0
 """Interleaved runs re-warm a stack before each measured window for the warm-up, but at most this long."""
 DEFAULT_WARMUP_CAP_S = 60.0
@@ -288,7 +290,7 @@ class RunConfig(BaseModel):
     slo_budget_steps: int = Field(8, ge=1, description="measured windows the search may use per stack × workload")
     headroom: bool = Field(True, description="measure the generator's own ceiling against a trivial endpoint")
     ceiling_s: int = _seconds("ceiling_s", DEFAULT_CEILING_SECONDS, ge=0, description=(
-        "seconds of pgbench per workload × parameter for the database's own ceiling (0 = not measured)"))
+        "seconds of each pgbench run of the database's own ceiling (3 runs per condition; 0 = not measured)"))
     cold_start_requests: int = Field(20, ge=1, description="first requests timed right after a stack is healthy")
     pool_size: int = Field(DEFAULT_POOL_SIZE, ge=1, le=MAX_POOL_SIZE, description=(
         "database connections per stack, all its processes together (PGARENA_POOL_SIZE); with several "
@@ -602,11 +604,18 @@ def parse_rate(text: str) -> tuple[float, bool]:
 
 REDACTED = "***"
 """What a password is replaced by wherever pgarena stores or shows it."""
+MIN_KNOWN_SECRET_CHARS = 4
+"""A known secret shorter than this is not replaced in free text (a 1-character password would blank every 'a')."""
 SECRET_OPTIONS = ("--database-url", "--admin-database-url", "--db-password")
 """Command-line options whose value is, or may contain, a password."""
 _SECRET_KEYS = r"password|passwd|pgpassword|sslpassword"
 _KEY_VALUE_RE = re.compile(rf"""(?i)\b({_SECRET_KEYS})(\s*=\s*)('(?:[^'\\]|\\.)*'|"[^"]*"|[^\s&;'"]*)""")
-_URL_USERINFO_RE = re.compile(r"(?i)\b((?:postgres(?:ql)?|https?)://[^:/?#@\s]*):([^@/?#\s]*)@")
+_URL_USERINFO_RE = re.compile(r"(?i)\b(https?://[^:/?#@\s]*):([^@/?#\s]*)@")
+_PG_URL_USERINFO_RE = re.compile(r"(?i)\b(postgres(?:ql)?://[^:/?#@\s]*):((?:(?!\w+://)[^@\n])*)@")
+"""A PostgreSQL URL's `user:password@`. NOTE: libpq takes everything up to the first '@' as the user info, so
+a password may hold an unencoded '#', '?', '/' or space (`postgresql://u:pa#ss@h/db`): the password runs to the
+first '@' on the line (never into another URL). Without a password (`postgresql://h:5432/db`) there is no '@'
+and nothing is changed; a later '@' on the same line would be over-redacted, never under-redacted."""
 
 
 def redact_url(url: str) -> str:
@@ -614,9 +623,15 @@ def redact_url(url: str) -> str:
     return redact_secrets(url)
 
 
-def redact_secrets(text: str) -> str:
-    """Any text with every password it holds replaced by '***': a URL's `user:secret@`, and `password=`,
-    `PGPASSWORD=`-style key/value pairs (URL queries, conninfo strings, environment assignments)."""
+def redact_secrets(text: str, known: Sequence[str] = ()) -> str:
+    """Any text with every password it holds replaced by '***': a URL's `user:secret@` (a PostgreSQL URL's
+    password as libpq reads it, unencoded '#', '?', '/' and spaces included), and `password=`,
+    `PGPASSWORD=`-style key/value pairs (URL queries, conninfo strings, environment assignments); and every
+    `known` secret (a password pgarena set) wherever it stands."""
+    for secret in known:  # a password rendered into a command bare (`--password ${db_password}`)
+        if secret and len(secret) >= MIN_KNOWN_SECRET_CHARS:
+            text = text.replace(secret, REDACTED)
+    text = _PG_URL_USERINFO_RE.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
     text = _URL_USERINFO_RE.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
     return _KEY_VALUE_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 

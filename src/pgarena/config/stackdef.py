@@ -45,6 +45,7 @@ DEFAULT_BUILD_TIMEOUT_S = 1200.0
 _TEMPLATE_RE = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
 from pgarena.contract.answer import KEY_STYLES, MAPPED_WORKLOADS, AnswerShape
 from pgarena.contract.workloads import WorkloadName
+from pgarena.config.versions import VersionSpec
 
 
 class StackConfigError(Exception):
@@ -121,11 +122,23 @@ class DatabaseSpec(_Strict):
     user: str | None = Field(None, min_length=1, max_length=63)
     password: str | None = Field(None, min_length=1)
     name: str | None = Field(None, min_length=1, max_length=63)
+    schema_: str | None = Field(None, alias="schema", description=(
+        "the schema the app names pgarena's objects in (`public.perf_test(...)`): on the managed database they "
+        "are made reachable there too (db/exposed.py); refused with --database-url"))
 
     @field_validator("user")
     @classmethod
     def _not_reserved(cls, user: str | None) -> str | None:
         return check_role_name(user)
+
+    @field_validator("schema_")
+    @classmethod
+    def _plain_schema_name(cls, schema: str | None) -> str | None:
+        return check_schema_name(schema)
+
+    def cluster_keys(self) -> dict[str, object]:
+        """The keys one managed cluster must offer every stack (port, user, password, name): `schema` is per stack."""
+        return self.model_dump(exclude={"schema_"})
 
 
 class AnswerSpec(_Strict):
@@ -153,6 +166,23 @@ class AnswerSpec(_Strict):
     def shape(self) -> AnswerShape:
         """The mapping as verification and the answer checks under load apply it."""
         return AnswerShape(envelope=self.envelope, keys=self.keys)
+
+
+SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+"""A schema name `[database] schema` accepts: a lower-case SQL identifier that needs no quoting."""
+RESERVED_SCHEMAS = ("information_schema",)
+
+
+def check_schema_name(schema: str | None) -> str | None:
+    """A schema pgarena may create or use for a stack's view of its objects (not `pg_*`, not the catalogue's)."""
+    if schema is None:
+        return None
+    if not SCHEMA_NAME_RE.match(schema):
+        raise ValueError(f"'{schema}' is not a plain schema name (lower-case letters, digits and _, at most 63, "
+                         "not starting with a digit)")
+    if schema.startswith("pg_") or schema in RESERVED_SCHEMAS:
+        raise ValueError(f"'{schema}' is a schema of PostgreSQL's own")
+    return schema
 
 
 def check_role_name(user: str | None) -> str | None:
@@ -195,6 +225,8 @@ class StackDef(_Strict):
     answer: AnswerSpec | None = Field(None, description=(
         "the stack's row answers come in a documented other shape (an envelope, camelCase keys): undone before "
         "judging, cells flagged answer-mapped"))
+    versions: dict[str, VersionSpec] = Field(default_factory=dict, description=(
+        "named versions of the stack (config/versions.py) that `pgarena ab` measures against each other"))
 
     @field_validator("routes")
     @classmethod
@@ -261,7 +293,7 @@ def _format_validation_error(path: Path, error: ValidationError) -> str:
         key = ".".join(str(part) for part in item["loc"]) or "(top level)"
         if item["type"] == "extra_forbidden":
             parent = _model_for_location(item["loc"][:-1])
-            allowed = list(parent.model_fields)
+            allowed = [field.alias or name for name, field in parent.model_fields.items()]
             guess = difflib.get_close_matches(str(item["loc"][-1]), allowed, n=1)
             hint = f" (did you mean '{guess[0]}'?)" if guess else ""
             lines.append(f"{path}: unknown key '{key}'{hint}; allowed keys: {', '.join(allowed)}")
@@ -283,7 +315,7 @@ def _model_for_location(loc: tuple) -> type[BaseModel]:
         if field is None:
             break
         annotation = field.annotation
-        for candidate in (BuildSpec, RunSpec, DatabaseSpec, AnswerSpec):
+        for candidate in (BuildSpec, RunSpec, DatabaseSpec, AnswerSpec, VersionSpec):
             if annotation is candidate or candidate in getattr(annotation, "__args__", ()):
                 model = candidate
     return model

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgarena.contract import workloads as wl
+from pgarena.contract.values import json_kind
 
 KEY_STYLES = ("camelCase",)
 """How a stack may write the contract's snake_case keys (`keys = ...`)."""
@@ -91,7 +92,7 @@ class AnswerShape:
         if self.envelope is not None:
             if not isinstance(body, dict):
                 raise AnswerShapeError(f'not a JSON object with a member "{self.envelope}" but '
-                                       f'{type(body).__name__} (stack.toml [answer] envelope = "{self.envelope}")')
+                                       f'{json_kind(body)} (stack.toml [answer] envelope = "{self.envelope}")')
             if self.envelope not in body:
                 found = ", ".join(f'"{k}"' for k in list(body)[:5]) or "none"
                 raise AnswerShapeError(f'no member "{self.envelope}" in the answer (members: {found}; stack.toml '

@@ -68,12 +68,18 @@ stratifies its database results the same way)."""
 INEXACT = (COLUMNS_WRONG, CONTENT_TYPE_WRONG, ANSWER_MAPPED, DB_UNCHECKED, PIPELINES_ACROSS_REQUESTS)
 """Flags of a valid cell whose answers are not all exact, or not verified against the database, or that
 pipelines across requests: ranked among all stacks only."""
+ABOVE_CEILING = "above-db-ceiling"
+"""The cell's 2xx/s was above the database ceiling measured under its conditions (pgbench alone, ceiling.py):
+no stack can beat the database it waits on, so one of the two measurements is wrong (a noisy ceiling, a
+disturbed window, or answers not from the database). Not ranked away (window accounting judges caching), but
+the ceiling share beside it is a measurement problem, not a finding."""
 DATABASE_BOUND = "database-bound"
 TIMEOUTS = "timeouts"
 
 GENERATOR_BOUND_CPU_FRACTION = 0.90
-"""The load generator used more than 90 % of its CPU set over the measured windows: the generator, not
-the stack, may be the limit."""
+"""The load generator's CPU set was more than 90 % busy over the measured windows (the generator, and what
+shares those CPUs with it: pgarena's own samplers and pollers, Toxiproxy): the generator, not the stack,
+may be the limit."""
 GENERATOR_BOUND_HEADROOM_FRACTION = 0.90
 """... or the cell's request rate (every request, answered or not) reached 90 % of the generator's
 measured headroom (its rate against a trivial endpoint, headroom.py): the stack answered about as fast as
@@ -96,7 +102,8 @@ def saturation_flags(generator_cpu_fraction: float | None, db_cpu_fraction: floa
     """The saturation flags of one cell, in this order when present:
 
     - "generator-bound" (invalid: not ranked): generator_cpu_fraction > GENERATOR_BOUND_CPU_FRACTION
-      (0.90) of the generator's CPU set, or `requests_per_second` (every completed request per second)
+      (0.90) of the generator's CPU set (the caller passes the set's whole busy share: the generator plus
+      pgarena's own process and Toxiproxy, which share those CPUs — load/summary.py), or `requests_per_second` (every completed request per second)
       ≥ GENERATOR_BOUND_HEADROOM_FRACTION (0.90) × `headroom_rps` (the generator's measured headroom,
       None when it was not measured);
     - "database-bound": db_cpu_fraction > DATABASE_BOUND_DB_CPU_FRACTION (0.90) of the server CPU set and

@@ -56,6 +56,31 @@ def parse_json(text: str | bytes) -> Any:
     return json.loads(text, parse_float=Decimal, parse_int=int)
 
 
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words (RFC 8259): `null`, `true`/`false`, a number, a string, an
+    array, an object — for messages (Python's NoneType, dict or Decimal mean nothing to a stack's author)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, Decimal)):
+        return f"a number ({_show(value, 20)})"
+    if isinstance(value, str):
+        return f"a string ({_show(value, 40)})"
+    if isinstance(value, list):
+        return f"an array of {len(value)}"
+    if isinstance(value, dict):
+        keys = ", ".join(f'"{k}"' for k in list(value)[:4]) + (", …" if len(value) > 4 else "")
+        return f"an object ({{{keys}}})" if value else "an empty object"
+    return type(value).__name__
+
+
+def not_json(exc: ValueError) -> str:
+    """Why a body is not JSON, in the contract's words (`not JSON: Expecting value at line 1 column 1`)."""
+    return f"not JSON: {getattr(exc, 'msg', str(exc))}" + (
+        f" at line {exc.lineno} column {exc.colno}" if hasattr(exc, "lineno") else "")
+
+
 def _show(value: Any, limit: int = 80) -> str:
     """A value as the JSON it came from (a Decimal as its number token, not as a string)."""
     if isinstance(value, Decimal):

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 
 import psycopg
 from psycopg import sql as pgsql
 
 from pgarena.db import namespace
 from pgarena.db.postgres import INSTALL_HINT, Database, PostgresError, find_bin_dir
+from pgarena.system.process import first_line
 
 
 def packaged_sql(name: str) -> str:
@@ -51,14 +54,26 @@ def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
 
 
 def pgbench_binary() -> str:
-    """pgbench from PATH or next to the server binaries."""
+    """pgbench from PATH, next to the server binaries, or from Debian's server packages (the npm registry's
+    PostgreSQL ships no pgbench: pgbench speaks the protocol of any later server)."""
     found = shutil.which("pgbench")
     if found:
         return found
-    candidate = find_bin_dir() / "pgbench"
-    if candidate.is_file():
-        return str(candidate)
+    for candidate in [find_bin_dir() / "pgbench", *sorted(Path(p) for p in glob.glob("/usr/lib/postgresql/*/bin/pgbench"))]:
+        if candidate.is_file():
+            return str(candidate)
     raise PostgresError(f"pgbench not found (it ships with the PostgreSQL server binaries): {INSTALL_HINT}")
+
+
+def client_versions() -> dict[str, str]:
+    """`{"pgbench --version": "pgbench (PostgreSQL) 15.18 (…)"}`: the pgbench pgarena runs (tx data, the database
+    ceiling), recorded beside the server's version because it need not be the server's build (the npm registry's
+    PostgreSQL 18 ships the server only; Debian's pgbench is used with it)."""
+    try:
+        binary = pgbench_binary()
+    except PostgresError as exc:
+        return {"pgbench --version": f"not available: {exc}"}
+    return {"pgbench --version": first_line([binary, "--version"]) or "not available"}
 
 
 def load_tx_data(db: Database, scale: int) -> None:

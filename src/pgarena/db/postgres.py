@@ -31,6 +31,7 @@ from psycopg import sql as pgsql
 from pgarena.db import namespace
 from pgarena.db.namespace import NamespaceConflict
 from pgarena.system.reaper import PidRegistry, postmaster_of
+from pgarena.system.toxiproxy import default_cache_dir
 
 APP_USER = "pgarena"
 """The stacks' role (managed cluster: unless --db-user or a stack's [database] names another)."""
@@ -50,6 +51,7 @@ SETTINGS_PROFILE: dict[str, str] = {
     "log_timezone": "UTC",
     "log_min_messages": "warning",
     "log_checkpoints": "off",
+    "log_line_prefix": "%m [%p] %q%u@%d ",
 }
 """Settings applied to the managed cluster on top of PostgreSQL's defaults (docs/methodology.md).
 
@@ -99,11 +101,39 @@ def merge_cluster_settings(given: ClusterSettings, wanted: dict[str, ClusterSett
     return ClusterSettings(**merged)
 
 
+REGISTRY_POSTGRES_VERSION = "18.4.0"
+"""The PostgreSQL scripts/postgres18.sh installs from the npm registry (setup.sh runs it; `make postgres18`): the
+newest this machine's registries offer, and so the managed default wherever it is installed."""
+SERVER_TOOLS = ("initdb", "pg_ctl", "postgres")
+
+
+def registry_postgres_dirs() -> list[Path]:
+    """Where scripts/postgres18.sh puts the server binaries: pgarena's tool cache, or /var/cache/pgarena/tools
+    when it runs as root with a home the postgres OS user cannot enter."""
+    return [base / f"postgres-{REGISTRY_POSTGRES_VERSION}" / "bin"
+            for base in (default_cache_dir(), Path("/var/cache/pgarena/tools"))]
+
+
+def server_major(directory: Path) -> int:
+    """The major version of `directory/postgres` (`postgres -V`: "postgres (PostgreSQL) 18.4" → 18); 0 when it
+    does not answer."""
+    try:
+        out = subprocess.run([str(directory / "postgres"), "-V"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    match = re.search(r"\(PostgreSQL\) (\d+)", out.stdout)
+    return int(match.group(1)) if match else 0
+
+
 def find_bin_dir(explicit: Path | None = None) -> Path:
-    """Locate the server binaries: explicit dir, PATH, `pg_config --bindir`, /usr/lib/postgresql/*/bin."""
-    candidates: list[Path] = []
-    if explicit:
-        candidates.append(explicit)
+    """Locate the server binaries: `explicit` (--postgres-bin) when given, else the newest PostgreSQL found among
+    the npm registry's build (registry_postgres_dirs), PATH, `pg_config --bindir` and /usr/lib/postgresql/*/bin
+    (on a tie, the earlier of those)."""
+    if explicit is not None:
+        if all((explicit / tool).is_file() for tool in SERVER_TOOLS):
+            return explicit
+        raise PostgresError(f"--postgres-bin {explicit}: no {', '.join(SERVER_TOOLS)} there")
+    candidates: list[Path] = registry_postgres_dirs()
     on_path = shutil.which("initdb")
     if on_path:
         candidates.append(Path(on_path).parent)
@@ -114,15 +144,11 @@ def find_bin_dir(explicit: Path | None = None) -> Path:
             candidates.append(Path(out.stdout.strip()))
         except (OSError, subprocess.SubprocessError):
             pass
-
-    def version_key(path: str) -> tuple[int, ...]:
-        return tuple(int(n) for n in re.findall(r"\d+", path)) or (0,)
-
-    candidates += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version_key, reverse=True)]
-    for directory in candidates:
-        if all((directory / tool).is_file() for tool in ("initdb", "pg_ctl", "postgres")):
-            return directory
-    raise PostgresError(f"PostgreSQL server binaries not found (initdb, pg_ctl). Install them: {INSTALL_HINT}")
+    candidates += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"))]
+    complete = [d for d in dict.fromkeys(candidates) if all((d / tool).is_file() for tool in SERVER_TOOLS)]
+    if not complete:
+        raise PostgresError(f"PostgreSQL server binaries not found (initdb, pg_ctl). Install them: {INSTALL_HINT}")
+    return max(complete, key=lambda d: (server_major(d), -complete.index(d)))
 
 
 def free_port() -> int:
@@ -150,6 +176,8 @@ class Database:
     """URL pgarena reads pg_stat_statements with (--admin-database-url; None = admin_url)."""
     data_dir: Path | None = None
     """Managed cluster: its data directory (postmaster.pid names the running server)."""
+    log_path: Path | None = None
+    """Managed cluster: its server log (`log_line_prefix` names each session's role: serverlog.py reads it)."""
     restart: Callable[[], int] | None = field(default=None, compare=False, repr=False)
     """Managed cluster: `pg_ctl restart -m fast`, returning the new postmaster's pid (resilience runs)."""
 
@@ -294,7 +322,8 @@ class ManagedCluster:
         with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
             conf.write("\n# pgarena settings profile: " + SETTINGS_PROFILE_NAME + "\n")
             for key, value in settings.items():
-                if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone"):
+                if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone",
+                           "log_line_prefix"):
                     value = f"'{value}'"
                 conf.write(f"{key} = {value}\n")
         if self.place.remote_clients:  # initdb allows host logins from the loopback only
@@ -330,6 +359,7 @@ class ManagedCluster:
             managed=True,
             postmaster_pid=pid,
             data_dir=self.data_dir,
+            log_path=self.log_path,
             restart=self.restart,
         )
 

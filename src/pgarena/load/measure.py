@@ -33,13 +33,14 @@ from pgarena.load.window import (
     load_spec,
     run_window,
     variants_file,
+    window_cpu_seconds,
     window_result,
     write_tx_bodies,
 )
 from pgarena.results.models import Cell, Repetition, SloPoint, SloSearchResult, Warmup
 from pgarena.stats.intervals import relative_half_width
 from pgarena.system.process import NotReady, ServerProcess
-from pgarena.system.resources import CpuMeters, TreeSampler
+from pgarena.system.resources import CpuMeters, OwnCpuSampler, TreeSampler
 from pgarena.verify import txcheck, variants, windowcheck
 from pgarena.verify.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_variants
 
@@ -195,7 +196,8 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
                             reuse=not is_tx, known_wrong=run.known_wrong, answer=run.answer)
     # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
     before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
-    with TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, cpu.window() as exact, sampler:
+    with OwnCpuSampler() as own, TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, \
+            cpu.window() as exact, sampler:
         window_start_ns = time.monotonic_ns()
         window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config, run.places)
         window_end_ns = time.monotonic_ns()
@@ -222,6 +224,8 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         stack_cpu_seconds=exact.get("stack", stack_usage.cpu_seconds if stack_usage else None),
         db_cpu_seconds=exact.get("db", db_usage.cpu_seconds if db_usage else None),
         proxy_cpu_seconds=exact.get("proxy"),
+        pgarena_cpu_seconds=round(window_cpu_seconds(own.samples, window.raw_output, outcome.duration_seconds,
+                                                     own.total()), 4),
         stack_rss_peak_bytes=stack_usage.rss_peak_bytes if stack_usage else None,
         stack_pss_peak_bytes=stack_usage.pss_peak_bytes if stack_usage else None,
         generator_cpu_seconds=window.generator_cpu_seconds,

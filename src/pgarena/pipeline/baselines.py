@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 
-from pgarena.config.run import workload_parameters
 from pgarena.config.stackdef import Stack
 from pgarena.contract import workloads as wl
+from pgarena.contract.flags import ABOVE_CEILING
+from pgarena.contract.workloads import WORKLOAD_NAMES
 from pgarena.db.ceiling import CEILING_PROTOCOL, measure_ceiling
 from pgarena.db.postgres import (
     PostgresError,
 )
 from pgarena.load.headroom import HeadroomUnavailable, measure_headroom
 from pgarena.pipeline.context import RunContext
-from pgarena.results.models import (
-    DbCeiling,
-)
+from pgarena.report.conditions import NO_DATABASE_WORKLOADS
+from pgarena.results.models import Cell, DbCeiling, RunResults
 from pgarena.results.store import save
 from pgarena.system import cgroups
 from pgarena.system.resources import SAMPLE_INTERVAL_S
@@ -53,45 +54,86 @@ def speed_probe(ctx: RunContext, scope: ExitStack, stacks: Sequence[Stack]) -> N
             f"{ctx.config.server_cpus} (pid {ctx.probe.pid})")
 
 
-def database_ceiling(ctx: RunContext) -> None:
-    """pgbench running each workload's statements on the idle database, before any stack starts (ceiling.py);
-    kept across a resume."""
+def ceiling_conditions(results: RunResults, cells: Iterable[Cell]) -> list[tuple[str, int | None, float | None, int]]:
+    """The distinct conditions (workload, parameter, round trip ms, connections) the run's cells need a database
+    ceiling under (`RunResults.ceiling_conditions`), direct ones first, then by round trip: each is measured
+    once per run (ceiling.py)."""
+    found = {results.ceiling_conditions(c) for c in cells if c.workload not in NO_DATABASE_WORKLOADS}
+    return sorted(found, key=lambda k: (k[2] is not None, k[2] or 0.0, WORKLOAD_NAMES.index(k[0])
+                                        if k[0] in WORKLOAD_NAMES else 99, k[1] or 0, k[3]))
+
+
+def database_ceiling(ctx: RunContext, cells: Iterable[Cell]) -> None:
+    """pgbench running each workload's statements on the idle database, before any stack starts, once per
+    condition the planned `cells` were measured under (ceiling.py): a round trip through a Toxiproxy proxy of
+    its own at the cells' round trip, over min(VUs, pool size) connections. Kept across a resume."""
     config, results = ctx.config, ctx.results
     if config.ceiling_s <= 0:
         results.ceiling_unavailable = "not measured (--ceiling-seconds 0)"
         return
-    for workload in config.workloads:
-        for parameter in workload_parameters(config, workload):
-            if results.ceiling(workload, parameter) is not None:
+    set_rtt, route, warmed = None, None, set()
+    for workload, parameter, rtt, connections in ceiling_conditions(results, cells):
+        if results.ceiling(workload, parameter, rtt, connections) is not None:
+            continue
+        label = workload if parameter is None else f"{workload} {wl.PARAMETER_NAMES[workload]}={parameter}"
+        where = f"{connections} connections" + ("" if rtt is None else f", through a {rtt:g} ms round trip")
+        target = ctx.db
+        if rtt is not None:
+            if ctx.network is None:
+                results.ceiling_unavailable = f"{label} at {rtt:g} ms: no proxy for the round trip"
                 continue
-            try:
-                found = measure_ceiling(ctx.db, workload, parameter, connections=max(config.pool_levels),
-                                        seconds=config.ceiling_s, cpus=config.server_cpus,
-                                        log_dir=ctx.run_dir / "logs" / "ceiling")
-            except (PostgresError, OSError, subprocess.SubprocessError) as exc:
-                label = workload if parameter is None else f"{workload} {wl.PARAMETER_NAMES[workload]}={parameter}"
-                results.ceiling_unavailable = f"{label}: pgbench could not measure it: {exc}"
-                ctx.log(f"database ceiling of {label} not measured: {exc}")
-                continue
-            if found is None:
-                continue
-            results.ceilings.append(DbCeiling(
-                workload=workload, parameter_name=wl.PARAMETER_NAMES[workload], parameter=parameter,
-                connections=found.connections, transactions=found.transactions, seconds=found.seconds,
-                tps=round(found.tps, 1), protocol=CEILING_PROTOCOL, statements=found.description,
-                cpus=list(config.server_cpus)))
-            label = workload if parameter is None else f"{workload} {wl.PARAMETER_NAMES[workload]}={parameter}"
-            ctx.log(f"database ceiling, {label}: {found.tps:,.0f} tps ({found.description}; "
-                    f"{found.connections} connections, pgbench -M {CEILING_PROTOCOL})")
+            if route is None:
+                route = ctx.network.route("ceiling")
+                set_rtt = ctx.network.setter(route)
+            set_rtt(rtt)  # type: ignore[misc]
+            target = replace(ctx.db, host=route.host, port=route.port)
+        try:
+            found = measure_ceiling(target, workload, parameter, connections=connections, seconds=config.ceiling_s,
+                                    cpus=config.server_cpus, log_dir=ctx.run_dir / "logs" / "ceiling",
+                                    label=f"c{connections}" + ("" if rtt is None else f"-rtt{rtt:g}ms"),
+                                    warm_up=(workload, parameter) not in warmed)
+            warmed.add((workload, parameter))
+        except (PostgresError, OSError, subprocess.SubprocessError) as exc:
+            results.ceiling_unavailable = f"{label} ({where}): pgbench could not measure it: {exc}"
+            ctx.log(f"database ceiling of {label} ({where}) not measured: {exc}")
+            continue
+        if found is None:
+            continue
+        low, high = found.interval or (None, None)
+        results.ceilings.append(DbCeiling(
+            workload=workload, parameter_name=wl.PARAMETER_NAMES[workload], parameter=parameter,
+            connections=found.connections, transactions=found.transactions, seconds=found.seconds,
+            tps=round(found.tps, 1), protocol=CEILING_PROTOCOL, statements=found.description,
+            cpus=list(config.server_cpus), db_rtt_ms=rtt, runs_tps=[round(t, 1) for t in found.runs_tps],
+            tps_low=None if low is None else round(low, 1), tps_high=None if high is None else round(high, 1)))
+        ctx.log(f"database ceiling, {label} ({where}): {found.tps:,.0f} tps"
+                + ("" if low is None else f" ({low:,.0f}–{high:,.0f})")
+                + f" ({found.description}; pgbench -M {CEILING_PROTOCOL})")
+    if route is not None:
+        route.delete()
     save(results, ctx.run_dir)
 
 
+def flag_above_ceiling(results: RunResults) -> list[Cell]:
+    """Adds flags.ABOVE_CEILING to every measured cell whose median 2xx/s is above the database ceiling of its
+    conditions (a measurement problem, never a silent "120 %"); returns the cells flagged now."""
+    flagged = []
+    for cell in results.cells:
+        ceiling = results.ceiling_for(cell)
+        if (cell.summary is not None and ceiling is not None and 0 < ceiling.tps < cell.summary.rps.median
+                and ABOVE_CEILING not in cell.flags):
+            cell.flags.append(ABOVE_CEILING)
+            flagged.append(cell)
+    return flagged
+
+
 def generator_headroom(ctx: RunContext) -> None:
-    """The generator's ceiling against a trivial endpoint, recorded before any stack runs."""
+    """The generator's ceiling against a trivial endpoint, recorded before any stack runs: driven by the run's
+    generator places together (--generators N, a topology's generators), as every cell is (headroom.py)."""
     try:
         headroom = measure_headroom(ctx.engine, ctx.config, ctx.run_dir,  # type: ignore[arg-type]
                                     server_prefix=ctx.placement.prefix("stack"),
-                                    server_host=ctx.placement.address("stack"))
+                                    server_host=ctx.placement.address("stack"), places=ctx.generator_places)
     except HeadroomUnavailable as exc:
         ctx.results.environment.headroom_unavailable = str(exc)
         ctx.log(f"generator headroom not measured: {exc}")
@@ -100,4 +142,7 @@ def generator_headroom(ctx: RunContext) -> None:
     ctx.log(f"generator headroom: {headroom.rps:,.0f} req/s against a trivial endpoint "
             f"({headroom.connections} connections, generator CPU "
             + (f"{headroom.generator_cpu_fraction:.0%})" if headroom.generator_cpu_fraction is not None else "?)"))
+    for place in headroom.places:
+        ctx.log(f"  {place.name} ({place.host}): {place.rps:,.0f} req/s, CPU "
+                + ("not measured (another machine)" if place.cpu_fraction is None else f"{place.cpu_fraction:.0%}"))
     save(ctx.results, ctx.run_dir)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pgarena.config.run import RunConfig
+from pgarena.config.run import RunConfig, redact_secrets
 from pgarena.config.stackdef import Stack
 from pgarena.contract.answer import AnswerShape
 from pgarena.db.connections import ConnectionPoller
@@ -32,6 +32,12 @@ from pgarena.system.speedprobe import SpeedProbe
 LOG_TAIL_LINES = 15
 
 Log = Callable[[str], None]
+
+
+def redacting(log: Log, known: Sequence[str] = ()) -> Log:
+    """`log` with every line redacted first (config.run.redact_secrets: URL passwords, `password=` pairs and
+    the `known` passwords pgarena set), so no console or log line pgarena writes shows a password."""
+    return lambda line: log(redact_secrets(line, known))
 
 
 class RunError(Exception):

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import time
-
 from contextlib import ExitStack
+from pathlib import Path
 
-from pgarena.config.run import workload_parameters
+from pgarena.config.run import redact_secrets, workload_parameters
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.contract import workloads as wl
 from pgarena.db.connections import ConnectionPoller, add_pool_flag, pool_refusal, tree_db_ports
 from pgarena.db.postgres import (
     free_port,
 )
+from pgarena.db.serverlog import role_errors
 from pgarena.db.startline import level_database
 from pgarena.pipeline import wire
 from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext
@@ -185,7 +186,7 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
         build_log = logs / "build.log"
         step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
                           env=stack_environment(values, definition.build.env), log_path=build_log,
-                          timeout_s=timeout_s, tracker=ctx.registry,
+                          timeout_s=timeout_s, tracker=ctx.registry, secrets=_secrets(values),
                           cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
         info.build_seconds = round(step.duration_s, 3)
         if not step.ok:
@@ -200,8 +201,24 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
     server = scope.enter_context(ServerProcess(
         render_template(definition.run.command, values), cwd=stack.directory,
         env=stack_environment(values, definition.run.env), log_path=run_log, cpus=config.server_cpus,
-        preexec=group.preexec_fn() if group else None, tracker=ctx.registry, argv_prefix=ctx.placement.prefix("stack")))
+        preexec=group.preexec_fn() if group else None, tracker=ctx.registry, argv_prefix=ctx.placement.prefix("stack"),
+        secrets=_secrets(values)))
     return server, group
+
+
+def _secrets(values: dict[str, str]) -> tuple[str, ...]:
+    """The passwords a stack's rendered command may hold (`${db_password}`, inside `${database_url}`)."""
+    return tuple(v for k, v in values.items() if k == "db_password" and v)
+
+
+def failed_start_tail(ctx: RunContext, run_log: Path, values: dict[str, str]) -> str:
+    """A failed start's evidence: the last lines of the stack's log, then the managed database's error lines
+    for the stacks' role (serverlog.py: most frequent first, with counts), every password redacted."""
+    text = tail(run_log, LOG_TAIL_LINES)
+    errors = role_errors(ctx.db.log_path, ctx.db.user)
+    if errors:
+        text += f"\n--- postgres.log, errors of role {ctx.db.user}:\n" + "\n".join(errors)
+    return redact_secrets(text, _secrets(values))
 
 
 def _fail_start(info: StackInfo, start: PoolStart | None, restart: bool, status: str, reason: str) -> None:
@@ -257,6 +274,7 @@ def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server:
     except NotReady as exc:
         _fail_start(info, start, not resumed, "start_failed", f"{exc} (log: {server.log_path})")
         ctx.log(f"[{stack.id}] did not start {'again' if resumed else 'at pool size ' + values['pool_size']}: {exc}")
+        ctx.log("    " + failed_start_tail(ctx, server.log_path, values).replace("\n", "\n    "))
         return None
     verified = [v.workload for v in ctx.results.verifications if v.stack == stack.id and v.ok]
     workloads = {w: workload_parameters(config, w)[0] for w in config.workloads if w in verified}
@@ -292,7 +310,7 @@ def _health_and_verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str
                                      definition.run.startup_timeout_s)
     except NotReady as exc:
         info.status, info.reason = "start_failed", f"{exc} (log: {run_log})"
-        info.log_tail = tail(run_log, LOG_TAIL_LINES)
+        info.log_tail = failed_start_tail(ctx, run_log, values)
         return None
     info.startup_seconds = round(healthy, 3)
     info.status = "ok"

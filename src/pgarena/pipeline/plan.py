@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
 from pgarena.config.run import RunConfig, parse_rate, redact_secrets, workload_parameters, workload_vus
 from pgarena.config.stackdef import Stack, StackLoadError, load_stacks
 from pgarena.config.targets import target_stacks
 from pgarena.contract import workloads as wl
 from pgarena.contract.flags import DEMONSTRATION
+from pgarena.db.namespace import SCHEMA
 from pgarena.db.postgres import (
     ClusterSettings,
     PostgresError,
     merge_cluster_settings,
+    port_taken,
 )
 from pgarena.pipeline.context import RunError
 from pgarena.results.models import (
@@ -63,8 +67,15 @@ def select_stacks(config: RunConfig) -> tuple[list[Stack], list[StackLoadError]]
 def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
     """The managed database's settings: --db-* plus the selected stacks' `[database]` (RunError if they
     disagree, or if a stack fixes them while the run uses --database-url)."""
-    wanted = {s.id: ClusterSettings(**s.definition.database.model_dump()) for s in stacks
-              if s.available and s.definition.database is not None and s.target_url is None}
+    wanted = {s.id: ClusterSettings(**s.definition.database.cluster_keys()) for s in stacks
+              if s.available and s.definition.database is not None and s.target_url is None
+              and any(v is not None for v in s.definition.database.cluster_keys().values())}
+    schemas = stack_schemas(stacks)
+    if config.database_url and schemas:
+        stack_id, schema = next(iter(schemas.items()))
+        raise RunError(f"stack {stack_id} expects pgarena's objects in schema {schema}; on your own database "
+                       f"(--database-url) pgarena keeps them in schema {SCHEMA} only and creates nothing in "
+                       f"{schema}: run that stack on the managed database")
     if config.database_url and wanted:
         raise RunError(f"stack {next(iter(wanted))} needs the managed database's settings "
                        f"({next(iter(wanted.values())).described()}); run it without --database-url")
@@ -74,6 +85,31 @@ def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
         return merge_cluster_settings(given, wanted)
     except PostgresError as exc:
         raise RunError(str(exc)) from None
+
+
+def ports_in_use(config: RunConfig, stacks: list[Stack], taken=port_taken) -> list[Stack]:
+    """The stacks, those of a default selection (no --stacks) whose `[database] port` is taken here marked
+    unavailable with the reason: an app written elsewhere that fixes the managed cluster's port (seed 000's, on
+    5432) must not stop the whole run on a machine whose own PostgreSQL holds that port. Named with --stacks,
+    the run refuses instead (postgres.ManagedCluster)."""
+    if config.stacks is not None or config.database_url:
+        return stacks
+    marked = []
+    for stack in stacks:
+        port = stack.definition.database.port if stack.definition.database is not None else None
+        if stack.available and stack.target_url is None and port is not None and taken(port):
+            stack = replace(stack, unavailable_reason=f"unavailable here: its [database] port {port} is in use on "
+                                                      "this machine (name it with --stacks once the port is free)")
+        marked.append(stack)
+    return marked
+
+
+def stack_schemas(stacks: list[Stack]) -> dict[str, str]:
+    """Stack id → the schema its `[database] schema` names for pgarena's objects (stacks that name one other
+    than pgarena's own, available and started here)."""
+    return {s.id: s.definition.database.schema_ for s in stacks
+            if s.available and s.target_url is None and s.definition.database is not None
+            and s.definition.database.schema_ not in (None, SCHEMA)}
 
 
 def plan_cells(config: RunConfig, stack: Stack, engine: str) -> list[Cell]:

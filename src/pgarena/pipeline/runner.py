@@ -20,19 +20,35 @@ from pydantic import ValidationError
 from pgarena.config.run import RunConfig, redact_secrets, redact_url
 from pgarena.config.stackdef import Stack
 from pgarena.config.topology import TopologyDef, TopologyError, load_topology
+from pgarena.contract.flags import ABOVE_CEILING
 from pgarena.db.connections import connection_limit, pools_refusal
-from pgarena.db.data import load_workload_data, server_facts
+from pgarena.db.data import client_versions, load_workload_data, server_facts
+from pgarena.db.exposed import expose_in_schema
 from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
 from pgarena.load.distributed import GeneratorPlace, local_places
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.summary import summarize
-from pgarena.pipeline.baselines import cpu_accounting, database_ceiling, generator_headroom, speed_probe
-from pgarena.pipeline.cells import run_stack, slo_missing
-from pgarena.pipeline.context import Log, RunContext, RunError
+from pgarena.pipeline.baselines import (
+    cpu_accounting,
+    database_ceiling,
+    flag_above_ceiling,
+    generator_headroom,
+    speed_probe,
+)
+from pgarena.pipeline.cells import cell_title, run_stack, slo_missing
+from pgarena.pipeline.context import Log, RunContext, RunError, redacting
 from pgarena.pipeline.lifecycle import log_failure
 from pgarena.pipeline.placement import NETNS_DEFAULT, Placement, PlacementError
-from pgarena.pipeline.plan import cluster_settings, config_error_info, plan_cells, select_stacks, stack_info
+from pgarena.pipeline.plan import (
+    cluster_settings,
+    config_error_info,
+    plan_cells,
+    ports_in_use,
+    select_stacks,
+    stack_info,
+    stack_schemas,
+)
 from pgarena.pipeline.progress import RunProgress
 from pgarena.pipeline.targets import database_line, target_hosts
 from pgarena.results.models import (
@@ -143,10 +159,12 @@ def execute(
     `resume=(run_dir, results)` continues an interrupted run in its folder: cells already in its
     results.json are kept and not measured again; the cell that was running when it stopped is redone.
     """
+    log = redacting(log, [config.db_password] if config.db_password else [])  # NOTE: every console line
     started = time.monotonic()
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
+    stacks = ports_in_use(config, stacks)
     settings = cluster_settings(config, stacks)
     engine = get_engine(config.engine) if kind == "run" else None
     if engine is not None:
@@ -227,10 +245,13 @@ def execute(
             if refusal is not None and runnable:
                 raise RunError(refusal)
             load_workload_data(db, config.workloads)
+            for schema in sorted(set(stack_schemas(stacks).values())):  # apps that name it: [database] schema
+                log(f"schema {schema}: pgarena's objects reachable there: {', '.join(expose_in_schema(db, schema))}")
             if config.targets:
                 log(database_line(db))
             version, settings = server_facts(db)
             environment.postgres_version = version
+            environment.toolchains.update(client_versions())
             stacks = _too_old_for(stacks, version, results, planned, log)
             results.database = DatabaseInfo(
                 mode="managed" if db.managed else "external", version=version,
@@ -239,6 +260,7 @@ def execute(
                 cpu_affinity=process_affinity(db.postmaster_pid) if db.managed else None,
                 cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
+            log = redacting(log, [db.password])
             deadline = None if config.budget_s is None or kind != "run" else started + config.budget_s
             progress.deadline = deadline
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
@@ -263,7 +285,7 @@ def execute(
                 speed_probe(ctx, scope, stacks)
                 if config.headroom and results.generator_headroom is None:
                     generator_headroom(ctx)
-                database_ceiling(ctx)
+                database_ceiling(ctx, [c for planned_cells in planned.values() for c in planned_cells])
             order = shuffled(stacks, config.seed)
             results.stack_order = [s.id for s in order]
             if config.seed is not None and len(order) > 1:
@@ -276,6 +298,9 @@ def execute(
                 _interleaved(ctx, runnable, resume is not None)
             else:
                 _sequential(ctx, runnable, kind, resume is not None, todo)
+            for cell in flag_above_ceiling(results):
+                log(f"[{cell.stack}] {cell_title(cell)}: 2xx/s above the database ceiling of its conditions "
+                    f"(flag {ABOVE_CEILING}: a measurement problem)")
         results.status = "complete"
     except KeyboardInterrupt:
         results.status = "interrupted"

@@ -7,7 +7,8 @@ Both are read from results.json only (`RunResults.schedule`, `RunResults.ceiling
 
 from __future__ import annotations
 
-from pgarena.results.models import Cell, PhaseRecord, RunResults
+from pgarena.contract.flags import ABOVE_CEILING
+from pgarena.results.models import Cell, DbCeiling, PhaseRecord, RunResults
 
 IDLE_CPU_DISTURBANCE = 0.05
 """A stack that used more than 5 % of one CPU while other stacks were measured may have disturbed them
@@ -17,27 +18,37 @@ NO_DATABASE_WORKLOADS = ("static",)
 
 
 def ceiling_share(results: RunResults, cell: Cell) -> float | None:
-    """The cell's median 2xx/s as a share of the database's ceiling for its workload × parameter (1.0 = the
-    whole ceiling); None when there is no ceiling or no figure."""
-    ceiling = results.ceiling(cell.workload, cell.parameter)
+    """The cell's median 2xx/s as a share of the database's ceiling measured under its conditions (its round
+    trip, min(VUs, pool size) connections: `RunResults.ceiling_for`; 1.0 = the whole ceiling); None when there
+    is no such ceiling or no figure."""
+    ceiling = results.ceiling_for(cell)
     if ceiling is None or ceiling.tps <= 0 or cell.summary is None:
         return None
     return cell.summary.rps.median / ceiling.tps
 
 
 def ceiling_text(results: RunResults, cell: Cell) -> str:
-    """'62 %', '—, no database' (static), or 'not measured'."""
+    """'62 %', '120 % ⚠ above the ceiling' (a measurement problem: flags.ABOVE_CEILING), '—, no database'
+    (static), or 'not measured'."""
     if cell.workload in NO_DATABASE_WORKLOADS:
         return "—, no database"
     share = ceiling_share(results, cell)
-    return "not measured" if share is None else f"{share * 100:.0f} %"
+    if share is None:
+        return "not measured"
+    return f"{share * 100:.0f} %" + (" ⚠ above the ceiling" if share > 1 else "")
+
+
+def _conditions_label(ceiling: DbCeiling) -> str:
+    return "direct" if ceiling.db_rtt_ms is None else f"{ceiling.db_rtt_ms:g} ms"
 
 
 def ceiling_rows(results: RunResults) -> list[dict]:
-    """One row per measured ceiling: workload, parameter, connections, tps, statements, protocol, seconds."""
+    """One row per measured ceiling: workload, parameter, round trip, connections, tps with its interval over
+    the runs, the runs, statements, protocol, seconds."""
     return [{"workload": c.workload, "parameter": "–" if c.parameter is None else f"{c.parameter_name}={c.parameter}",
-             "connections": c.connections, "tps": round(c.tps, 1), "statements": c.statements,
-             "protocol": c.protocol, "seconds": c.seconds}
+             "round_trip": _conditions_label(c), "connections": c.connections, "tps": round(c.tps, 1),
+             "interval": "–" if c.tps_low is None or c.tps_high is None else f"{c.tps_low:,.0f}–{c.tps_high:,.0f}",
+             "runs": len(c.runs_tps) or 1, "statements": c.statements, "protocol": c.protocol, "seconds": c.seconds}
             for c in results.ceilings]
 
 
@@ -46,9 +57,14 @@ def ceiling_note(results: RunResults) -> str:
     if not results.ceilings:
         why = results.ceiling_unavailable or "this run did not measure it"
         return f"The database ceiling was not measured: {why}."
-    return ("pgbench ran each workload's statements alone (prepared, generic plan), on the server CPU set, with "
-            "the stacks' pool size as its connections: the most any stack could get from this database. Each "
-            "cell's DB ceiling is its 2xx/s as a share of this; static touches no database and has none.")
+    above = sum(1 for c in results.cells if (share := ceiling_share(results, c)) is not None and share > 1)
+    return ("pgbench ran each workload's statements alone (prepared, generic plan), on the server CPU set, under "
+            "each cell's conditions: through the cell's round trip to the database and over min(VUs, pool size) "
+            "connections, in short runs (the interval is over them): the most any stack could get from this "
+            "database there. Each cell's DB ceiling is its 2xx/s as a share of the ceiling of its conditions "
+            "(\"not measured\" where none was); static touches no database and has none."
+            + (f" {above} cell(s) above 100 %: a measurement problem (flag `{ABOVE_CEILING}`), not a finding."
+               if above else ""))
 
 
 def _phase_sentence(phase: PhaseRecord) -> str:

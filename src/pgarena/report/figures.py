@@ -112,7 +112,8 @@ def parameter_label(workload: str, parameter_name: str | None, parameter: int | 
 @dataclass
 class Family:
     """The cells of one workload × parameter, at every load level (closed and open) — and, in a run with
-    several pool sizes, at one of them (each pool size is its own family: its own table and charts)."""
+    several pool sizes or database round trips, at one of them (each pool size and each round trip is its
+    own family: its own table, headline rows and charts, as in the Markdown's tables)."""
 
     workload: str
     parameter_name: str | None
@@ -120,16 +121,20 @@ class Family:
     cells: list[Cell] = field(default_factory=list)
     pool_size: int | None = None
     """The cells' pool size where the run measured several (`Cell.pool_dimension`), else None."""
+    db_rtt_ms: float | None = None
+    """The round trip (ms) added between the stacks and PostgreSQL (--db-rtt), else None (direct)."""
 
     @property
     def title(self) -> str:
         label = parameter_label(self.workload, self.parameter_name, self.parameter)
         title = f"{self.workload} · {label}" if label else self.workload
+        title += "" if self.db_rtt_ms is None else f" · database {self.db_rtt_ms:g} ms away"
         return title if self.pool_size is None else f"{title} · pool size {self.pool_size}"
 
     @property
     def slug(self) -> str:
         parts = (self.workload, self.parameter_name, self.parameter,
+                 None if self.db_rtt_ms is None else f"rtt{self.db_rtt_ms:g}ms".replace(".", "_"),
                  None if self.pool_size is None else f"pool{self.pool_size}")
         return "-".join(str(p) for p in parts if p is not None)
 
@@ -142,15 +147,16 @@ class Family:
 
 
 def families(cells: Iterable[Cell]) -> list[Family]:
-    """Cells grouped by workload × parameter (× pool size, where the run measured several), in report order."""
+    """Cells grouped by workload × parameter (× pool size and × database round trip, where the run measured
+    several: the conditions `Cell.key` holds besides stack and level), in report order."""
     groups: dict[tuple, Family] = {}
     for cell in cells:
-        key = (cell.workload, cell.parameter_name, cell.parameter, cell.pool_dimension)
-        groups.setdefault(key, Family(*key[:3], pool_size=key[3])).cells.append(cell)
+        key = (cell.workload, cell.parameter_name, cell.parameter, cell.pool_dimension, cell.db_rtt_ms)
+        groups.setdefault(key, Family(*key[:3], pool_size=key[3], db_rtt_ms=key[4])).cells.append(cell)
 
     def order(f: Family) -> tuple:
         w = WORKLOAD_ORDER.index(f.workload) if f.workload in WORKLOAD_ORDER else len(WORKLOAD_ORDER)
-        return (w, f.workload, f.parameter if f.parameter is not None else -1, f.pool_size or 0)
+        return (w, f.workload, f.parameter if f.parameter is not None else -1, f.pool_size or 0, f.db_rtt_ms or 0.0)
 
     return sorted(groups.values(), key=order)
 

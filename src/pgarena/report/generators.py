@@ -4,7 +4,7 @@ per cell, the same rows in Markdown and HTML."""
 
 from __future__ import annotations
 
-from pgarena.results.models import Cell, Repetition, RunResults
+from pgarena.results.models import Cell, HeadroomPlace, Repetition, RunResults
 
 COLUMNS = ["Window", "Generator", "Host", "Segment", "Requests", "Failures", "2xx/s", "p50", "p99", "CPU s",
            "CPU share", "Clock offset", "Start skew"]
@@ -97,3 +97,32 @@ def section(results: RunResults) -> str:
         rows = [[f"**{c}**" if c == MERGED else c for c in row] for row in group["rows"]]
         parts += [f"**{group['title']}**", table(COLUMNS, rows, "llllrrrrrrrll")]
     return "\n\n".join(parts)
+
+
+def headroom_scope(results: RunResults) -> str | None:
+    """What the generator headroom was measured for, where the run had several generator places (or one
+    elsewhere): each place's part, its CPU or "not measured" (another machine); for results from before
+    per-place headroom, that it was one local generator's. None for a run with one local generator."""
+    h = results.generator_headroom
+    if h is None:
+        return None
+    if not h.places:
+        counts = {len(r.generators.places) for c in results.cells for r in c.repetitions if r.generators}
+        if not counts:
+            return None
+        return (f"measured for one local generator only (results from before per-place headroom), while the cells "
+                f"were driven by {max(counts)} generator places together: it is not their headroom")
+
+    def place(p: HeadroomPlace) -> str:
+        where = p.host + ("" if not p.cpus else f", CPU{'s' if len(p.cpus) != 1 else ''} "
+                          f"{','.join(map(str, p.cpus))}")
+        cpu = "CPU not measured (another machine)" if p.cpu_fraction is None else f"its CPUs {p.cpu_fraction:.0%} busy"
+        return f"{p.name} ({where}): {p.rps:,.0f} req/s, {cpu}"
+
+    text = (f"measured with the run's {len(h.places)} generator places together, as they drive every cell: "
+            + "; ".join(place(p) for p in h.places))
+    if h.cpu_not_measured:
+        text += (f". Whether {', '.join(h.cpu_not_measured)} limited the window is not measured"
+                 + ("" if h.generator_cpu_fraction is not None else
+                    ", so no cell is judged against this headroom (only against its own generator CPU, where read)"))
+    return text

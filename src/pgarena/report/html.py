@@ -51,8 +51,11 @@ FLAG_MEANINGS = {
                                  "(pipelining or batching across requests: ranked among all stacks only)",
     "queries-wrong": "the database accounting found a cache or an N+1 (invalid, not ranked)",
     F.VARIANTS_WRONG: "a request variant was answered wrongly before the load (invalid, not ranked)",
-    F.GENERATOR_BOUND: "the load generator used more than 90 % of its CPUs over the measured window, or the "
-                       "request rate reached 90 % of its measured headroom: it measured the generator (not ranked)",
+    F.GENERATOR_BOUND: "the load generator's CPUs were more than 90 % busy over the measured window (the generator, "
+                       "pgarena's own samplers and Toxiproxy together), or the request rate reached 90 % of its "
+                       "measured headroom: it measured the generator (not ranked)",
+    F.ABOVE_CEILING: "2xx/s above the database ceiling measured under the cell's conditions: a measurement problem "
+                     "(its DB ceiling share is marked ⚠), not a finding",
     F.DATABASE_BOUND: "PostgreSQL used more than 90 % of the server CPUs while the stack used under 50 %",
     F.TIMEOUTS: "some requests hit the HTTP timeout",
     F.POOL_EXCEEDED: "the stack held more database connections than the pool size (invalid, not ranked)",
@@ -262,6 +265,7 @@ def headroom(results: RunResults) -> dict:
     h = results.generator_headroom
     if h is None:
         return {"measured": False, "unavailable": results.environment.headroom_unavailable or "not measured in this run"}
+    scope = generators.headroom_scope(results)
     def sent(cell: Cell) -> float:  # every request per second: the generator sent them all
         s = cell.summary
         return s.requests_per_second_all.median if s.requests_per_second_all else s.rps.median  # type: ignore[union-attr]
@@ -269,11 +273,12 @@ def headroom(results: RunResults) -> dict:
     fastest = max((c for c in results.cells if c.summary is not None), key=sent, default=None)
     out = {"measured": True, "rps": rounded(h.rps), "latency_p99_ms": rounded(h.latency_p99_ms, 3), "connections": h.connections,
            "duration_seconds": rounded(h.duration_seconds, 3), "generator_cpu_fraction": rounded(h.generator_cpu_fraction, 3),
-           "endpoint": h.endpoint, "fastest_cell": None}
+           "endpoint": h.endpoint, "fastest_cell": None, "scope": scope}
     if fastest is not None and h.rps > 0:
         rps = sent(fastest)
-        out["fastest_cell"] = {"stack": fastest.stack, "family": Family(fastest.workload, fastest.parameter_name,
-                                                                          fastest.parameter).title,
+        out["fastest_cell"] = {"stack": fastest.stack, "family": Family(
+                                   fastest.workload, fastest.parameter_name, fastest.parameter,
+                                   pool_size=fastest.pool_dimension, db_rtt_ms=fastest.db_rtt_ms).title,
                                "level": fastest.level_label, "rps": rounded(rps), "share": rounded(rps / h.rps, 4)}
     return out
 

@@ -538,7 +538,8 @@ def _headroom(results: RunResults) -> str:
             f"{h.connections} connections against a trivial endpoint ({h.endpoint}{cpu})")
     if h.generator_cpu_fraction is not None and h.generator_cpu_fraction <= GENERATOR_BOUND_CPU_FRACTION:
         text += "; the generator was not saturated, so its ceiling is higher still"
-    return text
+    scope = generators.headroom_scope(results)
+    return text if scope is None else f"{text}; {scope}"
 
 
 def render_markdown(results: RunResults) -> str:
@@ -557,7 +558,8 @@ def render_markdown(results: RunResults) -> str:
         "cannot order these. A `noisy` cell (interval wider than the target: more rounds would have helped) is "
         "still ranked wherever its interval is clear of its neighbours. Invalid cells get `–` in both ranks. "
         "`DB ceiling`: the cell's 2xx/s as a share of what pgbench got from the database alone running the "
-        "workload's statements. Open-model tables at a rate shared by every stack rank p99 latency instead; "
+        "workload's statements under the cell's conditions (its round trip, min(VUs, pool size) connections); "
+        "above 100 % (⚠) is a measurement problem. Open-model tables at a rate shared by every stack rank p99 latency instead; "
         "those at a share of each stack's own peak are not ranked. `Efficiency #` ranks CPU µs per request "
         "(stack + PostgreSQL, lower is better) by independent intervals. Latency is request latency measured by "
         "the load generator; in the open model it counts from each request's scheduled start (oha) and "
@@ -566,8 +568,8 @@ def render_markdown(results: RunResults) -> str:
         "printed `≥`. Invalid (never ranked): `failures>1%` / `dropped>1%` / `checks-failed>1%` (the answers "
         "sampled under load: the one-sided exact binomial test rejects \"≤ 1 % wrong\" at level 1 %) / "
         "`invariants-broken` / `queries-wrong` (a cache or an N+1) / `variants-wrong` (a request variant "
-        "answered wrongly) / `pool-exceeded` (more connections than the pool size) / `generator-bound` (the generator used "
-        ">90 % of its CPUs over the measured window, or the cell's request rate reached 90 % of the generator's "
+        "answered wrongly) / `pool-exceeded` (more connections than the pool size) / `generator-bound` (the generator's CPUs "
+        "were >90 % busy over the measured window — the generator, pgarena's own samplers and Toxiproxy together — or the cell's request rate reached 90 % of the generator's "
         "measured headroom — it measured the generator, not the stack). Other flags: `columns-wrong` ranked "
         "among all stacks only, and so are `content-type-wrong` (the right JSON without `Content-Type: "
         "application/json`) and `answer-mapped` (the right values in a shape the stack's stack.toml `[answer]` "

@@ -89,11 +89,12 @@ def schedule_section(results: RunResults) -> str:
 
 
 def ceiling_section(results: RunResults) -> str:
-    """The database's own ceiling per workload × parameter, or why it was not measured."""
+    """The database's own ceiling per workload × parameter × condition, or why it was not measured."""
     rows = ceiling_rows(results)
     if not rows:
         return ceiling_note(results)
     return ceiling_note(results) + "\n\n" + table(
-        ["Workload", "Parameter", "Connections", "Transactions/s", "Statements"],
-        [(r["workload"], r["parameter"], r["connections"], f"{r['tps']:,.0f}", f"`{r['statements']}`") for r in rows],
-        "llrrl")
+        ["Workload", "Parameter", "Round trip", "Connections", "Transactions/s", "95 % interval", "Runs", "Statements"],
+        [(r["workload"], r["parameter"], r["round_trip"], r["connections"], f"{r['tps']:,.0f}", r["interval"], r["runs"],
+          f"`{r['statements']}`") for r in rows],
+        "llrrrrrl")

@@ -382,7 +382,11 @@ class Repetition(_Model):
     stack_pss_peak_bytes: int | None = Field(
         None, description="peak of the tree's summed PSS (Linux: shared pages split among their sharers)")
     proxy_cpu_seconds: float | None = Field(None, description=(
-        "--db-rtt: CPU time of the Toxiproxy process over the window (counted apart from the stack's)"))
+        "--db-rtt: CPU time of the Toxiproxy process over the window (counted apart from the stack's; it runs "
+        "on the generator CPUs, so the generator-bound test counts it)"))
+    pgarena_cpu_seconds: float | None = Field(None, description=(
+        "CPU time of pgarena's own process over the window (its answer sampler, resource samplers and pollers, "
+        "all pinned to the generator CPUs; its children not included): counted by the generator-bound test"))
     peak_connections: int | None = Field(
         None, description="most database connections the stack held during this repetition")
     generator_cpu_seconds: float | None = Field(description=(
@@ -464,6 +468,9 @@ class CellSummary(_Model):
     stack_rss_peak_bytes: int | None = None
     stack_pss_peak_bytes: int | None = Field(None, description="highest peak PSS of the stack over the repetitions")
     generator_cpu_fraction: float | None = Field(None, description="generator CPU time / (window × its CPUs)")
+    generator_set_cpu_fraction: float | None = Field(None, description=(
+        "everything on the generator CPU set — the generator, pgarena's own process (samplers, pollers) and "
+        "Toxiproxy — CPU time / (window × those CPUs): what the generator-bound test judges (None: older results)"))
     generator_cpu_us_per_request: float | None = Field(None, description="the load generator's own CPU cost")
     stack_cpu_fraction: float | None = Field(None, description="stack CPU time / (window × server CPUs)")
     db_cpu_fraction: float | None = Field(None, description="PostgreSQL CPU time / (window × server CPUs)")
@@ -653,31 +660,62 @@ class SloSearchResult(_Model):
     engine: str | None = Field(None, description="load generator that measured the curve (None: older results)")
 
 
-class Headroom(_Model):
-    """The load generator's own ceiling: its RPS against a trivial endpoint on its CPU set."""
+class HeadroomPlace(_Model):
+    """One generator place's part of the headroom window (--generators N, a topology's generators): all the
+    run's places drove the trivial endpoint together, as they drive every cell."""
 
-    rps: float
+    name: str = Field(description="the place's name, e.g. 'gen1'")
+    host: str = Field(description="'local' (this machine or a namespace on it) or 'ssh <destination>'")
+    rps: float = Field(description="its requests per second in the window (every request)")
+    cpus: list[int] | None = Field(None, description="the CPUs it was pinned to (None: not pinned by pgarena)")
+    cpu_fraction: float | None = Field(None, description=(
+        "its CPU set's busy share over the window, shared with the places pinned to the same CPUs (None: not "
+        "measured — a generator on another machine, whose CPU pgarena cannot read)"))
+
+
+class Headroom(_Model):
+    """The load generator's own ceiling: its RPS against a trivial endpoint on its CPU set — with several
+    generator places, of all of them together (the way every cell is driven), each place's part in `places`."""
+
+    rps: float = Field(description="requests per second of the whole window (all places together)")
     latency_p99_ms: float
     connections: int
     duration_seconds: float
-    generator_cpu_fraction: float | None
+    generator_cpu_fraction: float | None = Field(description=(
+        "the generator CPU set's busy share (several places: the busiest measured set; None: not measured, "
+        "e.g. every place on another machine)"))
     endpoint: str = Field(description="what answered (a minimal HTTP server pinned to the server CPUs)")
     engine: str | None = Field(None, description="load generator whose ceiling this is (None: older results)")
+    places: list[HeadroomPlace] = Field(default_factory=list, description=(
+        "several generator places: each one's part (empty: one local generator, or results from before "
+        "per-place headroom, which measured one local generator whatever the run's places)"))
+    cpu_not_measured: list[str] = Field(default_factory=list, description=(
+        "places whose CPU could not be read (another machine): whether the headroom window was generator-bound "
+        "there is not measured"))
 
 
 class DbCeiling(_Model):
-    """The database alone running one workload's statements (ceiling.py): the most any stack could get."""
+    """The database alone running one workload's statements under one cell condition (ceiling.py): the most
+    any stack could get there."""
 
     workload: str
     parameter_name: str | None
     parameter: int | None
-    connections: int = Field(description="pgbench clients: the stacks' pool size")
-    transactions: int = Field(description="transactions in the whole seconds measured")
-    seconds: int
-    tps: float = Field(description="transactions per second (one transaction = one request's statements)")
+    connections: int = Field(description=(
+        "pgbench clients: min(VUs, pool size) of the cells it stands beside (results before per-condition "
+        "ceilings: the largest pool size, for every cell)"))
+    transactions: int = Field(description="transactions counted over the measured runs")
+    seconds: float = Field(description="seconds those transactions took, over the measured runs")
+    tps: float = Field(description="transactions per second, the mean over the runs (one transaction = one "
+                                   "request's statements)")
     protocol: str = Field(description="pgbench -M mode: prepared = parsed once, generic plan")
     statements: str = Field(description="what pgbench ran")
     cpus: list[int] = Field(default_factory=list, description="CPUs pgbench was pinned to (the server CPU set)")
+    db_rtt_ms: float | None = Field(None, description=(
+        "the round trip pgbench went through (--db-rtt, the cells' Toxiproxy at that round trip); None: direct"))
+    runs_tps: list[float] = Field(default_factory=list, description="each measured pgbench run's transactions/s")
+    tps_low: float | None = Field(None, description="95 % t interval of the mean over the runs: low end (tps)")
+    tps_high: float | None = Field(None, description="... and high end (tps); None with fewer than two runs")
 
 
 class PhaseRecord(_Model):
@@ -746,9 +784,25 @@ class RunResults(_Model):
     ceiling_unavailable: str | None = Field(None, description="why the ceiling was not measured")
     ingested: IngestRecord | None = Field(None, description="kind 'ingest': the outputs the run was made from")
 
-    def ceiling(self, workload: str, parameter: int | None) -> DbCeiling | None:
-        """The ceiling measured for a workload × parameter, if any."""
-        return next((c for c in self.ceilings if c.workload == workload and c.parameter == parameter), None)
+    def ceiling_conditions(self, cell: Cell) -> tuple[str, int | None, float | None, int]:
+        """(workload, parameter, round trip ms, connections): the conditions the database ceiling beside `cell`
+        is measured under — the cell's round trip and min(VUs, pool size), the most connections its stack
+        could use at once (VUs: closed-model users, or the open model's most requests in flight)."""
+        pool = cell.pool_size or self.config.get("pool_size")
+        return cell.workload, cell.parameter, cell.db_rtt_ms, min(cell.vus, pool) if pool else cell.vus
+
+    def ceiling(self, workload: str, parameter: int | None, db_rtt_ms: float | None = None,
+                connections: int | None = None) -> DbCeiling | None:
+        """The ceiling measured for a workload × parameter at a round trip (None: direct) over `connections`
+        (None: any), if any."""
+        return next((c for c in self.ceilings if (c.workload, c.parameter, c.db_rtt_ms) == (workload, parameter, db_rtt_ms)
+                     and connections in (None, c.connections)), None)
+
+    def ceiling_for(self, cell: Cell) -> DbCeiling | None:
+        """The ceiling measured under `cell`'s conditions (`ceiling_conditions`); None when none was: a ceiling
+        under other conditions (direct for a cell behind a round trip, 10 connections for a 1-VU cell) is not
+        that cell's ceiling."""
+        return self.ceiling(*self.ceiling_conditions(cell))
 
     def stack(self, stack_id: str) -> StackInfo:
         return next(s for s in self.stacks if s.id == stack_id)

@@ -25,6 +25,8 @@ from typing import Protocol
 import httpx
 import psutil
 
+from pgarena.config.run import redact_secrets
+
 DEFAULT_STOP_GRACE_S = 10.0
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal the calling process gets when its parent thread dies."""
@@ -112,11 +114,12 @@ def popen_guarded(argv: Sequence[str], **kwargs) -> subprocess.Popen:
 def _spawn_shell(command: str, *, cwd: Path, env: dict[str, str], log, cpus: Sequence[int] | None,
                  preexec: Callable[[], None] | None = None,
                  death_signal: signal.Signals | None = signal.SIGTERM,
-                 argv_prefix: Sequence[str] = ()) -> subprocess.Popen:
+                 argv_prefix: Sequence[str] = (), secrets: Sequence[str] = ()) -> subprocess.Popen:
     """`/bin/sh -c command` in its own process group, pinned to `cpus`, output appended to `log`;
     it gets `death_signal` when the thread that started it dies (SIGTERM: the shell may clean up).
-    `argv_prefix` starts it elsewhere (`ip netns exec NAME`, which execs the shell: same pid and group)."""
-    log.write(f"$ {command}\n".encode())
+    `argv_prefix` starts it elsewhere (`ip netns exec NAME`, which execs the shell: same pid and group).
+    The command is echoed to the log first, every password in it redacted (`secrets`: ones known to be in it)."""
+    log.write(f"$ {redact_secrets(command, secrets)}\n".encode())
     log.flush()
     return popen_guarded(
         [*argv_prefix, "/bin/sh", "-c", command],
@@ -161,14 +164,16 @@ def run_logged(
     timeout_s: float,
     cpus: Sequence[int] | None = None,
     tracker: ProcessTracker | None = None,
+    secrets: Sequence[str] = (),
 ) -> StepResult:
     """Run a shell command to completion, output appended to `log_path`; kill its group on timeout.
 
-    `tracker` records the command's process group while it runs (so a killed pgarena's build is found)."""
+    `tracker` records the command's process group while it runs (so a killed pgarena's build is found);
+    `secrets`: passwords that may stand in the command, redacted where it is echoed to the log."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log_path, "ab") as log:
-        proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus)
+        proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus, secrets=secrets)
         try:
             if tracker is not None:
                 tracker.track(proc.pid, "build")
@@ -231,14 +236,17 @@ class ServerProcess:
         tracker: ProcessTracker | None = None,
         role: str = "stack",
         argv_prefix: Sequence[str] = (),
+        secrets: Sequence[str] = (),
     ) -> None:
+        """Start `command` now; `secrets`: passwords that may stand in it, redacted where it is echoed to the log."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path = log_path
         self.started_at = time.monotonic()
         self._tracker = tracker
         with open(log_path, "ab") as log:
             self._proc = _spawn_shell(command, cwd=cwd, env=env, log=log, cpus=cpus, preexec=preexec,
-                                      death_signal=_death_signal_for_server(), argv_prefix=argv_prefix)
+                                      death_signal=_death_signal_for_server(), argv_prefix=argv_prefix,
+                                      secrets=secrets)
         if tracker is not None:
             try:
                 tracker.track(self._proc.pid, role)
@@ -277,31 +285,65 @@ class ServerProcess:
 
 
 class NotReady(Exception):
-    """The server exited or did not answer its health path before the deadline."""
+    """The server exited, answered only server errors, or did not answer its health path before the deadline."""
 
 
-def wait_until_healthy(server: ServerProcess, url: str, timeout_s: float) -> float:
+FAILING_START_S = 10.0
+"""Seconds of nothing but server errors (HTTP 5xx other than 503) from the health path after which a start is
+given up before its deadline: the app is up and fails every request (a missing function, a wrong password),
+and waiting the full startup timeout would only delay the same verdict. 503 ("not ready yet") is waited for."""
+SHOWN_URL_CHARS = 100
+SHOWN_BODY_CHARS = 300
+
+
+def shown_url(url: str, limit: int = SHOWN_URL_CHARS) -> str:
+    """A URL fit for a message: passwords redacted, cut to `limit` characters with its full length said
+    (a perf-test health URL is some 700 characters of query string)."""
+    url = redact_secrets(url)
+    return url if len(url) <= limit else f"{url[:limit]}… ({len(url)} characters)"
+
+
+def shown_body(text: str, limit: int = SHOWN_BODY_CHARS) -> str:
+    """An answer's body for a message: one line, redacted, cut to `limit` characters."""
+    text = redact_secrets(" ".join(text.split()))
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def wait_until_healthy(server: ServerProcess, url: str, timeout_s: float,
+                       failing_s: float = FAILING_START_S) -> float:
     """Poll `url` until it answers 2xx; return seconds since the server started.
 
-    Raises NotReady if the process exits or the deadline passes (the message says which).
+    Raises NotReady if the process exits, if every answer for `failing_s` seconds was a server error (5xx but
+    503: the message shows the last body), or when the deadline passes (the message says which, with the URL
+    shortened).
     """
     deadline = time.monotonic() + timeout_s
     delay = 0.05
     last_error = "no answer yet"
+    failing_since: float | None = None  # the first of an unbroken run of server errors
     with httpx.Client(timeout=2.0) as client:
         while True:
             code = server.exit_code()
             if code is not None:
-                raise NotReady(f"exited with code {code} before answering {url}")
+                raise NotReady(f"exited with code {code} before answering {shown_url(url)}")
             try:
                 response = client.get(url)
                 if 200 <= response.status_code < 300:
                     return time.monotonic() - server.started_at
                 last_error = f"HTTP {response.status_code}"
+                if response.status_code >= 500 and response.status_code != 503:
+                    failing_since = failing_since if failing_since is not None else time.monotonic()
+                    if time.monotonic() - failing_since >= failing_s:
+                        raise NotReady(f"answered HTTP {response.status_code} to every health request for "
+                                       f"{failing_s:.0f} s at {shown_url(url)}; body: "
+                                       f"{shown_body(response.text) or '(empty)'}")
+                else:
+                    failing_since = None
             except httpx.HTTPError as exc:
                 last_error = type(exc).__name__
+                failing_since = None
             if time.monotonic() >= deadline:
-                raise NotReady(f"not healthy after {timeout_s:.0f} s at {url} (last: {last_error})")
+                raise NotReady(f"not healthy after {timeout_s:.0f} s at {shown_url(url)} (last: {last_error})")
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)  # fine enough to time cold starts
 

@@ -28,6 +28,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -113,6 +114,7 @@ class PidRegistry:
     def __enter__(self) -> PidRegistry:
         self._state = {
             "owner": _record(os.getpid(), "pgarena"),
+            "machine": machine_identity(),
             "token": self.token,
             "started_at": dt.datetime.now(dt.timezone.utc).isoformat(),
             "finished": False,
@@ -250,17 +252,28 @@ def _spared() -> set[int]:
 
 
 def _members(state: dict) -> dict[int, psutil.Process]:
-    """Live processes of a registry: carrying its token, or in one of its recorded process groups."""
+    """Live processes of a registry: carrying its token, or in one of its recorded process groups.
+
+    NOTE: a group is recognised by its leader, never by its id alone. With the leader alive and started when
+    recorded, the id is still that group's (Linux does not reuse an id while its group has members). With the
+    leader gone, the id may be a later, unrelated group's (once every member of ours ended): its members
+    count only if one of them carries the run's token, which proves the group is the run's own (a group
+    cannot mix old and new members); then its members without the token (a cleared environment) count too.
+    """
     needle = f"{TOKEN_VARIABLE}={state.get('token')}" if state.get("token") else None
-    groups = {}
+    groups: dict[int, tuple[float, bool]] = {}  # group id → (its leader's start, leader alive)
     for record in state.get("processes", []):
-        leader_start = _start_time(record["pid"])
-        if leader_start is not None and not is_alive(record):
-            continue  # the leader's pid belongs to another process now: so may its group id
-        groups[record["pid"]] = record.get("start_time") or 0.0
+        if _start_time(record["pid"]) is not None:
+            if not is_alive(record):
+                continue  # the leader's pid belongs to another process now: so does its group id
+            groups[record["pid"]] = (record["start_time"], True)
+        elif record.get("start_time") is not None and needle:
+            groups[record["pid"]] = (record["start_time"], False)
     spared = _spared()
     watchdog = state.get("watchdog") or {}
     found: dict[int, psutil.Process] = {}
+    orphans: dict[int, list[psutil.Process]] = {}  # members of groups whose leader is gone
+    proven: set[int] = set()  # of those, groups with a token carrier
     for proc in psutil.process_iter():
         if proc.pid in spared or proc.pid == watchdog.get("pid"):
             continue
@@ -268,13 +281,20 @@ def _members(state: dict) -> dict[int, psutil.Process]:
             if proc.status() == psutil.STATUS_ZOMBIE:
                 continue
             pgid = os.getpgid(proc.pid)
-            if pgid in groups and proc.create_time() >= groups[pgid] - START_TIME_TOLERANCE_S:
+            carrier = bool(needle) and _has_in_environment(proc.pid, needle)  # type: ignore[arg-type]
+            if carrier:
                 found[proc.pid] = proc
-                continue
-            if needle and _has_in_environment(proc.pid, needle):
-                found[proc.pid] = proc
+            if pgid in groups and proc.create_time() >= groups[pgid][0] - START_TIME_TOLERANCE_S:
+                if groups[pgid][1]:
+                    found[proc.pid] = proc
+                else:
+                    orphans.setdefault(pgid, []).append(proc)
+                    if carrier:
+                        proven.add(pgid)
         except (psutil.Error, OSError):
             continue
+    for pgid in proven:
+        found.update({proc.pid: proc for proc in orphans[pgid]})
     return found
 
 
@@ -318,6 +338,36 @@ def reap(state: dict, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
     return lines
 
 
+BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
+"""Linux's identifier of the current boot: a registry written before a reboot or on another machine has another."""
+
+
+def machine_identity() -> dict:
+    """This machine and boot as a registry records them: `{"boot_id", "hostname"}` (boot_id None off Linux)."""
+    try:
+        boot_id: str | None = BOOT_ID_PATH.read_text(encoding="ascii").strip() or None
+    except OSError:
+        boot_id = None
+    return {"boot_id": boot_id, "hostname": socket.gethostname()}
+
+
+def same_machine(state: dict) -> bool:
+    """True if the registry was written on this machine in this boot: only then can its pids and start times
+    name live processes here. A registry without the record (written before pgarena kept it) or copied from
+    another machine is not acted on."""
+    recorded, here = state.get("machine") or {}, machine_identity()
+    if recorded.get("boot_id") and here["boot_id"]:
+        return recorded["boot_id"] == here["boot_id"]
+    return bool(recorded) and recorded.get("hostname") == here["hostname"] and not recorded.get("boot_id")
+
+
+def _elsewhere(state: dict) -> str:
+    recorded = state.get("machine") or {}
+    if not recorded:
+        return "its registry does not say which machine it ran on (an older pgarena's)"
+    return f"it ran on {recorded.get('hostname')} (boot {recorded.get('boot_id')}), not on this machine in this boot"
+
+
 def _owner_running(state: dict) -> bool:
     owner = state.get("owner")
     return bool(owner) and owner["pid"] != os.getpid() and is_alive(owner)
@@ -328,6 +378,8 @@ def reap_run(run_dir: Path, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
     state = read_state(run_dir)
     if state is None:
         return []
+    if not same_machine(state):  # a copied folder: its pids name nothing of its own here
+        return [f"{run_dir.name}: nothing stopped: {_elsewhere(state)}"]
     if _owner_running(state):
         pid = state["owner"]["pid"]
         raise RunInUse(f"{run_dir} is still being run by pgarena (pid {pid}); wait for it or stop it "
@@ -385,7 +437,7 @@ def reap_abandoned(results_dir: Path, *, grace_s: float = DEFAULT_GRACE_S) -> li
         return []
     for path in registries:
         state = read_state(path.parent)
-        if state is None or state.get("finished") or _owner_running(state):
+        if state is None or state.get("finished") or not same_machine(state) or _owner_running(state):
             continue
         lines += reap_run(path.parent, grace_s=grace_s)
     return lines

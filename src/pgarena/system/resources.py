@@ -12,6 +12,7 @@ sample and its exit is not seen (short-lived helpers); cgroup accounting would b
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +24,47 @@ if TYPE_CHECKING:
     from pgarena.system.speedprobe import SpeedProbe
 
 SAMPLE_INTERVAL_S = 0.2
+
+
+def own_cpu_seconds() -> float:
+    """CPU seconds (user + system) this process has used so far, every thread included (the answer sampler,
+    the resource samplers, the connection poller), its children (the load generator) not: psutil's
+    `Process.cpu_times()`, from /proc/self/stat."""
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
+
+
+class OwnCpuSampler:
+    """(wall-clock time.time(), `own_cpu_seconds()`) pairs every SAMPLE_INTERVAL_S while the block runs, so
+    pgarena's own CPU can be read over exactly the generator's measured window (`process.cpu_between`), not
+    over the parsing of its output afterwards. Use as a context manager; `samples` holds the pairs."""
+
+    def __init__(self, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pgarena-own-cpu", daemon=True)
+
+    def _sample(self) -> None:
+        self.samples.append((time.time(), own_cpu_seconds()))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self._sample()
+
+    def __enter__(self) -> OwnCpuSampler:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def total(self) -> float:
+        """CPU seconds from the first sample to the last."""
+        return self.samples[-1][1] - self.samples[0][1] if len(self.samples) >= 2 else 0.0
 
 
 @dataclass

@@ -55,6 +55,7 @@ from pathlib import Path, PurePosixPath
 
 import psutil
 
+from pgarena.config.run import redact_secrets
 from pgarena.results.atomic import write_text_atomic
 from pgarena.system.ssh_shell import (
     CHECK_SH,
@@ -441,7 +442,9 @@ class SshHost:
             return self._call(remote, timeout_s=timeout_s + KILL_AFTER_S, what=what, check=False)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"$ {command if isinstance(command, str) else shlex.join(argv)}  (on {self.destination})\n")
+            shown = redact_secrets(command if isinstance(command, str) else shlex.join(argv),
+                                   [v for k, v in (env or {}).items() if "PASSWORD" in k.upper()])
+            log.write(f"$ {shown}  (on {self.destination})\n")
             log.flush()
             try:
                 return self._call(remote, timeout_s=timeout_s + KILL_AFTER_S, what=what, check=False, stdout=log,

@@ -23,7 +23,7 @@ from typing import Any
 from pgarena.contract import workloads as wl
 from pgarena.contract.answer import AnswerShape, AnswerShapeError
 from pgarena.contract.flags import CONTENT_TYPE
-from pgarena.contract.values import Verdict, judge, parse_json
+from pgarena.contract.values import Verdict, json_kind, judge, parse_json
 
 STATIC_TOLERANCE_MS = 1000
 """How far a static timestamp may lie outside the request's own send → receive interval."""
@@ -53,7 +53,7 @@ def judge_rows(workload: str, expected: list[dict], body: Any, known_wrong: Coll
         except (KeyError, TypeError):
             return "no data.users in the answer"
     if not isinstance(rows, list):
-        return f"not a JSON array but {type(rows).__name__}"
+        return f"not a JSON array but {json_kind(rows)}"
     if len(rows) != len(expected):
         return f"{len(rows)} rows, expected {len(expected)}"
     columns = _columns(workload)

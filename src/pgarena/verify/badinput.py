@@ -243,19 +243,35 @@ CASES: dict[str, list[Case]] = {
 """Every workload's hostile requests (docs/verification.md lists them)."""
 
 
+def bad_input_problem(status: int, is_json: bool, content_type: str | None, text: str) -> str:
+    """What is wrong with the answer to a malformed request, in the contract's words (it must be 400 with a
+    JSON body): a success (200 for a request that cannot be served: often a database error answered as
+    success), a server error, or a 400 whose body is not JSON."""
+    shown = " ".join(text.split())[:100] or "(empty body)"
+    if 200 <= status < 300:
+        return f"HTTP {status} (success) for a malformed request, expected 400 with a JSON error: {shown}"
+    if status >= 500:
+        return f"HTTP {status} (server error) for a malformed request, expected 400 with a JSON error: {shown}"
+    if status == 400:
+        what = "not JSON" if not is_json else f"Content-Type {content_type or 'missing'}, not application/json"
+        return f"HTTP 400 but its body is {what}: {shown}"
+    return f"HTTP {status}, expected 400 with a JSON error: {shown}"
+
+
 def _judge(case: Case, response: httpx.Response, elapsed_s: float, workload: str = "",
            answer: AnswerShape | None = None) -> str | None:
     """None if the answer is the robust one, else what was wrong. An "echo" answer is rows: the stack's
     declared answer shape (`answer`) is undone first; error answers are judged as sent."""
     try:
-        body = parse_json(response.content)
+        body, is_json = parse_json(response.content), True
     except ValueError:
-        body = None
-    json_ok = body is not None and wl.is_json_content_type(response.headers.get("content-type"), graphql=True)
+        body, is_json = None, False
+    json_ok = is_json and wl.is_json_content_type(response.headers.get("content-type"), graphql=True)
     if case.expect == "400":
         if response.status_code == 400 and json_ok:
             return None
-        return f"HTTP {response.status_code}{'' if json_ok else ' without a JSON body'}: {response.text[:100]}"
+        return bad_input_problem(response.status_code, is_json, response.headers.get("content-type"),
+                                 response.text)
     if case.expect == "graphql-error":
         no_users = not (isinstance(body, dict) and isinstance(body.get("data"), dict) and body["data"].get("users"))
         if response.status_code in (200, 400) and isinstance(body, dict) and body.get("errors") and no_users:

@@ -13,7 +13,7 @@ import httpx
 
 from pgarena.contract import workloads as wl
 from pgarena.contract.answer import AnswerShape
-from pgarena.contract.values import parse_json
+from pgarena.contract.values import json_kind, not_json, parse_json
 from pgarena.db.expected import expected_users_posts
 from pgarena.db.postgres import Database
 from pgarena.results.models import Check, WorkloadVerification
@@ -60,14 +60,15 @@ def verify_nested(client: httpx.Client, db: Database, workload: str,
                 users = users_of(parse_json(response.content), workload)
             except (ValueError, KeyError, TypeError) as exc:
                 checks.append(Check(name=f"{case}: data.users", ok=False,
-                                    detail=f"{type(exc).__name__}: {response.text[:200]}"))
+                                    detail=(not_json(exc) if isinstance(exc, ValueError) else "no data.users member")
+                                    + f": {response.text[:200]}"))
                 continue
         else:
             parsed, users = answer_body(response, workload, answer, case, checks)
             if not parsed:
                 continue
         if not isinstance(users, list):
-            checks.append(Check(name=f"{case}: a JSON array", ok=False, detail=f"got {type(users).__name__}"))
+            checks.append(Check(name=f"{case}: a JSON array", ok=False, detail=f"got {json_kind(users)}"))
             continue
         expected = expected_users_posts(db, limit, posts_limit)
         checks.append(Check(name=f"{case}: {len(expected)} users", ok=len(users) == len(expected),

@@ -8,7 +8,7 @@ import httpx
 
 from pgarena.contract import workloads as wl
 from pgarena.contract.answer import AnswerShape, AnswerShapeError
-from pgarena.contract.values import Verdict, judge, parse_json, worst
+from pgarena.contract.values import Verdict, json_kind, judge, parse_json, worst
 from pgarena.results.models import Check, ColumnVerdict
 from pgarena.verify import http
 
@@ -56,7 +56,7 @@ def send(client: httpx.Client, request: wl.Request) -> httpx.Response | str:
     try:
         return http.send(client, request)
     except httpx.HTTPError as exc:
-        return f"{type(exc).__name__}: {exc}"
+        return f"no answer ({type(exc).__name__}): {exc}"
 
 
 def get(client: httpx.Client, path: str) -> tuple[httpx.Response | None, str | None]:
@@ -98,7 +98,7 @@ def rows_case(client: httpx.Client, request: wl.Request | str, expected: list[di
     if not parsed:
         return
     if not isinstance(body, list):
-        checks.append(Check(name=f"{case}: a JSON array", ok=False, detail=f"got {type(body).__name__}"))
+        checks.append(Check(name=f"{case}: a JSON array", ok=False, detail=f"got {json_kind(body)}"))
         return
     checks.append(
         Check(name=f"{case}: {len(expected)} rows", ok=len(body) == len(expected), detail=f"got {len(body)} rows")

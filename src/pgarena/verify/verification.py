@@ -18,7 +18,7 @@ import httpx
 
 from pgarena.contract import workloads as wl
 from pgarena.contract.answer import AnswerShape
-from pgarena.contract.values import Verdict, parse_json
+from pgarena.contract.values import Verdict, json_kind, not_json, parse_json
 from pgarena.db import accounting
 from pgarena.db.expected import expected_perf_test, expected_users
 from pgarena.db.postgres import Database
@@ -167,13 +167,14 @@ def verify_graphql(client: httpx.Client, db: Database) -> WorkloadVerification:
         body = parse_json(response.content)
         users = body["data"]["users"]
     except (ValueError, KeyError, TypeError) as exc:
-        checks.append(Check(name="graphql: data.users", ok=False, detail=f"{type(exc).__name__}: {response.text[:200]}"))
+        checks.append(Check(name="graphql: data.users", ok=False, detail=(
+            not_json(exc) if isinstance(exc, ValueError) else "no data.users member") + f": {response.text[:200]}"))
         return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=False, checks=checks)
     expected = [{field: row[column] for field, (column, _) in wl.GRAPHQL_FIELDS.items()}
                 for row in expected_users(db, wl.GRAPHQL_LIMIT)]
     ok_list = isinstance(users, list)
     checks.append(Check(name=f"graphql: {wl.GRAPHQL_LIMIT} users", ok=ok_list and len(users) == len(expected),
-                        detail=f"got {len(users) if ok_list else type(users).__name__}"))
+                        detail=f"got {len(users) if ok_list else json_kind(users)}"))
     if ok_list:
         tally.add(expected, users, f"users(limit: {wl.GRAPHQL_LIMIT})")
     return WorkloadVerification(stack="", workload=wl.GRAPHQL, ok=all(c.ok for c in checks), checks=checks,

@@ -1,0 +1,33 @@
+"""The A/B summary in Markdown, short enough for a pull-request comment (issue 24).
+
+The verdict sentence, one row per table (the medians, head/base with its interval, the outcome) and where
+the full report is. Rendered from the gate (analysis/abgate.py), which reads results.json only.
+"""
+
+from __future__ import annotations
+
+from pgarena.analysis.abgate import ABGate
+
+ICONS = {"regression": "❌ regression", "no regression": "✅ no regression", "undecided": "❔ undecided"}
+
+
+def _rps(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def ab_markdown(gate: ABGate, *, title: str, report_link: str | None = None) -> str:
+    """The summary: `title` as its heading, the gate's sentence, its table, and `report_link` (a path or URL of
+    report.html) when given."""
+    lines = [f"### {title}", "", gate.sentence(), "",
+             f"| Table | {gate.base} 2xx/s | {gate.head} 2xx/s | head / base (interval) | Outcome |",
+             "|---|---:|---:|---|---|"]
+    for t in gate.tables:
+        ratio = ("–" if t.interval is None else
+                 f"{t.interval.ratio:.3f}× ({t.interval.low:.3f}–{t.interval.high:.3f}, {t.interval.rounds} rounds)")
+        outcome = ICONS[t.outcome] + (f": {t.reason}" if t.reason else "")
+        lines.append(f"| {t.label} | {_rps(t.base_median_rps)} | {_rps(t.head_median_rps)} | {ratio} | {outcome} |")
+    lines += ["", f"Regression: head/base below {1 - gate.margin:.2f}; paired per round, anytime-valid, "
+                  f"Bonferroni over the {len(gate.tables)} table(s) (docs/methodology.md, \"A/B of two versions\")."]
+    if report_link:
+        lines += ["", f"Full report: [{report_link}]({report_link})"]
+    return "\n".join(lines) + "\n"

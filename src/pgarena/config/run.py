@@ -78,6 +78,8 @@ class Profile(BaseModel):
     cell_budget_s: float = Field(gt=0, description="measured seconds after which a cell stops repeating")
     budget_s: float | None = Field(None, gt=0, description=(
         "wall-clock budget of the whole run (build, verification and load); None: no budget"))
+    rewarm_s: float | None = Field(None, ge=0, description=(
+        "interleaved runs: the re-warm before each window (None: the warm-up, at most DEFAULT_MAX_REWARM_S)"))
     target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
                                          description="RPS interval half-width (fraction of the mean) to stop at")
     vus: list[int] = Field(description="closed-model load levels: concurrent connections / VUs")
@@ -112,12 +114,13 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="bench",
             description=("`make bench`: every workload at 50 VUs at the parameters users read first (perf-test 1 row, "
-                         "users 20), 2 s windows raced in interleaved rounds until each table is resolved or the "
+                         "users 20), 1 s windows raced in interleaved rounds until each table is resolved or the "
                          "40-minute budget (builds included) is spent"),
             warmup_s=1,
             warmup_cap_s=10,
-            duration_s=2,
-            repetitions=3,
+            duration_s=1,  # 20 stacks × 12 workloads: 240 windows a round; longer windows are not steadier here
+            rewarm_s=0.5,
+            repetitions=2,
             max_repetitions=40,
             cell_budget_s=80,
             budget_s=40 * 60,
@@ -672,6 +675,7 @@ def build_config(
         "profile": profile,
         "warmup_s": base.warmup_s,
         "warmup_cap_s": base.warmup_cap_s,
+        "rewarm_s": base.rewarm_s,
         "duration_s": base.duration_s,
         "repetitions": base.repetitions,
         "max_repetitions": base.max_repetitions,

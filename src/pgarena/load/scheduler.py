@@ -14,7 +14,8 @@ race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari
 - a cell whose pairs are all resolved leaves (`settled`); one whose open pairs are all out of reach leaves
   too (`out-of-reach`), and its report lists them "not resolved" with their intervals;
 - the phase stops when no cell is left, at the cap of rounds (`max-rounds`), or when the next round would
-  overrun the deadline (`budget`).
+  overrun the deadline (`budget`) — before `min_rounds` too: a cell left with fewer rounds than a verdict
+  needs says "not resolved".
 
 Before `min_rounds` every stack of every cell is measured in every round. A cell of one stack has no pair:
 it stops once its own interval is within `target_rel_half_width`, as a sequential cell does.
@@ -198,7 +199,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                       else "out-of-reach")
         elif r >= policy.max_rounds:
             reason = "max-rounds"
-        elif deadline is not None and r >= policy.min_rounds and seconds_per_window is not None:
+        elif deadline is not None and seconds_per_window is not None:  # before the minimum too: a budget is a budget
             next_round = seconds_per_window * sum(len(s.active) for s in state.values())
             if clock() + next_round > deadline:
                 reason = "budget"

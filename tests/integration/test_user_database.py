@@ -141,6 +141,10 @@ def test_accounting_says_how_to_enable_it_for_an_unprivileged_role(user_server, 
     url = _user_database(user_server, "plain")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE ROLE bob LOGIN CREATEROLE PASSWORD 'bob-pw'; GRANT CREATE ON DATABASE plain TO bob")
+        # PostgreSQL 16+: CREATEROLE alters only the roles one holds with ADMIN OPTION; pgarena's role may exist
+        # from an earlier test's run against this server, created by alice
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'pgarena'").fetchone():
+            conn.execute("GRANT pgarena TO bob WITH ADMIN OPTION")
     bob = url.replace(f"alice:{USER_PASSWORD}", "bob:bob-pw")
     with provide_database(tmp_path, database_url=bob, cpus=None) as db:
         assert "--admin-database-url" in accounting.available(db)

@@ -114,13 +114,12 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="bench",
             description=("`make bench`: every workload at 50 VUs at the parameters users read first (perf-test 1 row, "
-                         "users 20), 1 s windows raced in interleaved rounds until each table is resolved or the "
+                         "users 20), 2 s windows raced in interleaved rounds until each table is resolved or the "
                          "40-minute budget (builds included) is spent"),
             warmup_s=1,
             warmup_cap_s=10,
-            duration_s=1,  # 20 stacks × 12 workloads: 240 windows a round; longer windows are not steadier here
-            rewarm_s=0.5,
-            repetitions=2,
+            duration_s=2,
+            repetitions=3,
             max_repetitions=40,
             cell_budget_s=80,
             budget_s=40 * 60,
@@ -340,7 +339,10 @@ class RunConfig(BaseModel):
     @property
     def rewarm_seconds(self) -> float:
         """The re-warm before each interleaved window, in seconds."""
-        return self.rewarm_s if self.rewarm_s is not None else min(self.warmup_s, DEFAULT_MAX_REWARM_S)
+        seconds = self.rewarm_s if self.rewarm_s is not None else min(self.warmup_s, DEFAULT_MAX_REWARM_S)
+        if self.engine == "k6" and 0 < seconds < K6_MIN_WINDOW_S:
+            return K6_MIN_WINDOW_S  # k6's constant-VUs executor refuses shorter durations
+        return seconds
 
     @field_validator("run_id")
     @classmethod

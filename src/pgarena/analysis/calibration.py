@@ -83,11 +83,8 @@ class AACheck:
 
 def _pair(verdict: TableVerdict, rps: dict[str, list[float | None]], a: str, b: str) -> PairReading | None:
     """a / b as the verdict states it: its own simultaneous interval where it has one, else the paired
-    interval of the two (paired.paired_ratio).
-
-    NOTE: the verdict's simultaneous intervals (`TableVerdict.inference`, analysis/sequential.py) come with
-    the rewrite of the verdict statistics; a tree without them uses each pair's own interval."""
-    inference = getattr(verdict, "inference", None)
+    interval of the two (paired.paired_ratio) for a table the verdict did not judge as a whole (a mixed one)."""
+    inference = verdict.inference
     found = inference.interval(a, b) if inference is not None else paired_ratio(rps[a], rps[b])
     if found is None:
         return None

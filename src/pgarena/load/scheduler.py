@@ -176,9 +176,9 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             cell_rounds[cell] = r
             per_stack = {s: _per_round(figures[cell][s], r) for s in stacks_of[cell]}
             reference = {s: _per_round(refs[cell][s], r) for s in stacks_of[cell]}
-            stop = _judge_cell(state[cell], per_stack, reference, r, policy)
+            stop = _judge_cell(state[cell], per_stack, reference, policy)
             if stop is None and r >= policy.min_rounds:
-                stop = _narrow(state[cell], r, (by_cap, by_time), policy)
+                stop = _narrow(state[cell], (by_cap, by_time))
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
                 del_state = state.pop(cell)
@@ -216,8 +216,8 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
 
 
 def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
-                reference: dict[str, list[float | None]], r: int, policy: RoundsPolicy) -> StopReason | None:
-    """Judge one cell after round r: 'settled' when nothing is left open, else None (open pairs stored)."""
+                reference: dict[str, list[float | None]], policy: RoundsPolicy) -> StopReason | None:
+    """Judge one cell after a round: 'settled' when nothing is left open, else None (open pairs stored)."""
     if len(per_stack) == 1:
         values = next(iter(per_stack.values()))
         return "settled" if _one_stack_settled(values, policy) else None
@@ -227,7 +227,7 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
     return None if cell.open_pairs else "settled"
 
 
-def _narrow(cell: _CellState, r: int, remaining: tuple[int, int], policy: RoundsPolicy) -> StopReason | None:
+def _narrow(cell: _CellState, remaining: tuple[int, int]) -> StopReason | None:
     """After the minimum rounds: keep only the stacks of open pairs within reach of the rounds left
     (`remaining` = (rounds the cap leaves, rounds the time budget leaves)). No pair within reach: 'budget'
     when the cap would have allowed one, else 'out-of-reach'."""

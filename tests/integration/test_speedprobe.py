@@ -16,7 +16,7 @@ import pytest
 from pgarena.config.run import build_config
 from pgarena.pipeline import runner
 from pgarena.results.store import load
-from pgarena.system.speedprobe import SpeedProbe
+from pgarena.system.speedprobe import PROBE_INTERVAL_S, SpeedProbe
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, process_gone, require_engine
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU pinning and prctl are Linux's")
@@ -31,8 +31,8 @@ def test_a_real_probe_is_pinned_and_reads_every_window():
         end = time.monotonic_ns()
         reading = probe.reading(start, end)
         pid = probe.pid
-    assert 7 <= reading.samples <= 12, reading  # one unit every 0.1 s
-    assert reading.unit_ns is not None and 20_000 < reading.unit_ns < 50_000_000, reading  # ~0.5 ms of CPU
+    assert 0.7 / PROBE_INTERVAL_S <= reading.samples <= 1.0 / PROBE_INTERVAL_S + 2, reading  # a busy CPU delays a few
+    assert reading.unit_ns is not None and 10_000 < reading.unit_ns < 50_000_000, reading  # ~0.2 ms of CPU
     assert process_gone(pid), "stop() reaps the child"
     assert probe.reading(start, end).samples == reading.samples  # the samples outlive the child
 

@@ -43,7 +43,7 @@ def test_the_interleaved_warm_up_peak_counts_in_the_cell_peak(monkeypatch):
         info=SimpleNamespace(warmup_seconds=None, warmup_steady=None))
     config = SimpleNamespace(warmup_s=1.0, pool_size=5)
     run = SimpleNamespace(ctx=SimpleNamespace(config=config, engine=None, db=None, log=lambda _line: None),
-                          lives={"s": live}, _cell_run=lambda _live, _cell: None)
+                          lives={"s": live}, _cell_run=lambda _live, _cell: None, _later=lambda _phase: None)
     monkeypatch.setattr(interleaved, "warm_until_steady", lambda *a, **k: Warmup(
         seconds=3.0, steady=True, minimum_seconds=1.0, cap_seconds=10.0, windows_rps=[10.0, 10.0, 10.0]))
     interleaved.InterleavedRun._warm_stacks(run, interleaved._Phase("headline", {("s", "users"): cell}))

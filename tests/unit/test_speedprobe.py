@@ -6,7 +6,15 @@ import pytest
 
 from pgarena.results.models import Repetition
 from pgarena.system.resources import CpuMeters
-from pgarena.system.speedprobe import MIN_SAMPLES, UNIT_ITERATIONS, ProbeReading, parse_line, reading_between, unit_of_work
+from pgarena.system.speedprobe import (
+    MIN_SAMPLES,
+    UNIT_ARRAY_BYTES,
+    UNIT_ITERATIONS,
+    ProbeReading,
+    UnitOfWork,
+    parse_line,
+    reading_between,
+)
 
 MS = 1_000_000
 
@@ -15,13 +23,14 @@ def _samples(cpu_ns: list[int], *, every_ms: int = 100, first_ms: int = 0) -> tu
     return [(first_ms + i * every_ms) * MS for i in range(len(cpu_ns))], cpu_ns
 
 
-def test_the_reading_is_the_median_of_the_units_started_inside_the_window():
-    times, cpu = _samples([900, 500, 510, 9_000, 520, 530, 100])
-    # units at 0..600 ms; the window [100 ms, 500 ms] holds the 2nd to 6th: 500, 510, 9000, 520, 530
-    assert reading_between(times, cpu, 100 * MS, 500 * MS) == ProbeReading(samples=5, unit_ns=520.0)
+def test_the_reading_is_the_mean_of_the_units_started_inside_the_window_slow_ones_included():
+    times, cpu = _samples([900, 500, 510, 2_960, 520, 530, 100])
+    # units at 0..600 ms; the window [100 ms, 500 ms] holds the 2nd to 6th: 500, 510, 2960, 520, 530 — the one
+    # slow unit (a short slow spell of the machine) moves the reading, as it moved the window's throughput
+    assert reading_between(times, cpu, 100 * MS, 500 * MS) == ProbeReading(samples=5, unit_ns=1004.0)
 
 
-def test_window_edges_are_inclusive_and_an_even_count_averages_the_middle_two():
+def test_window_edges_are_inclusive():
     times, cpu = _samples([400, 600, 800, 1_000])
     assert reading_between(times, cpu, 0, 300 * MS) == ProbeReading(samples=4, unit_ns=700.0)
     assert reading_between(times, cpu, 1, 300 * MS - 1).samples == 2
@@ -42,10 +51,13 @@ def test_the_probe_lines_are_parsed_and_a_torn_line_is_skipped():
     assert parse_line("") is None
 
 
-def test_the_unit_of_work_is_fixed_and_its_result_depends_on_every_iteration():
-    assert UNIT_ITERATIONS == 10_000  # a constant: changing it breaks comparisons with earlier runs
-    assert unit_of_work(3) == ((0 * 31 + 0) * 31 + 1) * 31 + 2
-    assert unit_of_work() == unit_of_work(UNIT_ITERATIONS) != unit_of_work(UNIT_ITERATIONS - 1)
+def test_the_unit_of_work_is_fixed_and_reads_a_cache_sized_array_at_fixed_positions():
+    assert (UNIT_ITERATIONS, UNIT_ARRAY_BYTES) == (20_000, 256 * 1024)  # constants: readings compare across runs
+    one, two = UnitOfWork(), UnitOfWork()
+    assert one() == two() == int(one.values[one.positions].sum())  # the same positions every time
+    assert one.values.nbytes == UNIT_ARRAY_BYTES and len(one.positions) == UNIT_ITERATIONS
+    three = UnitOfWork(3)
+    assert len(three.positions) == 3 and three() == sum(int(three.values[i]) for i in three.positions)
 
 
 def test_a_window_without_a_probe_is_not_measured():

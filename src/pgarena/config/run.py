@@ -37,6 +37,8 @@ DEFAULT_MAX_REWARM_S = 2.0
 """Interleaved runs re-warm a stack before each measured window for the warm-up, but at most this long."""
 DEFAULT_WARMUP_CAP_S = 60.0
 """The longest warm-up of one cell (warmup.py); a stack still changing then is recorded as not steady."""
+DEFAULT_HEADLINE_SHARE = 1 / 3
+"""With a time budget, the headline's rounds get at least this share of the time left when they start."""
 DEFAULT_POOL_SIZE = 10
 MAX_POOL_SIZE = 10_000
 """The largest pool size pgarena takes: the managed cluster's max_connections is raised to cover every pool
@@ -61,6 +63,19 @@ K6_MIN_WINDOW_S = 1.0
 MAX_GENERATORS = 64
 """Most k6 processes per window (--generators)."""
 """k6's constant-VUs executor refuses shorter durations."""
+
+
+class LaterTables(BaseModel):
+    """Quicker windows for every table after the headline (interleaved runs), so that a budgeted run gives every
+    workload an answer after giving the headline the rounds that resolve it. Any explicit --duration,
+    --repetitions, --rewarm or --warmup-cap on the command line replaces this (one setting for every table)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    duration_s: float = Field(gt=0, description="measured window of one repetition, seconds")
+    rewarm_s: float = Field(ge=0, description="uncounted load right before each window, seconds")
+    warmup_cap_s: float = Field(gt=0, description="most warm-up of a stack's first window of a workload, seconds")
+    repetitions: int = Field(ge=2, description="interleaved rounds at least (2: the least a paired variance needs)")
 
 
 class Profile(BaseModel):
@@ -97,6 +112,10 @@ class Profile(BaseModel):
     engine: Engine | None = Field(None, description="the profile's load generator (None: the default)")
     schedule: Literal["interleaved", "sequential"] | None = None
     db_rtt_ms: list[float] = Field(default_factory=list)
+    later_tables: LaterTables | None = Field(None, description=(
+        "quicker windows for the tables after the headline (None: every table as the headline)"))
+    headline_share: float = Field(DEFAULT_HEADLINE_SHARE, gt=0, lt=1, description=(
+        "with a budget: the least share of the time left that the headline's rounds get"))
 
 
 FaultName = Literal["pg-restart", "terminate", "stall", "reset"]
@@ -114,8 +133,8 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="bench",
             description=("`make bench`: every workload at 50 VUs at the parameters users read first (perf-test 1 row, "
-                         "users 20), 2 s windows raced in interleaved rounds until each table is resolved or the "
-                         "40-minute budget (builds included) is spent"),
+                         "users 20): the headline in 2 s windows, the other tables in 1 s ones, raced in interleaved "
+                         "rounds until each table is resolved or the 40-minute budget (builds included) is spent"),
             warmup_s=1,
             warmup_cap_s=10,
             duration_s=2,
@@ -127,6 +146,10 @@ PROFILES: dict[str, Profile] = {
             vus=[50],
             perf_test_rows=[1],
             users_limits=[20],
+            # 20 stacks × ~9 tables after the headline are ~180 cells: at 1 s windows after a 0.5 s re-warm and a
+            # 1 s warm-up, their 2 rounds take ~15 min, which leaves the headline ~40 % of what the budget has left
+            later_tables=LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2),
+            headline_share=0.4,
         ),
         Profile(
             name="quick",
@@ -329,6 +352,10 @@ class RunConfig(BaseModel):
     rewarm_s: float | None = _seconds("rewarm_s", None, ge=0, description=(
         "interleaved: uncounted load right before each measured window (None = the warm-up, at most 2 s)"))
     baseline: str | None = Field(None, description="a stack every other stack's paired ratio is also given to")
+    later_tables: LaterTables | None = Field(None, description=(
+        "interleaved: quicker windows for every table after the headline (the profile's; None: as the headline)"))
+    headline_share: float = Field(DEFAULT_HEADLINE_SHARE, gt=0, lt=1, description=(
+        "with a budget: the least share of the time left that the headline's rounds get"))
     generators: int = Field(1, ge=1, le=MAX_GENERATORS, description=(
         "k6 processes driving each window, each one execution segment of the load, merged exactly "
         "(load/distributed.py); 1 = the single generator"))
@@ -693,6 +720,8 @@ def build_config(
         "workload_vus": base.workload_vus,
         "arrival_rates": base.arrival_rates,
         "slo_p99_ms": base.slo_p99_ms,
+        "later_tables": base.later_tables,
+        "headline_share": base.headline_share,
         "generator_cpus": generator_cpus,
         "server_cpus": server_cpus,
         "stacks_dir": project_dir / "stacks",
@@ -712,6 +741,8 @@ def build_config(
         given["max_repetitions"] = given["repetitions"]  # an explicit count is exact unless a maximum is given too
     if "topology" in given and "engine" not in given and _topology_generators(given["topology"]) > 1:
         given["engine"] = "k6"  # several generators split one load with k6's execution segments
+    if given.keys() & {"duration_s", "rewarm_s", "repetitions", "warmup_cap_s"}:
+        values["later_tables"] = None  # an explicit window setting holds for every table
     values.update(given)
     values.setdefault("workers", len(values["server_cpus"]))
     return RunConfig.model_validate(values)

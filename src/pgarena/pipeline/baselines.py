@@ -50,7 +50,7 @@ def speed_probe(ctx: RunContext, scope: ExitStack, stacks: Sequence[Stack]) -> N
     logs.mkdir(parents=True, exist_ok=True)
     ctx.probe = scope.enter_context(SpeedProbe(ctx.config.server_cpus, tracker=ctx.registry,
                                                log_path=logs / "speedprobe.log"))
-    ctx.log(f"speed probe: {UNIT_ITERATIONS:,} iterations every {PROBE_INTERVAL_S:g} s on CPUs "
+    ctx.log(f"speed probe: {UNIT_ITERATIONS:,} cached reads every {PROBE_INTERVAL_S:g} s on CPUs "
             f"{ctx.config.server_cpus} (pid {ctx.probe.pid})")
 
 

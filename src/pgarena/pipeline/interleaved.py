@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pgarena.analysis.ranking import headline_key
+from pgarena.config.run import LaterTables
 from pgarena.config.stackdef import Stack
 from pgarena.db.connections import add_pool_flag
 from pgarena.db.startline import level_database
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 
 IDLE_CPU_LIMIT = 0.05
 """A stack that used more than 5 % of one CPU while other stacks were measured is flagged as a disturbance."""
-HEADLINE_BUDGET_SHARE = 1 / 3
-"""With a time budget, the headline phase gets at least this share of the time left when it starts."""
 BUDGET_RESERVE_S = 60.0
 """Of a run's budget, kept for what follows the last round: cells' closing checks, ceilings, reports."""
 
@@ -137,7 +136,24 @@ class InterleavedRun:
             index = 0 if cell.key[1:] == headline else 1 if cell.model == "closed" else 2
             phases[index].cells[cell.key] = cell
         self.phases = [p for p in phases if p.cells]
+        for phase in self.phases:
+            later = self._later(phase)
+            for cell in phase.cells.values() if later is not None else ():
+                if not cell.repetitions:  # a resumed cell keeps the windows it was measured with
+                    cell.duration_seconds = later.duration_s
         return self.phases
+
+    def _later(self, phase: _Phase) -> LaterTables | None:
+        """The quicker window plan of a table after the headline (None: the headline's, the run's)."""
+        later = self.ctx.config.later_tables
+        return None if later is None or phase.name.startswith("headline") else later
+
+    def rewarm_seconds(self, phase: _Phase) -> float:
+        """The re-warm before each window of `phase` (k6's 1 s minimum respected)."""
+        later = self._later(phase)
+        if later is None:
+            return self.ctx.config.rewarm_seconds
+        return self.ctx.config.model_copy(update={"rewarm_s": later.rewarm_s}).rewarm_seconds
 
     # --- one window -----------------------------------------------------------------------------------
     def _warm_stacks(self, phase: _Phase) -> None:
@@ -145,6 +161,9 @@ class InterleavedRun:
         is steady (warmup.py; at least the profile's warm-up or the stack's declared minimum, at most the
         cap). Later windows get the short re-warm only."""
         config = self.ctx.config
+        later = self._later(phase)
+        if later is not None:
+            config = config.model_copy(update={"warmup_cap_s": max(later.warmup_cap_s, config.warmup_s)})
         for key, cell in phase.cells.items():
             live = self.lives[key[0]]
             if (cell.workload, cell.db_rtt_ms) in live.warmed or cell.repetitions or live.crashed():
@@ -219,7 +238,7 @@ class InterleavedRun:
             live.use_network(cell)
             rep = measure_repetition(self._cell_run(live, cell), engine=ctx.engine, config=config, db=ctx.db,  # type: ignore[arg-type]
                                      server=live.server, base_url=live.base_url, routes=live.routes, cpu=live.cpu,
-                                     round_index=slot.round, rewarm_s=config.rewarm_seconds)
+                                     round_index=slot.round, rewarm_s=self.rewarm_seconds(phase))
         except ValueError as exc:  # a relative rate without a measured peak
             cell.status, cell.error = "failed", str(exc)
             rep = None
@@ -255,7 +274,7 @@ class InterleavedRun:
     def phase_deadline(self, phase: _Phase) -> float | None:
         """When this phase's rounds must stop, from the run's deadline: the time left (less a reserve for the
         cells' closing checks and the reports) shared among this and the phases still to come by their
-        windows, the headline getting at least `HEADLINE_BUDGET_SHARE` of it."""
+        windows, the headline getting at least the configured `headline_share` of it."""
         deadline = self.ctx.deadline
         if deadline is None:
             return None
@@ -265,7 +284,7 @@ class InterleavedRun:
         total = sum(weight.values()) or 1
         share = weight.get(phase.name, total) / total
         if phase.name.startswith("headline"):
-            share = max(share, HEADLINE_BUDGET_SHARE)
+            share = max(share, self.ctx.config.headline_share)
         return time.monotonic() + left * share
 
     def run_phase(self, phase: _Phase) -> RoundsOutcome:
@@ -274,7 +293,9 @@ class InterleavedRun:
         ctx, config = self.ctx, self.ctx.config
         record = next((p for p in self.record.phases if p.name == phase.name), None)
         if record is None:
-            record = PhaseRecord(name=phase.name, cells=len({k[1:] for k in phase.cells}))
+            record = PhaseRecord(name=phase.name, cells=len({k[1:] for k in phase.cells}),
+                                 window_seconds=next(iter(phase.cells.values())).duration_seconds,
+                                 rewarm_seconds=self.rewarm_seconds(phase))
             self.record.phases.append(record)
         for live in self.lives.values():  # idle stacks are not polled for connections
             if live.connections is not None:
@@ -284,7 +305,8 @@ class InterleavedRun:
         self._warm_stacks(phase)
         known = {(c.stack, c.key[1:], r.round): (r.rps, getattr(r, "reference_unit_ns", None))
                  for c in phase.cells.values() for r in c.repetitions if r.round is not None}
-        policy = RoundsPolicy(min_rounds=max(2, config.repetitions), max_rounds=max(2, max_rounds(config)),
+        later = self._later(phase)
+        policy = RoundsPolicy(min_rounds=max(2, later.repetitions if later is not None else config.repetitions), max_rounds=max(2, max_rounds(config)),
                               target_rel_half_width=config.target_rel_half_width, level=config.confidence_level,
                               margin=config.equivalence_margin, deadline=self.phase_deadline(phase))
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),

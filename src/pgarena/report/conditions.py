@@ -81,6 +81,14 @@ def _phase_sentence(phase: PhaseRecord) -> str:
     return f"stopped: {phase.stop_reason} ({phase.rounds} rounds){unsettled}"
 
 
+def _phase_window(phase: PhaseRecord) -> str | None:
+    """'2 s after a 1 s re-warm': the windows of one phase (None: not recorded, results before this field)."""
+    if phase.window_seconds is None:
+        return None
+    rewarm = "" if phase.rewarm_seconds is None else f" after a {phase.rewarm_seconds:g} s re-warm"
+    return f"{phase.window_seconds:g} s{rewarm}"
+
+
 def schedule_summary(results: RunResults) -> dict:
     """The schedule as plain data: kind, seed, re-warm, phases (with a sentence each), sequential fallbacks
     and stacks whose idle CPU may have disturbed the others."""
@@ -98,7 +106,8 @@ def schedule_summary(results: RunResults) -> dict:
     return {
         "kind": record.kind, "recorded": True, "seed": record.seed, "rewarm_seconds": record.rewarm_seconds,
         "phases": [{"name": p.name, "cells": p.cells, "windows": p.windows, "rounds": p.rounds,
-                    "stop_reason": p.stop_reason, "unsettled": list(p.unsettled), "sentence": _phase_sentence(p)}
+                    "stop_reason": p.stop_reason, "unsettled": list(p.unsettled), "sentence": _phase_sentence(p),
+                    "window": _phase_window(p)}
                    for p in record.phases],
         "fallbacks": [{"stack": stack, "reason": reason} for stack, reason in record.sequential_fallback.items()],
         "disturbances": disturbances, "note": note,

@@ -74,7 +74,11 @@ def schedule_section(results: RunResults) -> str:
                     + ("" if s["rewarm_seconds"] is None else f", {s['rewarm_seconds']:g} s re-warm before each window")
                     + ".")
     parts = [" ".join(head)]
-    if s["phases"]:
+    if s["phases"] and any(p["window"] for p in s["phases"]):
+        parts.append(table(["Phase", "Cells", "Window", "Windows", "Rounds", "Stopped"],
+                           [(p["name"], p["cells"], p["window"] or "–", p["windows"], p["rounds"], p["sentence"])
+                            for p in s["phases"]], "lrlrrl"))
+    elif s["phases"]:
         parts.append(table(["Phase", "Cells", "Windows", "Rounds", "Stopped"],
                            [(p["name"], p["cells"], p["windows"], p["rounds"], p["sentence"]) for p in s["phases"]],
                            "lrrrl"))

@@ -403,7 +403,7 @@ class Repetition(_Model):
     generators: DistributedLoad | None = Field(
         None, description="several generators (k6 execution segments): each one's figures; None: one generator")
     reference_unit_ns: float | None = Field(None, description=(
-        "median CPU nanoseconds of the reference probe's unit of work on the server CPUs during the window "
+        "mean CPU nanoseconds of the reference probe's unit of work on the server CPUs during the window "
         "(system/speedprobe.py); higher = the machine was slower; None: not measured"))
     reference_samples: int = Field(0, description="units of work the reference probe timed during the window")
 
@@ -729,6 +729,8 @@ class PhaseRecord(_Model):
     stop_reason: str | None = Field(None, description=(
         "settled, out-of-reach, max-rounds or budget; None while running"))
     unsettled: list[str] = Field(default_factory=list, description="pairs still unordered when it stopped")
+    window_seconds: float | None = Field(None, description="measured window of the phase's cells (None: not recorded)")
+    rewarm_seconds: float | None = Field(None, description="uncounted load before each of its windows (None: the run's)")
     finished_at: dt.datetime | None = None
 
 

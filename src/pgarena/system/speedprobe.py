@@ -1,17 +1,25 @@
 """The machine's speed during every window: a reference probe on the server CPUs (duet benchmarking).
 
 A child process pinned to the run's server CPU set (where the stack and PostgreSQL run) does one fixed
-unit of work every PROBE_INTERVAL_S — a pure-Python integer loop of UNIT_ITERATIONS iterations, about
-0.5 ms — and times it by its own thread CPU time (`time.thread_time_ns`), so time spent waiting for the
-CPU is not counted: what is left is how fast the CPU executed the same instructions. It writes one line
-per unit, `monotonic_ns cpu_ns` (CLOCK_MONOTONIC, shared with the parent, at the unit's start; CPU
-nanoseconds of the unit), to its stdout; a thread of the parent reads them. The median over a measured
-window is that window's reading: higher = the machine was slower then. The method is Bulej et al.,
-"Duet Benchmarking: Improving Measurement Accuracy in the Cloud", Empirical Software Engineering 25 (2020):
-a reference workload run beside the measured one on the same CPUs sees the same slow-downs.
+unit of work every PROBE_INTERVAL_S — UNIT_ITERATIONS random reads (numpy gather and sum) from a
+UNIT_ARRAY_BYTES array that stays in the CPU's caches, about 0.2 ms — and times it by its own thread CPU
+time (`time.thread_time_ns`), so time spent waiting for the CPU is not counted: what is left is how fast the
+CPU executed the same instructions and memory reads. It writes one line per unit, `monotonic_ns cpu_ns`
+(CLOCK_MONOTONIC, shared with the parent, at the unit's start; CPU nanoseconds of the unit), to its stdout;
+a thread of the parent reads them. The **mean** over a measured window is that window's reading: higher =
+the machine was slower then. The method is Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy
+in the Cloud", Empirical Software Engineering 25 (2020): a reference workload run beside the measured one on
+the same CPUs sees the same slow-downs.
 
-NOTE: UNIT_ITERATIONS is a constant, never calibrated at run time, so readings compare across runs made
-with the same Python (the unit's cost depends on the interpreter's version).
+Why this unit, this rate and the mean (measured 2026-11-26, docs/methodology.md "The noise budget"): the
+machine's slow spells are short, so the median of a few units a window (the first probe: a pure-Python loop
+every 100 ms) often missed them (its correlation with a window's throughput ranged from −0.76 to −0.03 across
+runs); 50 units a window and their mean follow them, and a unit of cache reads tracks the stacks' kind of
+work more closely than an interpreter loop (6 stacks, 57 windows: residual correlation −0.70 against −0.58
+for the loop's mean at the same rate and −0.03 for the old probe).
+
+NOTE: the unit is a constant, never calibrated at run time, so readings compare across runs made with the
+same numpy on the same machine; within a run only their changes are used (the verdict's covariate).
 
 The child dies with pgarena: it asks for a parent-death signal (process.py), exits when its stdout
 pipe closes or its parent changes, and is tracked in the run's pid registry for the reaper.
@@ -33,24 +41,34 @@ from pathlib import Path
 
 from pgarena.system.process import ProcessTracker, _preexec, kill_tree, popen_guarded
 
-UNIT_ITERATIONS = 10_000
-"""Iterations of the reference unit of work (about 0.5 ms of CPython 3.11 on a 2020s server CPU).
+UNIT_ITERATIONS = 20_000
+"""Random reads of the reference unit of work (about 0.2 ms on a 2020s server CPU).
 A module constant: changing it makes readings incomparable with earlier runs."""
-PROBE_INTERVAL_S = 0.1
-"""Seconds between the starts of two units of work."""
+UNIT_ARRAY_BYTES = 256 * 1024
+"""Size of the array the unit reads from: within a core's L2 cache, so the unit measures the core, not DRAM."""
+UNIT_SEED = 1
+"""Seed of the unit's fixed random read positions."""
+PROBE_INTERVAL_S = 0.02
+"""Seconds between the starts of two units of work (about 1 % of one CPU)."""
 MIN_SAMPLES = 3
 """A window with fewer samples has no reading (None)."""
 PROBE_ROLE = "speed-probe"
 """The probe's role in the run's pid registry (reaper.py)."""
 
 
-def unit_of_work(iterations: int = UNIT_ITERATIONS) -> int:
-    """The reference unit: a pure-Python integer loop (a multiply, an add and a mask per iteration).
-    Returns its result so the loop cannot be skipped."""
-    x = 0
-    for i in range(iterations):
-        x = (x * 31 + i) & 0xFFFF
-    return x
+class UnitOfWork:
+    """The reference unit: `iterations` reads at fixed random positions of an int64 array of
+    UNIT_ARRAY_BYTES (numpy gather, then a sum). Calling it returns the sum so the reads cannot be skipped."""
+
+    def __init__(self, iterations: int = UNIT_ITERATIONS) -> None:
+        import numpy as np
+
+        size = UNIT_ARRAY_BYTES // 8
+        self.values = np.arange(size, dtype=np.int64)
+        self.positions = np.random.default_rng(UNIT_SEED).integers(0, size, iterations)
+
+    def __call__(self) -> int:
+        return int(self.values[self.positions].sum())
 
 
 @dataclass(frozen=True)
@@ -65,14 +83,15 @@ class ProbeReading:
 def reading_between(times_ns: Sequence[int], cpu_ns: Sequence[int], start_ns: int, end_ns: int) -> ProbeReading:
     """The reading of the samples whose unit started in [start_ns, end_ns] (monotonic nanoseconds).
 
-    `times_ns` must be sorted ascending and `cpu_ns` aligned with it. The median is the robust centre
-    (one unit interrupted by a page fault or a timer does not move it)."""
+    `times_ns` must be sorted ascending and `cpu_ns` aligned with it. The mean, not the median: the slow
+    spells the reading is for are short, and a centre that ignores a few slow units ignores them (module
+    docstring)."""
     low = bisect.bisect_left(times_ns, start_ns)
     high = bisect.bisect_right(times_ns, end_ns)
     values = cpu_ns[low:high]
     if len(values) < MIN_SAMPLES:
         return ProbeReading(samples=len(values), unit_ns=None)
-    return ProbeReading(samples=len(values), unit_ns=float(statistics.median(values)))
+    return ProbeReading(samples=len(values), unit_ns=float(statistics.fmean(values)))
 
 
 def parse_line(line: str) -> tuple[int, int] | None:
@@ -201,6 +220,8 @@ class SpeedProbe:
 
 def _probe_loop(interval_s: float, iterations: int) -> int:
     """The child: one timed unit per interval to stdout until the pipe closes or the parent changes."""
+    unit_of_work = UnitOfWork(iterations)
+    unit_of_work()  # the array's pages touched once before the first timed unit
     parent = os.getppid()
     out = sys.stdout.buffer
     next_start = time.monotonic_ns()
@@ -208,7 +229,7 @@ def _probe_loop(interval_s: float, iterations: int) -> int:
     while True:
         started = time.monotonic_ns()
         before = time.thread_time_ns()
-        unit_of_work(iterations)
+        unit_of_work()
         used = time.thread_time_ns() - before
         try:
             out.write(f"{started} {used}\n".encode())

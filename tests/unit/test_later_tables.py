@@ -1,0 +1,75 @@
+"""Issue 21 item 5: the bench profile's quicker windows for the tables after the headline, so every workload
+gets an answer inside the budget after the headline had its rounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pgarena.config.run import PROFILES, LaterTables, build_config
+from pgarena.pipeline import interleaved
+from pgarena.results.models import Cell
+
+
+@pytest.fixture
+def two_cpus(monkeypatch):
+    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+
+
+def test_bench_keeps_its_later_tables_unless_a_window_setting_is_given(tmp_path: Path, two_cpus):
+    bench = build_config(profile="bench", project_dir=tmp_path)
+    assert bench.later_tables is not None and bench.later_tables.duration_s < bench.duration_s
+    assert bench.headline_share == PROFILES["bench"].headline_share
+    for option, value in (("duration_s", 3.0), ("rewarm_s", 0.2), ("repetitions", 4), ("warmup_cap_s", 5.0)):
+        given = build_config(profile="bench", project_dir=tmp_path, overrides={option: value})
+        assert given.later_tables is None, option  # one explicit setting holds for every table
+    assert build_config(profile="bench", project_dir=tmp_path, overrides={"vus": [10]}).later_tables is not None
+    assert build_config(profile="quick", project_dir=tmp_path).later_tables is None
+
+
+def test_later_tables_need_two_rounds_for_a_paired_variance():
+    with pytest.raises(ValueError):
+        LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=1)
+
+
+def _cell(stack: str, workload: str, parameter: int | None) -> Cell:
+    return Cell(stack=stack, workload=workload, parameter_name="rows" if parameter else None, parameter=parameter,
+                vus=50, engine="oha", warmup_seconds=1, duration_seconds=2)
+
+
+def _run(monkeypatch, later: LaterTables | None, engine: str = "oha"):
+    config = SimpleNamespace(later_tables=later, engine=engine, rewarm_seconds=1.0, warmup_s=1.0,
+                             model_copy=lambda update: SimpleNamespace(rewarm_seconds=max(
+                                 update["rewarm_s"], 1.0 if engine == "k6" else 0.0)))
+    cells = {s: [_cell(s, "perf-test", 1), _cell(s, "users", 20), _cell(s, "static", None)] for s in ("a", "b")}
+    monkeypatch.setattr("pgarena.pipeline.plan.plan_cells", lambda _config, stack, _engine: cells[stack.id])
+    monkeypatch.setattr("pgarena.pipeline.cells.mark_invalid_answers", lambda _ctx, _cell: None)
+    lives = [SimpleNamespace(id=s, stack=SimpleNamespace(id=s), loadable={"perf-test", "users", "static"})
+             for s in ("a", "b")]
+    ctx = SimpleNamespace(config=config, engine=SimpleNamespace(name=engine),
+                          results=SimpleNamespace(cells=[]))
+    run = interleaved.InterleavedRun(ctx, lives, record=SimpleNamespace())  # type: ignore[arg-type]
+    return run, run.plan()
+
+
+def test_the_tables_after_the_headline_get_the_quicker_windows(monkeypatch):
+    later = LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2)
+    run, phases = _run(monkeypatch, later)
+    headline, rest = phases[0], phases[1]
+    assert headline.name == "headline" and {c.workload for c in headline.cells.values()} == {"perf-test"}
+    assert {c.duration_seconds for c in headline.cells.values()} == {2}
+    assert {c.duration_seconds for c in rest.cells.values()} == {1}
+    assert run.rewarm_seconds(headline) == 1.0 and run.rewarm_seconds(rest) == 0.5
+
+
+def test_k6_keeps_its_one_second_minimum_re_warm_in_the_later_tables(monkeypatch):
+    run, phases = _run(monkeypatch, LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2), "k6")
+    assert run.rewarm_seconds(phases[1]) == 1.0
+
+
+def test_without_later_tables_every_table_keeps_the_run_windows(monkeypatch):
+    run, phases = _run(monkeypatch, None)
+    assert {c.duration_seconds for p in phases for c in p.cells.values()} == {2}
+    assert all(run.rewarm_seconds(p) == 1.0 for p in phases)

@@ -1,0 +1,126 @@
+"""Candidate speed meters beside a run, and how well each explains its windows' 2xx/s (docs/methodology.md,
+"The machine's speed in every window"). Research tooling: the run's own probe is system/speedprobe.py.
+
+    # 1. start the meters on the server CPU for as long as the run lasts, then the run beside them
+    PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter loop 1 /tmp/m 600 &
+    PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter cached 1 /tmp/m 600 &
+    PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter dram 1 /tmp/m 600 &
+    PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter late 1 /tmp/m 600 &
+    .venv/bin/pgarena run --workloads perf-test --budget 8m --run-id meters-x
+    # 2. the per-window log-sd after each meter as a covariate in the stack + round fit
+    PYTHONPATH=src .venv/bin/python scripts/speed_meters.py analyse results/meters-x /tmp/m
+
+Meters (each its own process pinned to one CPU, one sample every 20 ms; `late` every 1 ms): `loop` the first
+probe's pure-Python loop; `cached` 20,000 numpy reads from a 256 KiB array (the probe's unit now); `dram` the
+same from a 64 MiB array; `late` a SCHED_FIFO process's timer lateness (time the CPU did not run at all).
+Window times come from the mtime of each window's raw generator output (its end) less its duration.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+MODES = ("loop", "cached", "dram", "late")
+
+
+def meter(mode: str, cpu: int, out: str, seconds: float) -> int:
+    """Write `wall_time value` lines to `<out>.<mode>` for `seconds`: a unit's thread CPU ns, or (late) the
+    summed lateness ns per 100 ms."""
+    os.sched_setaffinity(0, {cpu})
+    end = time.time() + seconds
+    with open(f"{out}.{mode}", "w") as f:
+        if mode == "late":
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+            total, since = 0, time.time()
+            while time.time() < end:
+                before = time.monotonic_ns()
+                time.sleep(0.001)
+                total += max(0, time.monotonic_ns() - before - 1_000_000)
+                if time.time() - since >= 0.1:
+                    f.write(f"{time.time():.3f} {total}\n")
+                    total, since = 0, time.time()
+            return 0
+        if mode == "loop":
+            def unit() -> int:
+                x = 0
+                for i in range(10_000):
+                    x = (x * 31 + i) & 0xFFFF
+                return x
+        else:
+            import numpy as np
+            size = ((256 << 10) if mode == "cached" else (64 << 20)) // 8
+            values = np.arange(size, dtype=np.int64)
+            positions = np.random.default_rng(1).integers(0, size, 20_000)
+
+            def unit() -> int:
+                return int(values[positions].sum())
+        while time.time() < end:
+            start, before = time.time(), time.thread_time_ns()
+            unit()
+            f.write(f"{start:.3f} {time.thread_time_ns() - before}\n")
+            time.sleep(0.02)
+    return 0
+
+
+def analyse(run_dir: str, out: str) -> int:
+    """Per-window log-sd of ln(2xx/s) after a stack + round fit, without and with each meter's window mean
+    (log) as a covariate, and the correlation of the two residuals."""
+    import numpy as np
+
+    results = json.loads((Path(run_dir) / "results.json").read_text())
+    meters = {m: np.loadtxt(f"{out}.{m}", ndmin=2) for m in MODES if Path(f"{out}.{m}").exists()}
+    rows = []
+    for cell in results["cells"]:
+        for rep in cell["repetitions"]:
+            if not rep.get("rps") or rep.get("round") is None:
+                continue
+            end = os.path.getmtime(Path(run_dir) / rep["raw_output"])
+            start = end - rep["duration_seconds"]
+            row = {"stack": cell["stack"], "cell": (cell["workload"], cell["parameter"], cell["vus"]),
+                   "round": rep["round"], "y": math.log(rep["rps"]),
+                   "probe": math.log(rep["reference_unit_ns"]) if rep.get("reference_unit_ns") else None}
+            for name, data in meters.items():
+                inside = data[(data[:, 0] >= start) & (data[:, 0] <= end), 1]
+                value = inside.sum() / rep["duration_seconds"] + 1 if name == "late" else inside.mean() if len(inside) else 0
+                row[name] = math.log(value) if value > 0 else None
+            rows.append(row)
+    names = ["probe", *meters]
+    rows = [r for r in rows if all(r[n] is not None for n in names)]
+    if not rows:
+        print("no window with every meter's reading", file=sys.stderr)
+        return 1
+    groups = sorted({(r["stack"], r["cell"]) for r in rows})
+    rounds = sorted({(r["cell"], r["round"]) for r in rows})
+    design = np.zeros((len(rows), len(groups) + len(rounds)))
+    for i, r in enumerate(rows):
+        design[i, groups.index((r["stack"], r["cell"]))] = 1
+        design[i, len(groups) + rounds.index((r["cell"], r["round"]))] = 1
+    y = np.array([r["y"] for r in rows])
+
+    def residuals(matrix, target):
+        coef, *_ = np.linalg.lstsq(matrix, target, rcond=None)
+        return target - matrix @ coef, len(target) - np.linalg.matrix_rank(matrix)
+
+    e, df = residuals(design, y)
+    print(f"{len(rows)} windows, {len(groups)} stack × cell, {len(rounds)} rounds; window log-sd {math.sqrt(e @ e / df):.3f}")
+    for name in names:
+        z = np.array([r[name] for r in rows])
+        ez, dfz = residuals(np.column_stack([design, z]), y)
+        zr, _ = residuals(design, z)
+        print(f"  with {name:7s}: log-sd {math.sqrt(ez @ ez / dfz):.3f}, residual r {np.corrcoef(e, zr)[0, 1]:+.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if len(args) == 5 and args[0] == "meter" and args[1] in MODES:
+        sys.exit(meter(args[1], int(args[2]), args[3], float(args[4])))
+    if len(args) == 3 and args[0] == "analyse":
+        sys.exit(analyse(args[1], args[2]))
+    print(__doc__, file=sys.stderr)
+    sys.exit(2)

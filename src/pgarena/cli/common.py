@@ -28,7 +28,9 @@ from pgarena.pipeline.progress import RunProgress
 from pgarena.pipeline.runner import describe_os_error, execute
 
 err = Console(stderr=True)
+"""Errors, warnings and notes (stderr)."""
 out = Console(width=None if sys.stdout.isatty() else 160)
+"""What a command prints (stdout); 160 columns when it is not a terminal."""
 
 T = TypeVar("T")
 PROJECT_DIR = Path.cwd()

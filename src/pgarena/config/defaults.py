@@ -16,7 +16,9 @@ DEFAULT_MAX_ERROR_RATE = 0.01
 """A level whose failed-request share exceeds 1 % breaks the SLO (the same line as the `failures>1%` flag)."""
 
 DEFAULT_ENGINE = "oha"
+"""The load generator of a run that names none (--engine)."""
 DEFAULT_SCHEDULE = "interleaved"
+"""All stacks up together, measured in rounds of a fresh random order (--schedule)."""
 DEFAULT_CEILING_SECONDS = 2
 """Seconds of each of the database ceiling's pgbench runs (ceiling.py: 3 runs per workload × parameter ×
 round trip × connections, after a 1 s warm-up)."""
@@ -25,11 +27,14 @@ DEFAULT_MAX_REWARM_S = 2.0
 DEFAULT_WARMUP_CAP_S = 60.0
 """The longest warm-up of one cell (warmup.py); a stack still changing then is recorded as not steady."""
 DEFAULT_POOL_SIZE = 10
+"""Database connections per stack, all its processes together (--pool-size)."""
 MAX_POOL_SIZE = 10_000
 """The largest pool size pgarena takes: the managed cluster's max_connections is raised to cover every pool
 (stacks up together × the largest pool), and a PostgreSQL backend is a process with its own memory."""
 DEFAULT_HTTP_TIMEOUT_S = 10.0
+"""Seconds before a request counts as timed out (--http-timeout)."""
 DEFAULT_WORKLOADS = WORKLOAD_NAMES
+"""Every workload of the contract (--workloads)."""
 
 PERF_TEST_MAX_ROWS = 1000
 """Largest `_records` a stack must serve (docs/contract.md)."""
@@ -37,7 +42,9 @@ USERS_MAX_LIMIT = 10000
 """Largest `limit` a stack must serve (docs/contract.md); the table has this many rows."""
 
 Engine = Literal["oha", "k6"]
+"""The load generators pgarena drives."""
 FaultName = Literal["pg-restart", "terminate", "stall", "reset"]
+"""The resilience faults (pipeline/resilience.py)."""
 DEFAULT_OPEN_CONNECTIONS = 100
 """Open model: the most requests in flight at once (oha connections, k6 VUs), seed 000's top VU level."""
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")

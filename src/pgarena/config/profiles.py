@@ -25,6 +25,7 @@ from pgarena.contract.workloads import PERF_MANY_PARAMS, PERF_MINIMAL, SCENARIOS
 from pgarena.stats.intervals import DEFAULT_TARGET_REL_HALF_WIDTH
 
 DEFAULT_PROFILE = "bench"
+"""The profile of a run that names none (--profile): `make bench`'s."""
 
 
 class Profile(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.load.distributed import GeneratorPlace, free_port, local_places, run_distributed_window
 from pgarena.load.engines import LoadSpec, get_engine
 from pgarena.load.headroom import trivial_server_binary

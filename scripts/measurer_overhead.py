@@ -45,7 +45,8 @@ from pathlib import Path
 
 import psutil
 
-from pgarena.config.run import RunConfig, build_config
+from pgarena.config.profiles import build_config
+from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import render_template
 from pgarena.contract import workloads as wl
 from pgarena.db.data import load_workload_data

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.contract.flags import DROPPED
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline import runner

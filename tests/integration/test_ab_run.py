@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from pgarena.analysis.abgate import ab_gate
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.history.points import run_points
 from pgarena.history.store import open_store
 from pgarena.load.engines import get_engine

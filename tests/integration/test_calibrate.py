@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.pipeline.calibrate import CALIBRATION_FILE, calibrate
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_engine

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pgarena.analysis.ranking import UNRANKED, throughput_ranks
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.contract.values import Verdict
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline import runner

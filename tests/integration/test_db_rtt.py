@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load

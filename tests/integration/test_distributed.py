@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.load.distributed import local_places
 from pgarena.load.engines import EngineUnavailable, LoadSpec, get_engine
 from pgarena.load.k8s import ExportSpec, manifests

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pgarena.analysis.ranking import throughput_ranks
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.db.startline import shuffled
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline import runner

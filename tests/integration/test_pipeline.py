@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.db.postgres import find_bin_dir, server_major
 from pgarena.load.engines.oha import OhaEngine
 from pgarena.pipeline import runner

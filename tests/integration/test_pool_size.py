@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown

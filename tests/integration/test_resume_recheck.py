@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.pipeline import runner
 from pgarena.results.models import RunResults

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from pgarena.analysis.paired import paired_ranks, paired_ratio
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.load.engines import get_engine
 from pgarena.load.engines.base import EngineUnavailable
 from pgarena.pipeline import runner

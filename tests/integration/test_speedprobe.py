@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.pipeline import runner
 from pgarena.results.store import load
 from pgarena.system.speedprobe import PROBE_INTERVAL_S, SpeedProbe

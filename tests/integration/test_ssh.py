@@ -24,7 +24,7 @@ import httpx
 import psutil
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load

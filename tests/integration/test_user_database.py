@@ -179,7 +179,7 @@ def test_managed_cluster_can_give_the_stacks_a_role_named_postgres(tmp_path):
 def test_an_app_with_hard_coded_credentials_and_no_health_endpoint_verifies(tmp_path, fixture_env):
     """An app written elsewhere: it builds its own URL from fixed credentials (in [database]) and has no
     health path of its own, so pgarena polls its users request instead."""
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
     from pgarena.pipeline import runner
 
     stack = tmp_path / "stacks" / "elsewhere"

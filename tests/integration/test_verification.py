@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.postgres, needs_postgres]
 
 
 def _verify(stack_id, managed_db, tmp_path, fixture_env):
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
 
     config = build_config(project_dir=tmp_path, overrides={"pool_size": 4, "workers": 1})
     stack = next(s for s in load_stacks(FIXTURE_STACKS)[0] if s.id == stack_id)
@@ -139,7 +139,8 @@ SCENARIOS = ["perf-minimal", "perf-post", "perf-nested", "perf-large-payload", "
 
 
 def _verify_scenarios(stack_id, managed_db, tmp_path):
-    from pgarena.config.run import build_config, workload_parameters
+    from pgarena.config.profiles import build_config
+    from pgarena.config.run import workload_parameters
     from pgarena.db.data import load_workload_data
 
     load_workload_data(managed_db, SCENARIOS)
@@ -201,7 +202,7 @@ NESTED = ["users-posts", "graphql-nested"]
 
 
 def _verify_nested(managed_db, tmp_path):
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
     from pgarena.db.data import load_workload_data
 
     load_workload_data(managed_db, NESTED)
@@ -242,7 +243,7 @@ def test_n_plus_one_is_flagged_with_its_counts_and_not_made_invalid(managed_db, 
 def _verify_enveloped(managed_db, tmp_path, *, declared: bool):
     """fixture-enveloped (FraiseQL's REST shape: {"data": rows, "meta": ...}, camelCase keys), verified with its
     stack.toml [answer] applied (declared) or without it (as if the stack had not declared it)."""
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
     from pgarena.db.data import load_workload_data
 
     workloads = ["perf-test", "users", "graphql", "users-posts"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.db.ceiling import read_aggregate_logs, read_transaction_logs, workload_script
 from pgarena.report.conditions import ceiling_text
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.config.stackdef import DatabaseSpec, RunSpec, Stack, StackDef
 from pgarena.db.postgres import ClusterSettings, PostgresError, merge_cluster_settings
 from pgarena.pipeline.context import RunError

@@ -1,4 +1,4 @@
-"""Unit tests for pgarena.config.run: profiles, overrides, validation, redaction and CPU sets."""
+"""Unit tests for pgarena.config: profiles, overrides, validation, redaction and CPU sets."""
 
 from __future__ import annotations
 
@@ -10,23 +10,18 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pgarena.config import run as config
-from pgarena.config.run import (
+from pgarena.config.defaults import (
     DEFAULT_ENGINE,
     DEFAULT_HTTP_TIMEOUT_S,
     DEFAULT_POOL_SIZE,
-    DEFAULT_PROFILE,
     PERF_TEST_MAX_ROWS,
-    PROFILES,
     USERS_MAX_LIMIT,
-    RunConfig,
-    build_config,
     default_cpu_sets,
-    parse_rate,
-    redact_command,
-    redact_secrets,
-    redact_url,
 )
+from pgarena.config.parsers import parse_rate
+from pgarena.config.profiles import DEFAULT_PROFILE, PROFILES, build_config
+from pgarena.config.redaction import redact_command, redact_secrets, redact_url
+from pgarena.config.run import RunConfig
 from pgarena.contract.workloads import WORKLOAD_NAMES
 
 URL = "postgresql://pgarena:s3cret-pw@127.0.0.1:5439/pgarena"
@@ -342,7 +337,7 @@ def test_build_config_reads_affinity_through_os(tmp_path, monkeypatch):
         calls.append(pid)
         return {0, 1}
 
-    monkeypatch.setattr(config.os, "sched_getaffinity", affinity)
+    monkeypatch.setattr(os, "sched_getaffinity", affinity)
     cfg = build_config(project_dir=Path(tmp_path))
     assert calls == [0]
     assert (cfg.generator_cpus, cfg.server_cpus, cfg.workers) == ([0], [1], 1)
@@ -421,7 +416,8 @@ def test_managed_database_settings_need_the_managed_database(tmp_path, four_cpus
 
 
 def test_db_rtt_levels_parse_units_and_refuse_what_toxiproxy_cannot_do(tmp_path):
-    from pgarena.config.run import build_config, parse_rtt
+    from pgarena.config.parsers import parse_rtt
+    from pgarena.config.profiles import build_config
 
     assert [parse_rtt(t) for t in ("0", "2ms", "1 ms", "3000us", "0.002s")] == [0.0, 2.0, 1.0, 3.0, 2.0]
     config = build_config(project_dir=tmp_path, overrides={"db_rtt_ms": ["0", "1ms", "2ms"]})
@@ -432,7 +428,7 @@ def test_db_rtt_levels_parse_units_and_refuse_what_toxiproxy_cannot_do(tmp_path)
 
 
 def test_stack_rtt_and_netns_options(tmp_path):
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
 
     config = build_config(project_dir=tmp_path, overrides={"stack_rtt_ms": "3ms", "netns": True})
     assert config.stack_rtt_ms == 3.0 and config.netns

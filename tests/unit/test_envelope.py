@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.config.stackdef import Stack, parse_stack_toml
 from pgarena.contract import flags as F
 from pgarena.db.connections import pool_exceeded, pool_refusal, split_pool

@@ -61,7 +61,7 @@ def _window_cell(generator_s: float, *, pgarena_s: float | None = None, proxy_s:
 def test_pgarena_and_toxiproxy_on_the_generator_cpus_make_a_cell_generator_bound(tmp_path):
     """The generator alone at 80 % of its one CPU is not bound; with pgarena's samplers (8 %) and Toxiproxy
     (7 %, a stack making many database round trips) on the same CPU the set is 95 % busy: generator-bound."""
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
     from pgarena.contract.flags import GENERATOR_BOUND
     from pgarena.load.summary import summarize
 

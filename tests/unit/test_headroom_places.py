@@ -42,7 +42,7 @@ def test_only_remote_generators_leave_the_headrooms_cpu_not_measured():
 
 
 def test_the_pipeline_measures_the_headroom_with_the_runs_generator_places(tmp_path, monkeypatch):
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
     from pgarena.load.distributed import local_places
     from pgarena.pipeline import baselines
     from pgarena.pipeline.context import RunContext

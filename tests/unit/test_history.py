@@ -125,10 +125,10 @@ def _saved_run(tmp_path):
 
 
 def test_a_finished_run_is_recorded_in_the_default_store(tmp_path):
-    from pgarena.cli import _record_history
+    from pgarena.cli.history import record_history
 
     run_dir, results = _saved_run(tmp_path)
-    _record_history(run_dir, None)
+    record_history(run_dir, None)
     store = open_store(tmp_path / "results")
     assert len(store.points()) == len(run_points(results)) > 0
     store.close()

@@ -8,14 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from pgarena.config.run import PROFILES, LaterTables, build_config
+from pgarena.config.profiles import PROFILES, build_config
+from pgarena.config.run import LaterTables
 from pgarena.pipeline import interleaved
 from pgarena.results.models import Cell
 
 
 @pytest.fixture
 def two_cpus(monkeypatch):
-    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.profiles.default_cpu_sets", lambda: ([0], [1]))
 
 
 def test_bench_keeps_its_later_tables_unless_a_window_setting_is_given(tmp_path: Path, two_cpus):

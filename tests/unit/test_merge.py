@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.load.distributed import GeneratorPlace, execution_segments, place_run
 from pgarena.load.engines.base import EngineOutputError, LoadSpec
 from pgarena.load.engines.k6 import K6Engine, parse_k6_summary

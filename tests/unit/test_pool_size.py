@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from pgarena.analysis.poolsize import pool_rows
 from pgarena.analysis.ranking import comparable_groups
 from pgarena.cli import app
-from pgarena.config.run import RunConfig, build_config
+from pgarena.config.profiles import build_config
+from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import load_stacks
 from pgarena.contract.flags import POOL_EXCEEDED
 from pgarena.db.connections import pools_refusal

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pgarena.analysis.rankcheck import ranking_agreement
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.load.summary import summarize
 from pgarena.results.models import Cell, Errors, Latency, Repetition
 from tests.unit.test_compare import make_run
@@ -13,7 +13,7 @@ from tests.unit.test_compare import make_run
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.profiles.default_cpu_sets", lambda: ([0], [1]))
     return build_config(profile="quick", project_dir=tmp_path)  # ±10 % target
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pgarena.analysis.ranking import comparable_groups
 from pgarena.analysis.rtt import rtt_rows
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.config.stackdef import load_stacks
 from pgarena.db.connections import ConnectionPoller
 from pgarena.pipeline.plan import plan_cells

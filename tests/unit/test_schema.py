@@ -76,9 +76,10 @@ def test_a_schema_3_document_stores_its_durations_in_seconds_after_loading(tmp_p
 
 def test_the_stored_configuration_uses_seconds_and_is_read_back(monkeypatch, tmp_path):
     """A run's stored config has no `_s` key, and a resumed run reads it back into the same settings."""
-    from pgarena.config.run import RunConfig, build_config
+    from pgarena.config.profiles import build_config
+    from pgarena.config.run import RunConfig
 
-    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.profiles.default_cpu_sets", lambda: ([0], [1]))
     config = build_config(profile="quick", project_dir=tmp_path, overrides={"duration_s": 3.5})
     stored = config.redacted()
     assert stored["duration_seconds"] == 3.5 and not [key for key in stored if key.endswith("_s")]

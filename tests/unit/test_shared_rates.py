@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from pgarena.analysis.ranking import BY_P99, rank_basis
 from pgarena.analysis.sharedrates import rate_key, slowest_peaks
 from pgarena.cli import app
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.config.stackdef import load_stacks
 from pgarena.pipeline.plan import plan_cells
 from pgarena.report.markdown import render_markdown
@@ -28,7 +28,7 @@ def test_slowest_peaks_take_each_stacks_best_valid_closed_cell_then_the_lowest_s
 
 
 def test_shared_rates_plan_the_same_rate_for_every_stack(tmp_path, monkeypatch):
-    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.profiles.default_cpu_sets", lambda: ([0], [1]))
     config = build_config(project_dir=tmp_path, overrides={
         "workloads": ["perf-test"], "perf_test_rows": [1, 100], "vus": [1], "shared_rates": ["50%"],
         "shared_rate_peaks": {"perf-test/1": 4000.0}, "stacks_dir": FIXTURE_STACKS})
@@ -41,7 +41,7 @@ def test_shared_rates_plan_the_same_rate_for_every_stack(tmp_path, monkeypatch):
 
 
 def test_shared_rates_must_be_shares_and_need_peaks(tmp_path, monkeypatch):
-    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.profiles.default_cpu_sets", lambda: ([0], [1]))
     with pytest.raises(ValueError, match="share of the slowest peak"):
         build_config(project_dir=tmp_path, overrides={"shared_rates": ["2000"], "shared_rate_peaks": {"static": 1.0}})
     with pytest.raises(ValueError, match="--shared-rates-from"):
@@ -63,8 +63,8 @@ def test_cli_reads_the_slowest_peaks_of_a_stored_run(tmp_path, monkeypatch):
         seen["config"] = config
         return tmp_path
 
-    monkeypatch.setattr("pgarena.cli._execute", fake_execute)
-    monkeypatch.setattr("pgarena.cli._print_outputs", lambda run_dir: None)
+    monkeypatch.setattr("pgarena.cli.run.execute_run", fake_execute)
+    monkeypatch.setattr("pgarena.cli.run.print_outputs", lambda run_dir: None)
     reference = tmp_path / "ref"
     save(sample_results(), reference)
     result = CliRunner().invoke(app, ["run", "--shared-rates", "50%,90%", "--shared-rates-from", str(reference),

@@ -213,7 +213,7 @@ def test_a_step_with_any_timeout_fails() -> None:
 
 def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypatch) -> None:
     """Every figure records its engine: an SLO search's record and the generator headroom line."""
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
     from pgarena.load import measure
     from pgarena.load.engines import LoadOutcome
     from pgarena.load.window import Window
@@ -231,7 +231,7 @@ def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypa
         return Window(out, 0.1, raw_dir / stem)
 
     monkeypatch.setattr(measure, "run_window", window)
-    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.profiles.default_cpu_sets", lambda: ([0], [1]))
     config = build_config(profile="quick", project_dir=tmp_path, overrides={"slo_p99_ms": 50.0})
     found = measure.search_sustainable(stack="s", workload="static", parameter=None, peak_rps=300.0,
                                        engine=FakeEngine(), config=config, base_url="http://127.0.0.1:1",  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pgarena.analysis.ranking import UNRANKED, comparable_groups, efficiency_ranks, throughput_ranks
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.contract.flags import DATABASE_BOUND, DROPPED, FAILURES, GENERATOR_BOUND, NOISY, TIMEOUTS
 from pgarena.load.summary import keep_repeating, summarize
 from pgarena.results.models import Cell, Errors, Latency, Repetition
@@ -13,7 +13,7 @@ from pgarena.results.models import Cell, Errors, Latency, Repetition
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    monkeypatch.setattr("pgarena.config.run.default_cpu_sets", lambda: ([0], [1]))
+    monkeypatch.setattr("pgarena.config.profiles.default_cpu_sets", lambda: ([0], [1]))
     return build_config(profile="full", project_dir=tmp_path)  # target ±2 %, 3..10 repetitions, 40 s budget
 
 

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pgarena.cli import app
-from pgarena.config.run import build_config
+from pgarena.config.profiles import build_config
 from pgarena.config.stackdef import Stack, StackDef
 from pgarena.config.targets import NOT_KNOWN, TargetError, parse_targets, target_stacks
 from pgarena.db.postgres import free_port
@@ -323,7 +323,7 @@ def test_a_stack_definition_is_a_local_stack_unless_given_a_target_url(tmp_path)
 
 
 def test_an_http_password_is_redacted_wherever_pgarena_stores_text():
-    from pgarena.config.run import redact_command, redact_secrets
+    from pgarena.config.redaction import redact_command, redact_secrets
 
     assert redact_secrets(f"https://bob:{PASSWORD}@api.example.com/x") == "https://bob:***@api.example.com/x"
     argv = redact_command(["run", "--target", f"api=http://bob:{PASSWORD}@h:80", "--db-password", PASSWORD])

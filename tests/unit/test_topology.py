@@ -51,7 +51,7 @@ def test_mistakes_name_the_file_and_key(tmp_path, text, needle):
 
 
 def test_a_generator_may_live_on_an_ssh_host_with_k6(tmp_path):
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
 
     path = _write(tmp_path, '[hosts.far]\nkind = "ssh"\ndestination = "u@192.0.2.5"\n[hosts.here]\nkind = "local"\n'
                             '[roles]\ngenerators = ["far"]\nstack = "here"\ndatabase = "here"\n')
@@ -62,7 +62,7 @@ def test_a_generator_may_live_on_an_ssh_host_with_k6(tmp_path):
 
 
 def test_run_options_refuse_what_a_topology_cannot_do(tmp_path):
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
 
     two = str(PROJECT_DIR / "examples" / "topology-netns.toml")
     with pytest.raises(ValueError, match="2 generators need --engine k6"):
@@ -78,7 +78,7 @@ def test_run_options_refuse_what_a_topology_cannot_do(tmp_path):
 
 
 def test_your_own_database_instead_of_the_managed_one(tmp_path):
-    from pgarena.config.run import build_config
+    from pgarena.config.profiles import build_config
 
     url = "postgresql://u:p@192.0.2.9:5432/bench"
     without = _write(tmp_path, '[hosts.far]\nkind = "ssh"\ndestination = "u@192.0.2.5"\n[hosts.here]\nkind = "local"\n'

@@ -1,68 +1,57 @@
-"""Run configuration: profiles, defaults and the CPU envelope. The one source of truth for defaults.
+"""Run configuration: `RunConfig`, everything a run needs, and its validation.
 
-The CLI turns its arguments into a `RunConfig` through `build_config`; the library only sees the
-validated object. Every field is stored in results.json, so a run says exactly how it was made.
+The CLI turns its arguments into a `RunConfig` through `build_config` (profiles.py); the library only sees the
+validated object. Every field is stored in results.json, so a run says exactly how it was made. Defaults come
+from defaults.py, text option values are read by parsers.py, passwords are hidden by redaction.py.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pgarena.config.defaults import (
+    DEFAULT_HEADLINE_SHARE,
+    DEFAULT_CEILING_SECONDS,
+    DEFAULT_ENGINE,
+    DEFAULT_HTTP_TIMEOUT_S,
+    DEFAULT_MAX_ERROR_RATE,
+    DEFAULT_MAX_REWARM_S,
+    DEFAULT_OPEN_CONNECTIONS,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_SCHEDULE,
+    DEFAULT_WARMUP_CAP_S,
+    DEFAULT_WORKLOADS,
+    K6_MIN_WINDOW_S,
+    MAX_GENERATORS,
+    MAX_POOL_SIZE,
+    PERF_TEST_MAX_ROWS,
+    RUN_ID_PATTERN,
+    USERS_MAX_LIMIT,
+    Engine,
+    FaultName,
+)
+from pgarena.config.parsers import parse_budget, parse_rate, parse_rtt_levels, parse_stack_rtt
+from pgarena.config.redaction import REDACTED, redact_secrets
 from pgarena.config.stackdef import check_role_name
 from pgarena.config.targets import check_targets
 from pgarena.config.topology import load_topology
 from pgarena.contract import workloads as wl
-from pgarena.contract.workloads import PERF_MANY_PARAMS, PERF_MINIMAL, SCENARIOS, WORKLOAD_NAMES
+from pgarena.contract.workloads import WORKLOAD_NAMES
 from pgarena.stats.intervals import (
     DEFAULT_CONFIDENCE_LEVEL,
     DEFAULT_EQUIVALENCE_MARGIN,
     DEFAULT_TARGET_REL_HALF_WIDTH,
 )
 
-DEFAULT_MAX_ERROR_RATE = 0.01
-"""A level whose failed-request share exceeds 1 % breaks the SLO (the same line as the `failures>1%` flag)."""
 
-DEFAULT_ENGINE = "oha"
-DEFAULT_SCHEDULE = "interleaved"
-DEFAULT_CEILING_SECONDS = 2
-"""Seconds of each of the database ceiling's pgbench runs (ceiling.py: 3 runs per workload × parameter ×
-round trip × connections, after a 1 s warm-up)."""
-DEFAULT_MAX_REWARM_S = 2.0
-"""Interleaved runs re-warm a stack before each measured window for the warm-up, but at most this long."""
-DEFAULT_WARMUP_CAP_S = 60.0
-"""The longest warm-up of one cell (warmup.py); a stack still changing then is recorded as not steady."""
-DEFAULT_HEADLINE_SHARE = 1 / 3
-"""With a time budget, the headline's rounds get at least this share of the time left when they start."""
-DEFAULT_POOL_SIZE = 10
-MAX_POOL_SIZE = 10_000
-"""The largest pool size pgarena takes: the managed cluster's max_connections is raised to cover every pool
-(stacks up together × the largest pool), and a PostgreSQL backend is a process with its own memory."""
-DEFAULT_PROFILE = "bench"
-DEFAULT_HTTP_TIMEOUT_S = 10.0
-DEFAULT_WORKLOADS = WORKLOAD_NAMES
-
-PERF_TEST_MAX_ROWS = 1000
-"""Largest `_records` a stack must serve (docs/contract.md)."""
-USERS_MAX_LIMIT = 10000
-"""Largest `limit` a stack must serve (docs/contract.md); the table has this many rows."""
-
-Engine = Literal["oha", "k6"]
-DEFAULT_OPEN_CONNECTIONS = 100
-RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
-"""A run id is one plain folder name inside the results folder: no '/', no '..', not hidden, ≤ 100 characters."""
-"""Open model: the most requests in flight at once (oha connections, k6 VUs), seed 000's top VU level."""
-DEFAULT_SLO_P99_MS = 50.0
-"""The default SLO of the max-sustainable-throughput search: p99 at most 50 ms and < 1 % errors."""
-K6_MIN_WINDOW_S = 1.0
-MAX_GENERATORS = 64
-"""Most k6 processes per window (--generators)."""
-"""k6's constant-VUs executor refuses shorter durations."""
+def _seconds(name: str, *args: Any, **kwargs: Any) -> Any:
+    """A `<name>_s` setting stored in results.json as `<name>_seconds` (the document's unit suffix);
+    both names are read back (a resumed run of schema 3 and earlier stored `_s`)."""
+    stored = name.removesuffix("_s") + "_seconds"
+    return Field(*args, validation_alias=AliasChoices(name, stored), serialization_alias=stored, **kwargs)
 
 
 class LaterTables(BaseModel):
@@ -76,185 +65,6 @@ class LaterTables(BaseModel):
     rewarm_s: float = Field(ge=0, description="uncounted load right before each window, seconds")
     warmup_cap_s: float = Field(gt=0, description="most warm-up of a stack's first window of a workload, seconds")
     repetitions: int = Field(ge=2, description="interleaved rounds at least (2: the least a paired variance needs)")
-
-
-class Profile(BaseModel):
-    """A named set of load settings; the CLI can override each field."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    description: str
-    warmup_s: float = Field(gt=0, description="least warm-up before each cell, not counted")
-    warmup_cap_s: float = Field(DEFAULT_WARMUP_CAP_S, gt=0, description="most warm-up before each cell (warmup.py)")
-    duration_s: float = Field(gt=0, description="measured window of one repetition")
-    repetitions: int = Field(ge=1, description="minimum measured windows per cell")
-    max_repetitions: int = Field(ge=1, description="more windows while the RPS interval is wider than the target")
-    cell_budget_s: float = Field(gt=0, description="measured seconds after which a cell stops repeating")
-    budget_s: float | None = Field(None, gt=0, description=(
-        "wall-clock budget of the whole run (build, verification and load); None: no budget"))
-    rewarm_s: float | None = Field(None, ge=0, description=(
-        "interleaved runs: the re-warm before each window (None: the warm-up, at most DEFAULT_MAX_REWARM_S)"))
-    target_rel_half_width: float = Field(DEFAULT_TARGET_REL_HALF_WIDTH, gt=0, lt=1,
-                                         description="RPS interval half-width (fraction of the mean) to stop at")
-    vus: list[int] = Field(description="closed-model load levels: concurrent connections / VUs")
-    perf_test_rows: list[int]
-    users_limits: list[int]
-    post_records: list[int] = Field(default_factory=lambda: [10], description="perf-post rows per request")
-    nested_depths: list[int] = Field(default_factory=lambda: [3], description="perf-nested depths (100 rows each)")
-    payload_kb: list[int] = Field(default_factory=lambda: [100], description="perf-large-payload sizes (KiB)")
-    workload_vus: dict[str, list[int]] = Field(default_factory=dict, description=(
-        "load levels of a workload that differ from `vus` (seed 000's server profile)"))
-    arrival_rates: list[str] = Field(default_factory=list, description="open-model levels (see RunConfig)")
-    slo_p99_ms: float | None = Field(None, description="search max sustainable RPS under this p99 (None: no search)")
-    workloads: list[str] | None = Field(None, description="the profile's workloads (None: all)")
-    faults: list[FaultName] = Field(default_factory=list, description="resilience: faults injected per stack")
-    engine: Engine | None = Field(None, description="the profile's load generator (None: the default)")
-    schedule: Literal["interleaved", "sequential"] | None = None
-    db_rtt_ms: list[float] = Field(default_factory=list)
-    later_tables: LaterTables | None = Field(None, description=(
-        "quicker windows for the tables after the headline (None: every table as the headline)"))
-    headline_share: float = Field(DEFAULT_HEADLINE_SHARE, gt=0, lt=1, description=(
-        "with a budget: the least share of the time left that the headline's rounds get"))
-
-
-FaultName = Literal["pg-restart", "terminate", "stall", "reset"]
-SEED_SCENARIO_PARAMETERS: dict[str, list[int]] = {
-    "post_records": [10, 100], "nested_depths": [1, 2, 3], "payload_kb": [100, 500]}
-"""Seed 000's server profile for its newer scenarios: perf-post with 10 and 100 records, perf-nested 100 records
-at depths 1/2/3, perf-large-payload 100 and 500 KiB."""
-SEED_SCENARIO_VUS: dict[str, list[int]] = {PERF_MINIMAL: [100, 200, 500], PERF_MANY_PARAMS: [50, 100, 200]}
-"""…and its load levels where they differ from perf-test's: perf-minimal at 100/200/500 VUs, perf-many-params at
-50/100/200."""
-
-PROFILES: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile(
-            name="bench",
-            description=("`make bench`: every workload at 50 VUs at the parameters users read first (perf-test 1 row, "
-                         "users 20): the headline in 2 s windows, the other tables in 1 s ones, raced in interleaved "
-                         "rounds until each table is resolved or the 40-minute budget (builds included) is spent"),
-            warmup_s=1,
-            warmup_cap_s=10,
-            duration_s=2,
-            repetitions=3,
-            max_repetitions=40,
-            cell_budget_s=80,
-            budget_s=40 * 60,
-            target_rel_half_width=0.10,
-            vus=[50],
-            perf_test_rows=[1],
-            users_limits=[20],
-            # 20 stacks × ~9 tables after the headline are ~180 cells: at 1 s windows after a 0.5 s re-warm and a
-            # 1 s warm-up, their 2 rounds take ~15 min, which leaves the headline ~40 % of what the budget has left
-            later_tables=LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2),
-            headline_share=0.4,
-        ),
-        Profile(
-            name="quick",
-            description="the longer quick grid: a few seconds per cell at 1 and 50 VUs, two parameters each",
-            budget_s=4 * 3600,
-            warmup_s=1,
-            warmup_cap_s=15,  # a quick run on a busy machine would otherwise spend up to a minute per cell
-            duration_s=2,
-            repetitions=3,
-            max_repetitions=6,
-            cell_budget_s=12,
-            target_rel_half_width=0.10,  # 2 s windows on a noisy machine: ±2 % is out of reach (README)
-            vus=[1, 50],
-            perf_test_rows=[1, 100],
-            users_limits=[20, 1000],
-        ),
-        Profile(
-            name="standard",
-            budget_s=12 * 3600,
-            description="every seed parameter at every seed load level, 15 s per repetition",
-            warmup_s=5,
-            duration_s=15,
-            repetitions=3,
-            max_repetitions=6,
-            cell_budget_s=90,
-            vus=[1, 50, 100],
-            perf_test_rows=[1, 10, 100, 500],
-            users_limits=[20, 50, 250, 1000, 5000],
-            **SEED_SCENARIO_PARAMETERS,
-        ),
-        Profile(
-            name="seed",
-            budget_s=12 * 3600,
-            description=("seed 000's matrix: perf-test rows 1/10/100/500 x VUs 1/50/100 and its five newer scenarios "
-                         "at the seed's server profile, 60 s windows, constant VUs"),
-            warmup_s=10,
-            duration_s=60,
-            repetitions=3,
-            max_repetitions=5,
-            cell_budget_s=300,
-            vus=[1, 50, 100],
-            perf_test_rows=[1, 10, 100, 500],
-            users_limits=[20, 50, 250, 1000, 5000],
-            **SEED_SCENARIO_PARAMETERS,
-            workload_vus=SEED_SCENARIO_VUS,
-            workloads=["perf-test", *SCENARIOS],
-        ),
-        Profile(
-            name="resilience",
-            budget_s=2 * 3600,
-            description=("per stack: its closed-model peak on users and tx, then each fault (PostgreSQL restart, "
-                         "its connections terminated, the database stalled, connections reset) in a 20 s k6 window "
-                         "at half that peak"),
-            warmup_s=1,
-            warmup_cap_s=15,
-            duration_s=2,
-            repetitions=3,
-            max_repetitions=6,
-            cell_budget_s=12,
-            target_rel_half_width=0.10,
-            vus=[50],
-            perf_test_rows=[1],
-            users_limits=[20],
-            workloads=["users", "tx"],
-            faults=["pg-restart", "terminate", "stall", "reset"],
-            engine="k6",
-            schedule="sequential",  # a fault hits the shared database: one stack up at a time
-            db_rtt_ms=[0],  # behind Toxiproxy at no added delay, for the reset fault
-        ),
-        Profile(
-            name="full",
-            budget_s=8 * 3600,
-            description="every workload, closed and open model, SLO search, adaptive repetitions (±2 % at 95 %)",
-            warmup_s=5,
-            duration_s=5,
-            repetitions=3,
-            max_repetitions=10,
-            cell_budget_s=40,
-            vus=[1, 50, 100],
-            perf_test_rows=[1, 100, 500],
-            users_limits=[20, 1000],
-            **SEED_SCENARIO_PARAMETERS,
-            arrival_rates=["50%", "90%", "150%"],
-            slo_p99_ms=DEFAULT_SLO_P99_MS,
-        ),
-    )
-}
-
-
-def default_cpu_sets() -> tuple[list[int], list[int]]:
-    """(generator CPUs, server CPUs): the first allowed CPU drives load, the rest run stack + PostgreSQL.
-
-    On a one-CPU machine both share it (the run records that, and the report says so).
-    """
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        return cpus, cpus
-    return cpus[:1], cpus[1:]
-
-
-def _seconds(name: str, *args: Any, **kwargs: Any) -> Any:
-    """A `<name>_s` setting stored in results.json as `<name>_seconds` (the document's unit suffix);
-    both names are read back (a resumed run of schema 3 and earlier stored `_s`)."""
-    stored = name.removesuffix("_s") + "_seconds"
-    return Field(*args, validation_alias=AliasChoices(name, stored), serialization_alias=stored, **kwargs)
 
 
 class RunConfig(BaseModel):
@@ -413,15 +223,7 @@ class RunConfig(BaseModel):
     def _budget(cls, value: Any) -> Any:
         return parse_budget(value) if isinstance(value, str) else value
 
-    @field_validator("stack_rtt_ms", mode="before")
-    @classmethod
-    def _stack_rtt(cls, value: Any) -> Any:
-        value = parse_rtt(value) if isinstance(value, str) else value
-        if not isinstance(value, int | float) or not 0 <= value <= 1000:
-            raise ValueError("a round trip from 0 to 1000 ms")
-        if value != int(value):
-            raise ValueError("whole milliseconds only (Toxiproxy's latency toxic counts whole ms)")
-        return value
+    _stack_rtt = field_validator("stack_rtt_ms", mode="before")(parse_stack_rtt)
 
     @model_validator(mode="after")
     def _netns_needs_a_managed_database(self) -> RunConfig:
@@ -450,20 +252,7 @@ class RunConfig(BaseModel):
                                  "the file's roles.generators")
         return self
 
-    @field_validator("db_rtt_ms", mode="before")
-    @classmethod
-    def _rtt_levels(cls, value: Any) -> Any:
-        if not isinstance(value, list):
-            return value
-        levels = [parse_rtt(v) if isinstance(v, str) else v for v in value]
-        if any(not isinstance(v, int | float) or v < 0 or v > 1000 for v in levels):
-            raise ValueError("round trips from 0 to 1000 ms")
-        if len(set(levels)) != len(levels):
-            raise ValueError("each round trip once")
-        if any(v != int(v) for v in levels):
-            raise ValueError("whole milliseconds only (Toxiproxy's latency toxic counts whole ms; a "
-                             "sub-millisecond delay needs the kernel's netem qdisc, which this kernel lacks)")
-        return levels
+    _rtt_levels = field_validator("db_rtt_ms", mode="before")(parse_rtt_levels)
 
     @model_validator(mode="before")
     @classmethod
@@ -620,166 +409,6 @@ class RunConfig(BaseModel):
             data["targets"] = {k: redact_secrets(v) for k, v in data["targets"].items()}
         return data
 
-
-def parse_rate(text: str) -> tuple[float, bool]:
-    """An arrival-rate level: ('2000' → (2000.0, False) requests/s; '90%' → (0.9, True) of the closed peak)."""
-    raw = str(text).strip()
-    relative = raw.endswith("%")
-    try:
-        value = float(raw[:-1] if relative else raw)
-    except ValueError:
-        raise ValueError(f"arrival rate '{text}' is neither a number of requests/s nor a percentage") from None
-    if not value > 0:
-        raise ValueError(f"arrival rate '{text}' must be positive")
-    return (value / 100, True) if relative else (value, False)
-
-
-REDACTED = "***"
-"""What a password is replaced by wherever pgarena stores or shows it."""
-MIN_KNOWN_SECRET_CHARS = 4
-"""A known secret shorter than this is not replaced in free text (a 1-character password would blank every 'a')."""
-SECRET_OPTIONS = ("--database-url", "--admin-database-url", "--db-password")
-"""Command-line options whose value is, or may contain, a password."""
-_SECRET_KEYS = r"password|passwd|pgpassword|sslpassword"
-_KEY_VALUE_RE = re.compile(rf"""(?i)\b({_SECRET_KEYS})(\s*=\s*)('(?:[^'\\]|\\.)*'|"[^"]*"|[^\s&;'"]*)""")
-_URL_USERINFO_RE = re.compile(r"(?i)\b(https?://[^:/?#@\s]*):([^@/?#\s]*)@")
-_PG_URL_USERINFO_RE = re.compile(r"(?i)\b(postgres(?:ql)?://[^:/?#@\s]*):((?:(?!\w+://)[^@\n])*)@")
-"""A PostgreSQL URL's `user:password@`. NOTE: libpq takes everything up to the first '@' as the user info, so
-a password may hold an unencoded '#', '?', '/' or space (`postgresql://u:pa#ss@h/db`): the password runs to the
-first '@' on the line (never into another URL). Without a password (`postgresql://h:5432/db`) there is no '@'
-and nothing is changed; a later '@' on the same line would be over-redacted, never under-redacted."""
-
-
-def redact_url(url: str) -> str:
-    """`postgresql://u:secret@h/db?password=secret` → `postgresql://u:***@h/db?password=***` (http(s) URLs too)."""
-    return redact_secrets(url)
-
-
-def redact_secrets(text: str, known: Sequence[str] = ()) -> str:
-    """Any text with every password it holds replaced by '***': a URL's `user:secret@` (a PostgreSQL URL's
-    password as libpq reads it, unencoded '#', '?', '/' and spaces included), and `password=`,
-    `PGPASSWORD=`-style key/value pairs (URL queries, conninfo strings, environment assignments); and every
-    `known` secret (a password pgarena set) wherever it stands."""
-    for secret in known:  # a password rendered into a command bare (`--password ${db_password}`)
-        if secret and len(secret) >= MIN_KNOWN_SECRET_CHARS:
-            text = text.replace(secret, REDACTED)
-    text = _PG_URL_USERINFO_RE.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
-    text = _URL_USERINFO_RE.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
-    return _KEY_VALUE_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-
-
-def redact_command(argv: list[str]) -> list[str]:
-    """A command line with the values of SECRET_OPTIONS (`--opt value` and `--opt=value`) replaced by
-    '***' (--db-password) or redacted (URLs), and any other password-looking text redacted too."""
-    result: list[str] = []
-    pending: str | None = None
-    for arg in argv:
-        if pending is not None:
-            result.append(REDACTED if pending == "--db-password" else redact_secrets(arg))
-            pending = None
-            continue
-        option, eq, value = arg.partition("=")
-        if option in SECRET_OPTIONS and eq:
-            result.append(f"{option}={REDACTED if option == '--db-password' else redact_secrets(value)}")
-        elif arg in SECRET_OPTIONS:
-            result.append(arg)
-            pending = arg
-        else:
-            result.append(redact_secrets(arg))
-    return result
-
-
-def build_config(
-    *,
-    profile: str = DEFAULT_PROFILE,
-    project_dir: Path,
-    overrides: dict | None = None,
-) -> RunConfig:
-    """Combine a profile, the machine's defaults and explicit overrides (None values are ignored)."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile '{profile}'; known: {', '.join(PROFILES)}")
-    base = PROFILES[profile]
-    generator_cpus, server_cpus = default_cpu_sets()
-    values: dict = {
-        "profile": profile,
-        "warmup_s": base.warmup_s,
-        "warmup_cap_s": base.warmup_cap_s,
-        "rewarm_s": base.rewarm_s,
-        "duration_s": base.duration_s,
-        "repetitions": base.repetitions,
-        "max_repetitions": base.max_repetitions,
-        "cell_budget_s": base.cell_budget_s,
-        "budget_s": base.budget_s,
-        "target_rel_half_width": base.target_rel_half_width,
-        "vus": base.vus,
-        "perf_test_rows": base.perf_test_rows,
-        "users_limits": base.users_limits,
-        "post_records": base.post_records,
-        "nested_depths": base.nested_depths,
-        "payload_kb": base.payload_kb,
-        "workload_vus": base.workload_vus,
-        "arrival_rates": base.arrival_rates,
-        "slo_p99_ms": base.slo_p99_ms,
-        "later_tables": base.later_tables,
-        "headline_share": base.headline_share,
-        "generator_cpus": generator_cpus,
-        "server_cpus": server_cpus,
-        "stacks_dir": project_dir / "stacks",
-        "results_dir": project_dir / "results",
-    }
-    if base.workloads is not None:
-        values["workloads"] = base.workloads
-    for name in ("engine", "schedule"):
-        if getattr(base, name) is not None:
-            values[name] = getattr(base, name)
-    if base.faults:
-        values["faults"], values["db_rtt_ms"] = base.faults, base.db_rtt_ms
-    given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if "vus" in given and "workload_vus" not in given:
-        given["workload_vus"] = {}  # --vus is every workload's levels, the profile's per-workload ones too
-    if "repetitions" in given and "max_repetitions" not in given:
-        given["max_repetitions"] = given["repetitions"]  # an explicit count is exact unless a maximum is given too
-    if "topology" in given and "engine" not in given and _topology_generators(given["topology"]) > 1:
-        given["engine"] = "k6"  # several generators split one load with k6's execution segments
-    if given.keys() & {"duration_s", "rewarm_s", "repetitions", "warmup_cap_s"}:
-        values["later_tables"] = None  # an explicit window setting holds for every table
-    values.update(given)
-    values.setdefault("workers", len(values["server_cpus"]))
-    return RunConfig.model_validate(values)
-
-
-def _topology_generators(path: str) -> int:
-    """How many generators a topology file names, counting one on an SSH host as two (it needs k6 too); 0 if
-    it cannot be read (validation says why later)."""
-    try:
-        topology = load_topology(Path(path))
-    except ValueError:
-        return 0
-    return len(topology.roles.generators) + sum(topology.hosts[n].kind == "ssh" for n in topology.roles.generators)
-
-
-BUDGET_PATTERN = re.compile(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?\s*")
-
-
-def parse_budget(text: str) -> float:
-    """A run's time budget as seconds: '45m', '1h30m', '90s', '2h' (a unit is required)."""
-    match = BUDGET_PATTERN.fullmatch(text)
-    if not match or not any(match.groups()):
-        raise ValueError(f"a budget is a duration with h, m or s (e.g. 30m, 1h30m), got '{text}'")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
-
-
-RTT_PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|us|µs|s)?\s*")
-
-
-def parse_rtt(text: str) -> float:
-    """A round trip as milliseconds: '2ms', '0.5ms', '500us', '0' (a bare number is milliseconds)."""
-    match = RTT_PATTERN.fullmatch(text)
-    if not match:
-        raise ValueError(f"a round trip is a number with ms, us or s (e.g. 0.5ms, 2ms), got '{text}'")
-    value = float(match.group(1))
-    return value * {"s": 1000.0, "us": 0.001, "µs": 0.001}.get(match.group(2) or "ms", 1.0)
 
 
 def workload_parameters(config: RunConfig, workload: str) -> list[int | None]:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgarena.config.run import DEFAULT_CEILING_SECONDS
+from pgarena.config.defaults import DEFAULT_CEILING_SECONDS
 from pgarena.contract import workloads as wl
 from pgarena.db.data import pgbench_binary
 from pgarena.db.postgres import Database, PostgresError

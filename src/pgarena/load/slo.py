@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pgarena.config.run import DEFAULT_MAX_ERROR_RATE
+from pgarena.config.defaults import DEFAULT_MAX_ERROR_RATE
 
 DEFAULT_REL_PRECISION = 0.05
 """Bisection stops once first-fail − last-pass ≤ 5 % of last-pass."""

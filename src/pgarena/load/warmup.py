@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pgarena.config.run import DEFAULT_WARMUP_CAP_S
+from pgarena.config.defaults import DEFAULT_WARMUP_CAP_S
 from pgarena.results.models import Warmup
 
 WINDOW_S = 1.0

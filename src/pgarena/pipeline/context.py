@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pgarena.config.run import RunConfig, redact_secrets
+from pgarena.config.redaction import redact_secrets
+from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import Stack
 from pgarena.contract.answer import AnswerShape
 from pgarena.db.connections import ConnectionPoller
@@ -35,7 +36,7 @@ Log = Callable[[str], None]
 
 
 def redacting(log: Log, known: Sequence[str] = ()) -> Log:
-    """`log` with every line redacted first (config.run.redact_secrets: URL passwords, `password=` pairs and
+    """`log` with every line redacted first (config.redaction.redact_secrets: URL passwords, `password=` pairs and
     the `known` passwords pgarena set), so no console or log line pgarena writes shows a password."""
     return lambda line: log(redact_secrets(line, known))
 

@@ -16,7 +16,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgarena.config.run import RunConfig, build_config
+from pgarena.config.profiles import build_config
+from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import load_stacks
 from pgarena.contract import workloads as wl
 from pgarena.load.distributed import execution_segments

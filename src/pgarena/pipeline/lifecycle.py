@@ -6,7 +6,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from pgarena.config.run import redact_secrets, workload_parameters
+from pgarena.config.redaction import redact_secrets
+from pgarena.config.run import workload_parameters
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.contract import workloads as wl
 from pgarena.db.connections import ConnectionPoller, add_pool_flag, pool_refusal, tree_db_ports

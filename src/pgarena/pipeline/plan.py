@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
-from pgarena.config.run import RunConfig, parse_rate, redact_secrets, workload_parameters, workload_vus
+from pgarena.config.parsers import parse_rate
+from pgarena.config.redaction import redact_secrets
+from pgarena.config.run import RunConfig, workload_parameters, workload_vus
 from pgarena.config.stackdef import Stack, StackLoadError, load_stacks
 from pgarena.config.targets import target_stacks
 from pgarena.contract import workloads as wl

@@ -17,7 +17,8 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from pgarena.config.run import RunConfig, redact_secrets, redact_url
+from pgarena.config.redaction import redact_secrets, redact_url
+from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import Stack
 from pgarena.config.topology import TopologyDef, TopologyError, load_topology
 from pgarena.contract.flags import ABOVE_CEILING

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from pgarena.config.run import redact_secrets, workload_parameters
+from pgarena.config.redaction import redact_secrets
+from pgarena.config.run import workload_parameters
 from pgarena.config.stackdef import Stack
 from pgarena.contract import workloads as wl
 from pgarena.db.connections import ConnectionPoller, add_pool_flag

@@ -25,7 +25,7 @@ from typing import Protocol
 import httpx
 import psutil
 
-from pgarena.config.run import redact_secrets
+from pgarena.config.redaction import redact_secrets
 
 DEFAULT_STOP_GRACE_S = 10.0
 PR_SET_PDEATHSIG = 1

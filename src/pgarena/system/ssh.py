@@ -55,7 +55,7 @@ from pathlib import Path, PurePosixPath
 
 import psutil
 
-from pgarena.config.run import redact_secrets
+from pgarena.config.redaction import redact_secrets
 from pgarena.results.atomic import write_text_atomic
 from pgarena.system.ssh_shell import (
     CHECK_SH,

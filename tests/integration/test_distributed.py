@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from pgarena.pipeline.ingest import ingest
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 from tests.fixtures.k8s.k6_operator import run_like_k6_operator
+from tests.fixtures.local_http import JsonHandler, serving
 
 
 @pytest.fixture(scope="module")
@@ -35,36 +35,23 @@ def k6():
         pytest.skip(f"k6 not installed: {exc}")
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     """200 `[]`; every 20th request 500."""
 
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
     count = 0
     lock = threading.Lock()
-
-    def log_message(self, *args):
-        pass
 
     def do_GET(self):  # noqa: N802
         with _Handler.lock:
             _Handler.count += 1
             status = 500 if _Handler.count % 20 == 0 else 200
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"[]")
+        self.reply(status, b"[]")
 
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_Handler) as base_url:
+        yield base_url
 
 
 def _samples(path: Path) -> list[float]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.engines.base import LoadSpec
 from pgarena.load.timeline import k6_json_args, read_k6_timeline, read_oha_timeline
 from pgarena.system.process import run_measured
+from tests.fixtures.local_http import JsonHandler, serving
 
 RATE = 200.0
 WINDOW_S = 3.5
@@ -39,43 +39,20 @@ class _Gate:
         self.open.set()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+class _Handler(JsonHandler):
     gate: _Gate
 
     def do_GET(self) -> None:
         self.gate.open.wait(timeout=5.0)
-        body = b'{"ok":true}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        pass  # generators hang up at their deadline
+        self.reply(200, b'{"ok":true}')
 
 
 @pytest.fixture
 def stallable_server():
     gate = _Gate()
-    handler = type("Handler", (_Handler,), {"gate": gate})
-    server = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/ok", gate
-    gate.open.set()
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(type("Handler", (_Handler,), {"gate": gate})) as base_url:
+        yield f"{base_url}/ok", gate
+        gate.open.set()  # before the server stops: no request is left waiting
 
 
 def _stall(gate: _Gate, zero: float, times: dict[str, float]) -> None:

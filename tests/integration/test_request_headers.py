@@ -8,8 +8,6 @@ so a stack that compresses cannot do it for the benchmark, and verification catc
 from __future__ import annotations
 
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -17,35 +15,13 @@ from pgarena.contract import workloads as wl
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.engines.base import LoadSpec
 from pgarena.verify import http
-
-
-class _Recorder(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    seen: list[dict[str, str]] = []
-
-    def log_message(self, *args):  # quiet
-        pass
-
-    def do_GET(self):
-        self.seen.append({k.lower(): v for k, v in self.headers.items()})
-        body = b'{"status":"ok","timestamp":1}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+from tests.fixtures.local_http import recording
 
 
 @pytest.fixture
 def recorder():
-    _Recorder.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", _Recorder.seen
-    server.shutdown()
-    server.server_close()
+    with recording(b'{"status":"ok","timestamp":1}') as (base_url, seen):
+        yield base_url, seen
 
 
 @pytest.mark.parametrize("engine_name", ["oha", "k6"])
@@ -62,7 +38,7 @@ def test_load_generators_ask_for_no_content_coding(recorder, engine_name, tmp_pa
     subprocess.run(engine.command(spec, tmp_path, "headers"), cwd=tmp_path, capture_output=True, timeout=120,
                    check=False)
     assert seen, f"{engine_name} sent no request"
-    assert all("accept-encoding" not in headers for headers in seen), seen[0]
+    assert all("accept-encoding" not in request.names for request in seen), seen[0]
 
 
 def test_verification_client_asks_for_no_content_coding(recorder):
@@ -70,4 +46,4 @@ def test_verification_client_asks_for_no_content_coding(recorder):
     with http.http_client(base_url, 5, {}) as client:
         response = http.send(client, wl.static_request())
     assert response.status_code == 200
-    assert "accept-encoding" not in seen[0] and "accept-encoding" not in response.request.headers
+    assert "accept-encoding" not in seen[0].names and "accept-encoding" not in response.request.headers

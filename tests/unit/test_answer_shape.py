@@ -13,7 +13,7 @@ from pgarena.contract import workloads as wl
 from pgarena.contract.answer import MAPPED_WORKLOADS, AnswerShape, AnswerShapeError, snake_case
 from pgarena.contract.flags import ANSWER_MAPPED, INEXACT
 from pgarena.contract.values import Verdict
-from pgarena.pipeline.lifecycle import verification_line
+from pgarena.pipeline.verified import verification_line
 from pgarena.report import restgraphql
 from pgarena.results.models import Check, WorkloadVerification
 from pgarena.verify.answers import judge_answer

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pgarena.load.window import window_cpu_seconds
+from pgarena.load.windowrecord import window_cpu_seconds
 from pgarena.system.process import cpu_between, run_measured
 
 

@@ -46,7 +46,7 @@ def _run(monkeypatch, later: LaterTables | None, engine: str = "oha"):
                                  update["rewarm_s"], 1.0 if engine == "k6" else 0.0)))
     cells = {s: [_cell(s, "perf-test", 1), _cell(s, "users", 20), _cell(s, "static", None)] for s in ("a", "b")}
     monkeypatch.setattr("pgarena.pipeline.plan.plan_cells", lambda _config, stack, _engine: cells[stack.id])
-    monkeypatch.setattr("pgarena.pipeline.cells.mark_invalid_answers", lambda _ctx, _cell: None)
+    monkeypatch.setattr("pgarena.pipeline.verified.mark_invalid_answers", lambda _ctx, _cell: None)
     lives = [SimpleNamespace(id=s, stack=SimpleNamespace(id=s), loadable={"perf-test", "users", "static"})
              for s in ("a", "b")]
     ctx = SimpleNamespace(config=config, engine=SimpleNamespace(name=engine),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,29 +16,7 @@ from pgarena.load.engines.k6 import K6Engine
 from pgarena.load.engines.oha import OhaEngine
 from pgarena.verify.checks import AnswerSampler, bare_client, check_variants, fill_headers
 from pgarena.verify.variants import Variant
-
-
-class _Recorder(BaseHTTPRequestHandler):
-    """Records each request's path and headers (names as sent) and answers `[]`."""
-
-    protocol_version = "HTTP/1.1"
-    seen: list[tuple[str, list[tuple[str, str]]]]
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        self.seen.append((self.path, list(self.headers.items())))
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
-        body = b'{"status": "ok", "timestamp": 0}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_POST = do_GET
+from tests.fixtures.local_http import recording
 
 
 def _but_host(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -49,14 +26,9 @@ def _but_host(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def recorder():
-    handler = type("Recorder", (_Recorder,), {"seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler.seen
-    server.shutdown()
-    server.server_close()
+    """(base URL, requests seen: path, headers with their names as sent, body); every answer a static one."""
+    with recording(b'{"status": "ok", "timestamp": 0}') as (base_url, seen):
+        yield base_url, seen
 
 
 def test_fill_headers_puts_host_and_length_where_the_engine_does():

@@ -18,7 +18,7 @@ from pgarena.db.connections import pools_refusal
 from pgarena.pipeline.interleaved import pool_suffix
 from pgarena.pipeline.plan import cells_at_pool, closed_peak, plan_cells
 from pgarena.report import poolsize
-from pgarena.report.figures import families
+from pgarena.report.families import families
 from pgarena.report.markdown import render_markdown
 from pgarena.results.models import PoolStart
 from pgarena.stack.launch import stack_values
@@ -209,7 +209,7 @@ def test_compare_names_a_pool_size_dimension_but_not_its_absence_in_older_runs()
 
 
 def test_the_round_trip_and_cost_tables_keep_pool_sizes_apart():
-    from pgarena.report.markdown import cost_section
+    from pgarena.report.markdown_costs import cost_section
     from pgarena.report.network import rtt_section
 
     run = _run([_at("pgx", [1000, 1001, 999], 10, rtt=0.0), _at("pgx", [1200, 1201, 1199], 50, rtt=0.0),

@@ -216,8 +216,8 @@ def test_the_stored_search_and_the_headroom_name_their_engine(tmp_path, monkeypa
     from pgarena.config.profiles import build_config
     from pgarena.load import measure
     from pgarena.load.engines import LoadOutcome
-    from pgarena.load.window import Window
-    from pgarena.report.markdown import _headroom
+    from pgarena.load.windowrecord import Window
+    from pgarena.report.markdown_environment import _headroom
     from pgarena.results.models import Errors, Headroom, Latency
     from tests.fixtures.report_run import sample_results
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from pgarena.results.models import RunResults, TargetHost
 from pgarena.stack.target import RemoteServer, reach
 from pgarena.system.process import NotReady
 from pgarena.system.resources import TreeSampler
+from tests.fixtures.local_http import JsonHandler, serving
 from tests.fixtures.report_run import sample_results
 
 PASSWORD = "Tgt-Secret-9q"
@@ -184,25 +183,15 @@ def test_a_remote_server_has_no_process_so_no_cpu_or_memory_is_sampled(tmp_path)
 # --- reaching a target ------------------------------------------------------------------------------
 
 
-class _Teapot(BaseHTTPRequestHandler):
+class _Teapot(JsonHandler):
     def do_GET(self):  # noqa: N802
-        self.send_response(418)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
+        self.reply(418, b"")
 
 
 def test_reach_accepts_any_http_answer_and_gives_up_on_silence_within_its_deadline():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Teapot)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        seconds, status = reach(f"http://127.0.0.1:{server.server_address[1]}/api/static", deadline_s=2)
+    with serving(_Teapot) as base_url:
+        seconds, status = reach(f"{base_url}/api/static", deadline_s=2)
         assert status == 418 and seconds < 2
-    finally:
-        server.shutdown()
-        server.server_close()
     started = time.monotonic()
     with pytest.raises(NotReady, match="no HTTP answer from http://127.0.0.1:.* within 1 s"):
         reach(f"http://127.0.0.1:{free_port()}/api/static", deadline_s=1)

@@ -33,7 +33,7 @@ from pgarena.db.postgres import free_port
 from pgarena.load.engines import Engine, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.merge import MERGE_METHOD, PlaceOutput, merge, read_latency_samples, summary_counts
-from pgarena.load.window import Window, window_cpu_seconds
+from pgarena.load.windowrecord import Window, window_cpu_seconds
 from pgarena.results.models import DistributedLoad, GeneratorFigures
 from pgarena.system.children import MeasuredChild, wait_all
 

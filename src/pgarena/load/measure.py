@@ -33,10 +33,9 @@ from pgarena.load.window import (
     load_spec,
     run_window,
     variants_file,
-    window_cpu_seconds,
-    window_result,
     write_tx_bodies,
 )
+from pgarena.load.windowrecord import Window, window_cpu_seconds
 from pgarena.results.models import Cell, Repetition, SloPoint, SloSearchResult, Warmup
 from pgarena.stats.intervals import relative_half_width
 from pgarena.system.process import NotReady, ServerProcess
@@ -129,6 +128,15 @@ class CellRun:
         """Add a window's 200 answers and its requests of unknown outcome (no answer at all)."""
         self.answered_200 += outcome.answered_2xx
         self.unknown_outcome += outcome.errors.timeout + outcome.errors.connect + outcome.errors.other
+
+
+def window_result(window: Window, run: CellRun | None = None) -> warmup.WindowResult:
+    """A generator window as the warm-up reads it (its answers and unknown outcomes added to `run`'s tx
+    bookkeeping)."""
+    if run is not None:
+        run.count(window.outcome)
+    return warmup.WindowResult(rps=window.outcome.rps, duration_s=window.outcome.duration_seconds,
+                               answered_2xx=window.outcome.answered_2xx)
 
 
 def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, base_url: str, run_dir: Path,

@@ -1,25 +1,21 @@
-"""One measured window: the load spec, the generator run, its CPU and its result."""
+"""One measured window: the load spec, its request files and the generator run (its record: windowrecord.py)."""
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pgarena.config.run import RunConfig
 from pgarena.contract import workloads as wl
-from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
+from pgarena.load.distributed import GeneratorPlace, run_distributed_window
+from pgarena.load.engines import Engine, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
-from pgarena.load.warmup import WindowResult
-from pgarena.results.models import Cell, DistributedLoad
-from pgarena.system.process import cpu_between, run_measured
+from pgarena.load.windowrecord import Window, offered_requests, window_cpu_seconds
+from pgarena.results.models import Cell
+from pgarena.system.process import run_measured
 from pgarena.verify import variants
-
-if TYPE_CHECKING:
-    from pgarena.load.distributed import GeneratorPlace
-    from pgarena.load.measure import CellRun
 
 
 def _workload_stem(workload: str, parameter: int | None) -> str:
@@ -63,43 +59,6 @@ def write_tx_bodies(raw_dir: Path, stack: str, label: str) -> Path:
     return path
 
 
-def offered_requests(spec: LoadSpec, seconds: float) -> int | None:
-    """Requests an open-model window of `seconds` schedules (rate × seconds); None in the closed model."""
-    return None if spec.rate is None else round(spec.rate * seconds)
-
-
-@dataclass(frozen=True)
-class Window:
-    """One generator run: its outcome, the generator's CPU seconds over the measured window and its raw
-    output file."""
-
-    outcome: LoadOutcome
-    generator_cpu_seconds: float | None
-    """None: not measured (a generator on another host)."""
-    raw_output: Path
-    generator_cpu_seconds_process: float | None = None
-    """The generator's CPU over its whole process (start-up and post-window work included)."""
-    generators: DistributedLoad | None = None
-    """Several generators (distributed.py): each one's figures; None with one generator."""
-
-    def dropped(self, spec: LoadSpec, nominal_s: float) -> tuple[int | None, int]:
-        """(offered, dropped) of an open-model window; (None, 0) in the closed model."""
-        offered = offered_requests(spec, nominal_s)
-        if offered is None:
-            return None, 0
-        reported = self.outcome.dropped
-        return offered, reported if reported is not None else max(0, offered - self.outcome.requests)
-
-
-def window_result(window: Window, run: CellRun | None = None) -> WindowResult:
-    """A generator window as the warm-up reads it (its answers and unknown outcomes added to `run`'s tx
-    bookkeeping)."""
-    if run is not None:
-        run.count(window.outcome)
-    return WindowResult(rps=window.outcome.rps, duration_s=window.outcome.duration_seconds,
-                        answered_2xx=window.outcome.answered_2xx)
-
-
 def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path, stem: str,
                config: RunConfig, places: Sequence[GeneratorPlace] = ()) -> Window:
     """Run the generator once, pinned to the generator CPUs and bounded in time; parse its output.
@@ -113,8 +72,6 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
     """
     if len(places) > 1 or (places and places[0].ssh is not None):  # a generator elsewhere: copied there too
-        from pgarena.load.distributed import run_distributed_window
-
         return run_distributed_window(engine, spec, duration_s, raw_dir, stem, config, places)
     argv = [*engine.argv_prefix, *engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)]
     samples: list[tuple[float, float]] = []
@@ -128,15 +85,3 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     raw = engine.raw_output(raw_dir, stem)
     return Window(outcome, window_cpu_seconds(samples, raw, outcome.duration_seconds, process_cpu), raw,
                   process_cpu)
-
-
-def window_cpu_seconds(samples: list[tuple[float, float]], raw_output: Path, duration_s: float,
-                       process_cpu_s: float) -> float:
-    """The generator's CPU seconds over [end − duration, end], end = the raw output's modification time;
-    its whole-process CPU when the samples do not cover that span."""
-    try:
-        end = raw_output.stat().st_mtime
-    except OSError:
-        return process_cpu_s
-    window = cpu_between(samples, end - duration_s, end)
-    return process_cpu_s if window is None else window

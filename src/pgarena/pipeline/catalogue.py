@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pgarena.report.markdown import yes_no
-from pgarena.report.markup import table
+from pgarena.report.markup import table, yes_no
 from pgarena.stack.loc import count
 
 

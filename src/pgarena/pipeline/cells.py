@@ -6,14 +6,7 @@ from contextlib import ExitStack
 
 from pgarena.config.run import RunConfig, workload_parameters
 from pgarena.config.stackdef import Stack
-from pgarena.contract.flags import (
-    ANSWER_MAPPED,
-    CONTENT_TYPE,
-    CONTENT_TYPE_WRONG,
-    GENERATOR_BOUND_CPU_FRACTION,
-    PIPELINES_ACROSS_REQUESTS,
-)
-from pgarena.contract.values import Verdict
+from pgarena.contract.flags import GENERATOR_BOUND_CPU_FRACTION
 from pgarena.db.connections import ConnectionPoller, add_pool_flag
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.measure import measure_cell, search_sustainable
@@ -21,6 +14,8 @@ from pgarena.load.summary import summarize
 from pgarena.pipeline.context import LiveStack, RunContext
 from pgarena.pipeline.lifecycle import bring_up
 from pgarena.pipeline.plan import cells_at_pool, closed_peak, plan_cells, resolve_rate
+from pgarena.pipeline.resilience import run_faults
+from pgarena.pipeline.verified import known_wrong_columns, mark_invalid_answers
 from pgarena.results.models import (
     Cell,
     StackInfo,
@@ -88,8 +83,6 @@ def sequential_cells(ctx: RunContext, live: LiveStack) -> None:
             slo_search(ctx, live.id, cell.workload, live.base_url, live.routes, pool_size=pool)
             save(ctx.results, ctx.run_dir)
     if config.faults and not any(r.stack == live.id for r in ctx.results.resilience):
-        from pgarena.pipeline.resilience import run_faults
-
         run_faults(ctx, live)
 
 
@@ -102,30 +95,6 @@ def headroom_rps(ctx: RunContext) -> float | None:
     if headroom is None or headroom.generator_cpu_fraction is None:
         return None
     return headroom.rps if headroom.generator_cpu_fraction >= GENERATOR_BOUND_CPU_FRACTION else None
-
-
-def known_wrong_columns(ctx: RunContext, cell: Cell) -> tuple[str, ...]:
-    """The ❌ columns verification found for the cell's stack and workload (not judged again under load)."""
-    verification = ctx.results.verification(cell.stack, cell.workload)
-    if verification is None:
-        return ()
-    return (*verification.wrong_columns, *([CONTENT_TYPE] if verification.content_type_wrong else []))
-
-
-def mark_invalid_answers(ctx: RunContext, cell: Cell) -> None:
-    """Flags the cell inherits from its stack's verification: ❌ columns, a wrong content type, answers mapped
-    from a declared other shape, wrong database accounting, pipelining across requests (the wire observer)."""
-    verification = ctx.results.verification(cell.stack, cell.workload)
-    if verification and verification.wrong_columns:
-        cell.flags.append("columns-wrong")
-    if verification and verification.content_type_wrong:
-        cell.flags.append(CONTENT_TYPE_WRONG)
-    if verification and verification.answer_mapping:
-        cell.flags.append(ANSWER_MAPPED)
-    if verification and verification.accounting and verification.accounting.verdict is Verdict.WRONG:
-        cell.flags.append("queries-wrong")
-    if verification and verification.wire and verification.wire.across_requests:
-        cell.flags.append(PIPELINES_ACROSS_REQUESTS)
 
 
 def cell_title(cell: Cell) -> str:

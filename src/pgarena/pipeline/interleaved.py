@@ -108,7 +108,7 @@ class InterleavedRun:
 
     # --- planning -------------------------------------------------------------------------------------
     def plan(self) -> list[_Phase]:
-        from pgarena.pipeline.cells import mark_invalid_answers
+        from pgarena.pipeline.verified import mark_invalid_answers
         from pgarena.pipeline.plan import cells_at_pool, plan_cells
 
         config, ctx = self.ctx.config, self.ctx
@@ -197,7 +197,7 @@ class InterleavedRun:
             live.warmed.add((cell.workload, cell.db_rtt_ms))
 
     def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
-        from pgarena.pipeline.cells import known_wrong_columns
+        from pgarena.pipeline.verified import known_wrong_columns
 
         run = self.runs.get(cell.key)
         if run is None:

@@ -18,6 +18,8 @@ from pgarena.db.serverlog import role_errors
 from pgarena.db.startline import level_database
 from pgarena.pipeline import wire
 from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext
+from pgarena.pipeline.targets import bring_up_target
+from pgarena.pipeline.verified import verification_line
 from pgarena.results.models import (
     PoolStart,
     StackInfo,
@@ -50,8 +52,6 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     checked as briefly, keeping the stored verification and cold start; a changed stack, or one that fails the
     brief check, is verified whole again. A remote target is only reached and verified (pipeline/targets.py)."""
     if stack.target_url is not None:
-        from pgarena.pipeline.targets import bring_up_target
-
         return bring_up_target(ctx, stack, info, kind, scope)
     config = ctx.config
     definition = stack.definition
@@ -360,25 +360,6 @@ def _verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: S
     if kind == "run":
         info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
     return {v.workload for v in verifications if v.ok}
-
-
-def verification_line(v: WorkloadVerification) -> str:
-    if not v.ok:
-        failed = next((c for c in v.checks if not c.ok), None)
-        return f"FAILED ({failed.name}: {failed.detail})" if failed else "FAILED"
-    counts = {s: sum(1 for c in v.columns if c.verdict.symbol == s) for s in ("✅", "⚠️", "❌")}
-    columns = f"columns {counts['✅']}✅ {counts['⚠️']}⚠️ {counts['❌']}❌, " if v.columns else ""
-    bad = f"bad input {sum(c.ok for c in v.bad_input)}/{len(v.bad_input)}" if v.bad_input else "no bad-input cases"
-    if v.accounting:
-        a = v.accounting
-        db = f", database {a.workload_statements_per_request:g} statements/request {a.verdict.symbol}"
-        db += f" ({a.reason})" if a.reason else ""
-    else:
-        db = f", no database accounting ({v.accounting_unavailable})" if v.accounting_unavailable else ""
-    content = ("content type wrong (loaded, flagged content-type-wrong), "
-               if v.content_type_wrong else "")
-    mapped = f"answer mapped from {v.answer_mapping} (loaded, flagged answer-mapped), " if v.answer_mapping else ""
-    return f"ok, {content}{mapped}{columns}{bad}{db}"
 
 
 def log_failure(ctx: RunContext, info: StackInfo) -> None:

@@ -108,7 +108,7 @@ def measure(
 
 def markdown(results: list[ModeResult]) -> str:
     """A table: function × rows, TPS per mode and each mode's ratio to literals."""
-    from pgarena.report.markdown import table
+    from pgarena.report.markup import table
 
     keyed = {(r.function, r.rows, r.mode): r.tps for r in results}
     rows = []

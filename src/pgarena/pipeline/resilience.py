@@ -35,7 +35,7 @@ from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.measure import start_cell
 from pgarena.load.timeline import read_k6_timeline
 from pgarena.load.window import run_window
-from pgarena.pipeline.cells import known_wrong_columns
+from pgarena.pipeline.verified import known_wrong_columns
 from pgarena.pipeline.context import LiveStack, RunContext
 from pgarena.pipeline.plan import closed_peak
 from pgarena.results.models import Cell, FaultResult

@@ -19,7 +19,7 @@ from pgarena.db.connections import ConnectionPoller, add_pool_flag
 from pgarena.db.postgres import Database
 from pgarena.db.startline import level_database
 from pgarena.pipeline.context import LiveStack, RunContext
-from pgarena.pipeline.lifecycle import verification_line
+from pgarena.pipeline.verified import verification_line
 from pgarena.results.models import StackInfo, TargetHost
 from pgarena.results.store import save
 from pgarena.stack.launch import resolve_health_path

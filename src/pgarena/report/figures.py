@@ -4,6 +4,7 @@ Each figure is `{"id", "kind", "title", "data", "layout", "notes"}`: `data` and 
 `Plotly.newPlot` by the page's script unchanged (plus a shared base layout), `kind` becomes the chart
 div's `data-chart` attribute, `notes` are captions printed under the chart (e.g. cells that failed and
 so have no bar). Figures are built from results.json only; a figure with no data is not built at all.
+What every chart shares (sizes, colours, axes) is in charts.py; how cells are grouped, in families.py.
 
 Sizes are fixed (width × height in CSS pixels) so the page prints the same as it shows. Cells that must
 not be ranked stay visible and are marked: invalid cells (flags.INVALID) with a crossed bar or an ×; noisy
@@ -13,174 +14,22 @@ cells (ranked where their interval is clear) with a hatched bar or an open marke
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 
 from pgarena.analysis.ranking import level_group_label
-from pgarena.contract.flags import INEXACT, INVALID, NOISY
-from pgarena.report.markdown import WORKLOAD_ORDER
-from pgarena.results.models import Cell, RunResults, SloSearchResult
-
-CHART_WIDTH_PX = 960
-"""Every chart's width: fits an A4 landscape page (the print stylesheet) and a laptop screen."""
-CHART_HEIGHT_PX = 420
-ROW_HEIGHT_PX = 18
-"""Horizontal charts (one row per stack × level) grow by this much per row."""
-
-PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-    "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#e6550d", "#31a354",
-    "#756bb1", "#636363", "#843c39", "#5254a3", "#b5cf6b", "#e7ba52",
+from pgarena.report.charts import (
+    FAIL_COLOR,
+    PASS_COLOR,
+    REFERENCE_COLOR,
+    ROW_HEIGHT_PX,
+    figure,
+    legend_entry,
+    log_axis,
+    rounded,
 )
-"""Distinct colours, one per stack in results order (wraps after 24 stacks)."""
-
-PASS_COLOR, FAIL_COLOR, REFERENCE_COLOR = "#2ca02c", "#d62728", "#9a9a9a"
-
-
-def rounded(value: float | None, digits: int = 2) -> float | None:
-    """Rounded for the payload (keeps it small and stable); None stays None."""
-    return None if value is None else round(float(value), digits)
-
-
-def log_axis(values: Iterable[float | None]) -> dict:
-    """A log axis labelled at 1-2-5 steps spanning `values` (plain numbers, not Plotly's abbreviated digits)."""
-    present = [v for v in values if v is not None and v > 0]
-    if not present:
-        return {"type": "log"}
-    low, high = min(present), max(present)
-    ticks, exponent = [], math.floor(math.log10(low)) - 1
-    while not ticks or ticks[-1] < high:
-        for step in (1, 2, 5):
-            tick = step * 10.0**exponent
-            if tick >= low / 2.5 and (not ticks or ticks[-1] < high):
-                ticks.append(tick)
-        exponent += 1
-    return {"type": "log", "tickvals": [rounded(t, 6) for t in ticks],
-            "ticktext": [f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks]}
-
-
-def cell_marks(cell: Cell) -> list[str]:
-    """Why a cell is shown apart: 'failed' (no figures), 'invalid' (an INVALID flag: not ranked), 'inexact'
-    (❌ columns: ranked among all stacks only), 'noisy' (a wide interval: ranked where it is clear)."""
-    if cell.summary is None or cell.status == "failed":
-        return ["failed"]
-    marks = []
-    if any(flag in INVALID for flag in cell.flags):
-        marks.append("invalid")
-    if any(flag in INEXACT for flag in cell.flags):
-        marks.append("inexact")
-    if cell.summary.noisy or NOISY in cell.flags:
-        marks.append("noisy")
-    return marks
-
-
-def rps_bounds(cell: Cell) -> tuple[float, float, str]:
-    """The cell's RPS interval (low, high, what it is): the confidence interval, else the repetitions' range."""
-    s = cell.summary
-    assert s is not None
-    if s.rps_interval is not None:
-        return s.rps_interval.low, s.rps_interval.high, f"{s.rps_interval.level:.0%} CI"
-    return s.rps.min, s.rps.max, "range"
-
-
-def latency_medians(cell: Cell) -> dict[str, float] | None:
-    """Median over the repetitions of each latency percentile (ms); None without repetitions."""
-    reps = cell.repetitions
-    if not reps:
-        return None
-    return {name: statistics.median(getattr(r.latency, f"{name}_ms") for r in reps)
-            for name in ("avg", "p50", "p90", "p95", "p99", "max")}
-
-
-def level_sort_key(cell: Cell) -> tuple[int, float]:
-    """Closed-model levels by VUs, then open-model levels by arrival rate."""
-    return (0, cell.vus) if cell.model == "closed" else (1, cell.arrival_rate or 0.0)
-
-
-def parameter_label(workload: str, parameter_name: str | None, parameter: int | None) -> str:
-    """'1 row', 'limit 20', '' (static, tx)."""
-    if parameter is None:
-        return ""
-    if parameter_name == "rows":
-        return f"{parameter} row{'s' if parameter != 1 else ''}"
-    return f"{parameter_name or 'parameter'} {parameter}"
-
-
-@dataclass
-class Family:
-    """The cells of one workload × parameter, at every load level (closed and open) — and, in a run with
-    several pool sizes or database round trips, at one of them (each pool size and each round trip is its
-    own family: its own table, headline rows and charts, as in the Markdown's tables)."""
-
-    workload: str
-    parameter_name: str | None
-    parameter: int | None
-    cells: list[Cell] = field(default_factory=list)
-    pool_size: int | None = None
-    """The cells' pool size where the run measured several (`Cell.pool_dimension`), else None."""
-    db_rtt_ms: float | None = None
-    """The round trip (ms) added between the stacks and PostgreSQL (--db-rtt), else None (direct)."""
-
-    @property
-    def title(self) -> str:
-        label = parameter_label(self.workload, self.parameter_name, self.parameter)
-        title = f"{self.workload} · {label}" if label else self.workload
-        title += "" if self.db_rtt_ms is None else f" · database {self.db_rtt_ms:g} ms away"
-        return title if self.pool_size is None else f"{title} · pool size {self.pool_size}"
-
-    @property
-    def slug(self) -> str:
-        parts = (self.workload, self.parameter_name, self.parameter,
-                 None if self.db_rtt_ms is None else f"rtt{self.db_rtt_ms:g}ms".replace(".", "_"),
-                 None if self.pool_size is None else f"pool{self.pool_size}")
-        return "-".join(str(p) for p in parts if p is not None)
-
-    def levels(self) -> list[Cell]:
-        """One cell per load level (the first seen), in level order."""
-        seen: dict[tuple, Cell] = {}
-        for cell in sorted(self.cells, key=level_sort_key):
-            seen.setdefault((cell.model, level_group_label(cell)), cell)
-        return list(seen.values())
-
-
-def families(cells: Iterable[Cell]) -> list[Family]:
-    """Cells grouped by workload × parameter (× pool size and × database round trip, where the run measured
-    several: the conditions `Cell.key` holds besides stack and level), in report order."""
-    groups: dict[tuple, Family] = {}
-    for cell in cells:
-        key = (cell.workload, cell.parameter_name, cell.parameter, cell.pool_dimension, cell.db_rtt_ms)
-        groups.setdefault(key, Family(*key[:3], pool_size=key[3], db_rtt_ms=key[4])).cells.append(cell)
-
-    def order(f: Family) -> tuple:
-        w = WORKLOAD_ORDER.index(f.workload) if f.workload in WORKLOAD_ORDER else len(WORKLOAD_ORDER)
-        return (w, f.workload, f.parameter if f.parameter is not None else -1, f.pool_size or 0, f.db_rtt_ms or 0.0)
-
-    return sorted(groups.values(), key=order)
-
-
-def stack_colors(results: RunResults) -> dict[str, str]:
-    """A colour per stack: declared stacks in results order, then any other stack seen, by name."""
-    ids = list(dict.fromkeys(s.id for s in results.stacks))
-    ids += sorted({c.stack for c in results.cells} - set(ids))
-    ids += sorted({s.stack for s in results.slo_searches} - set(ids))
-    return {stack: PALETTE[i % len(PALETTE)] for i, stack in enumerate(ids)}
-
-
-def _figure(kind: str, fid: str, title: str, data: list[dict], layout: dict, notes: Sequence[str] = ()) -> dict:
-    layout = {"title": {"text": title}, "width": CHART_WIDTH_PX, "height": CHART_HEIGHT_PX, "showlegend": True, **layout}
-    return {"id": f"{kind}-{fid}", "kind": kind, "title": title, "data": data, "layout": layout, "notes": list(notes)}
-
-
-def _legend_entry(stack: str, color: str, x: object, mode: str = "markers") -> dict:
-    """A plain legend entry for a stack whose own trace mixes marks (its first point would set the legend's
-    look): an empty scatter trace in the stack's legend group, so clicking it still hides the stack."""
-    return {"type": "scatter", "mode": mode, "name": stack, "legendgroup": stack, "x": [x], "y": [None],
-            "marker": {"color": color, "symbol": "square" if mode == "markers" else "circle", "size": 10},
-            "line": {"color": color}, "hoverinfo": "skip"}
-
+from pgarena.report.families import Family, cell_marks, latency_medians, level_sort_key, parameter_label, rps_bounds
+from pgarena.results.models import Cell, RunResults, SloSearchResult
 
 def _mark_suffix(cell: Cell) -> str:
     marks = cell_marks(cell)
@@ -227,7 +76,7 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
             minus.append(rounded(max(median - low, 0.0)))
             shapes.append("x" if "invalid" in marks else "." if "inexact" in marks else "/" if "noisy" in marks else "")
             hover.append(_hover(cell, ranks.get(id(cell))))
-        data.append(_legend_entry(stack, colors[stack], levels[0]))
+        data.append(legend_entry(stack, colors[stack], levels[0]))
         data.append({
             "type": "bar", "name": stack, "legendgroup": stack, "showlegend": False, "x": levels, "y": y,
             "marker": {"color": colors[stack], "pattern": {"shape": shapes, "solidity": 0.4}},
@@ -240,7 +89,7 @@ def throughput_figure(family: Family, colors: dict[str, str], ranks: dict[int, s
     notes.append("Bars: median requests/s; whiskers: the confidence interval of the mean (the repetitions' "
                  "range where there is none). Crossed: invalid (not ranked); dotted: ❌ columns (ranked among all "
                  "stacks only); hatched: noisy (ranked where its interval is clear).")
-    return _figure("throughput", family.slug, f"Throughput — {family.title}", data, {
+    return figure("throughput", family.slug, f"Throughput — {family.title}", data, {
         "barmode": "group", "bargap": round(max(0.18, 1 - 0.12 * len(levels) * len(by_stack)), 2),
         "xaxis": {"type": "category", "title": {"text": "load level"}},
         "yaxis": {"title": {"text": "2xx answers/s"}, "rangemode": "tozero"},
@@ -265,7 +114,7 @@ def _scaling_figure(family: Family, colors: dict[str, str], model: str) -> dict 
                   "line": {"color": colors[stack]}, "legendgroup": stack,
                   "marker": {"symbol": symbols, "size": 8}, "hovertext": [_hover(c) for c in points],
                   "hoverinfo": "text"}
-        data.append(_legend_entry(stack, colors[stack], x_of(points[0]), "lines+markers"))
+        data.append(legend_entry(stack, colors[stack], x_of(points[0]), "lines+markers"))
         data.append({**common, "name": stack, "showlegend": False,
                      "y": [rounded(c.summary.rps.median) for c in points]})  # type: ignore[union-attr]
         data.append({**common, "name": stack, "showlegend": False, "xaxis": "x2", "yaxis": "y2",
@@ -281,7 +130,7 @@ def _scaling_figure(family: Family, colors: dict[str, str], model: str) -> dict 
         data.append({"type": "scatter", "mode": "lines", "name": "achieved = offered", "x": line, "y": line,
                      "line": {"color": REFERENCE_COLOR, "dash": "dash"}, "hoverinfo": "skip"})
     title = ("Scaling with VUs" if model == "closed" else "Scaling with arrival rate") + f" — {family.title}"
-    return _figure(f"scaling-{model}", family.slug, title, data, {
+    return figure(f"scaling-{model}", family.slug, title, data, {
         "grid": {"rows": 1, "columns": 2, "pattern": "independent"},
         "xaxis": x_axis, "xaxis2": x_axis,
         "yaxis": {"title": {"text": "2xx answers/s (median)"}, "rangemode": "tozero"},
@@ -291,10 +140,12 @@ def _scaling_figure(family: Family, colors: dict[str, str], model: str) -> dict 
 
 
 def scaling_closed_figure(family: Family, colors: dict[str, str]) -> dict | None:
+    """RPS and p99 against VUs (None with fewer than two closed-model levels)."""
     return _scaling_figure(family, colors, "closed")
 
 
 def scaling_open_figure(family: Family, colors: dict[str, str]) -> dict | None:
+    """RPS and p99 against the offered arrival rate (None with fewer than two open-model levels)."""
     return _scaling_figure(family, colors, "open")
 
 
@@ -312,7 +163,7 @@ def _horizontal(kind: str, family: Family, title: str, rows: list[Cell], data: l
                 notes: Sequence[str] = (), **layout: object) -> dict:
     """One row per stack × level, labelled on the left, first row on top."""
     longest = max(len(_row_label(c)) for c in rows)
-    return _figure(kind, family.slug, title, data, {
+    return figure(kind, family.slug, title, data, {
         "height": max(200, 120 + ROW_HEIGHT_PX * len(rows)),
         "margin": {"l": min(420, 24 + 7 * longest)},
         "yaxis": {"type": "category", "autorange": "reversed", "automargin": True},
@@ -391,7 +242,7 @@ def scatter_figure(family: Family, colors: dict[str, str]) -> dict | None:
     data = []
     for stack in sorted(by_stack, key=list(colors).index):
         points = by_stack[stack]
-        data.append(_legend_entry(stack, colors[stack], None))
+        data.append(legend_entry(stack, colors[stack], None))
         data.append({
             "type": "scatter", "mode": "markers", "name": stack, "legendgroup": stack, "showlegend": False,
             "x": [rounded(c.summary.stack_cpu_us_per_request + c.summary.db_cpu_us_per_request, 1)  # type: ignore[union-attr,operator]
@@ -402,13 +253,14 @@ def scatter_figure(family: Family, colors: dict[str, str]) -> dict | None:
                                   else "circle" for c in points]},
             "hovertext": [_hover(c) for c in points], "hoverinfo": "text",
         })
-    return _figure("scatter", family.slug, f"Throughput against CPU cost — {family.title}", data, {
+    return figure("scatter", family.slug, f"Throughput against CPU cost — {family.title}", data, {
         "xaxis": {"title": {"text": "CPU µs per request (stack + PostgreSQL)"}, "rangemode": "tozero"},
         "yaxis": {"title": {"text": "2xx answers/s (median)"}, "rangemode": "tozero"},
     }, ["One point per load level. Open marker: noisy; ×: invalid."])
 
 
 def slo_title(search: SloSearchResult) -> str:
+    """The SLO chart's title: stack, workload, model, the SLO's p99 and error rate."""
     label = parameter_label(search.workload, search.parameter_name, search.parameter)
     what = f"{search.workload} · {label}" if label else search.workload
     return (f"{search.stack} · {what} ({search.model} model) — SLO p99 ≤ {search.slo_p99_ms:g} ms, "
@@ -455,7 +307,7 @@ def slo_figure(index: int, search: SloSearchResult) -> dict | None:
                                "x1": rounded(search.bracket_high), "y0": 0, "y1": 1, "layer": "below",
                                "fillcolor": "rgba(242,183,1,0.15)", "line": {"width": 0}})
     x_title = "offered arrival rate (requests/s)" if search.model == "open" else "VUs"
-    return _figure("slo", f"{index}-{search.stack}", slo_title(search), data, {
+    return figure("slo", f"{index}-{search.stack}", slo_title(search), data, {
         "grid": {"rows": 1, "columns": 2, "pattern": "independent"},
         "xaxis": {"title": {"text": x_title}}, "xaxis2": {"title": {"text": x_title}},
         "yaxis": {"title": {"text": "achieved 2xx answers/s"}, "rangemode": "tozero"},
@@ -476,7 +328,7 @@ def cold_start_figure(results: RunResults, colors: dict[str, str]) -> dict | Non
              "y": [rounded(v, 3) for v in s.cold_start.first_requests_ms],  # type: ignore[union-attr]
              "line": {"color": colors[s.id]},
              "hovertemplate": f"{s.id}<br>request %{{x}}: %{{y:.2f}} ms<extra></extra>"} for s in stacks]
-    return _figure("cold-start", "stacks", "Cold start — the first sequential requests", data, {
+    return figure("cold-start", "stacks", "Cold start — the first sequential requests", data, {
         "height": 360,
         "xaxis": {"title": {"text": "request number after start"}},
         "yaxis": {"title": {"text": "latency (ms, log scale)"},

@@ -17,8 +17,9 @@ import re
 
 from pgarena.analysis.ranking import group_key, headline_key, level_group_label
 from pgarena.analysis.verdicts import TableVerdict
-from pgarena.report import figures
-from pgarena.report.figures import CHART_WIDTH_PX, cell_marks, level_sort_key, rounded
+from pgarena.report import families
+from pgarena.report.charts import CHART_WIDTH_PX, rounded
+from pgarena.report.families import cell_marks, level_sort_key
 from pgarena.report.html_verdicts import Verdicts
 from pgarena.results.models import Cell, RunResults
 
@@ -41,7 +42,7 @@ def _slug(verdict: TableVerdict) -> str:
 
 
 def _family_title(cell: Cell) -> str:
-    return figures.Family(cell.workload, cell.parameter_name, cell.parameter, pool_size=cell.pool_dimension).title
+    return families.Family(cell.workload, cell.parameter_name, cell.parameter, pool_size=cell.pool_dimension).title
 
 
 def _title(cell: Cell, mixed_engines: bool) -> str:
@@ -163,7 +164,7 @@ def forest_tables(results: RunResults, verdicts: Verdicts) -> tuple[list[dict], 
     headline = headline_key(results.cells)
     mixed = len({c.engine for c in results.cells}) > 1
     seen: dict[int, TableVerdict] = {}
-    for family in figures.families(results.cells):
+    for family in families.families(results.cells):
         for cell in sorted(family.cells, key=lambda c: (level_sort_key(c), c.engine)):
             verdict = verdicts.of.get(id(cell))
             if verdict is not None and verdict.paired and verdict.cells:

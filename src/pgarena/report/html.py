@@ -24,9 +24,18 @@ from pgarena.contract.values import Verdict
 from pgarena.report import figures, forest, generators, poolsize, resilience, restgraphql, wire
 from pgarena.report import targets as remote
 from pgarena.report.conditions import ceiling_note, ceiling_rows, ceiling_share, ceiling_text, schedule_summary
-from pgarena.report.figures import Family, cell_marks, latency_medians, rounded, rps_bounds
+from pgarena.report.charts import rounded, stack_colors
+from pgarena.report.families import (
+    WORKLOAD_ORDER,
+    Family,
+    cell_marks,
+    families,
+    latency_medians,
+    level_sort_key,
+    rps_bounds,
+)
 from pgarena.report.html_verdicts import Verdicts, headline, ratio_payload
-from pgarena.report.markdown import variants_label, window_accounting_label
+from pgarena.report.markdown_results import variants_label, window_accounting_label
 from pgarena.report.network import placement_text, topology_text
 from pgarena.results.models import Cell, RunResults, StackInfo
 
@@ -72,13 +81,13 @@ def cell_tables(results: RunResults, verdicts: Verdicts) -> list[dict]:
     """Per workload × parameter, one row per cell for its sortable table (by level, then median RPS)."""
     return [{"title": family.title, "slug": family.slug, "rows": cell_rows(family, verdicts, results),
              "engines": sorted({c.engine for c in family.cells})}
-            for family in figures.families(results.cells)]
+            for family in families(results.cells)]
 
 
 def cell_rows(family: Family, verdicts: Verdicts, results: RunResults) -> list[dict]:
     """One row per cell of one workload × parameter: its two ranks, ratios, DB-ceiling share and figures."""
     rows = []
-    for cell in sorted(family.cells, key=lambda c: (figures.level_sort_key(c),
+    for cell in sorted(family.cells, key=lambda c: (level_sort_key(c),
                                                       -(c.summary.rps.median if c.summary else -1), c.stack)):
         row = {"family": family.title, "workload": cell.workload, "level": cell.level_label,
                "level_value": rounded(_level_value(cell)), "model": cell.model, "stack": cell.stack,
@@ -190,7 +199,7 @@ def verification(results: RunResults) -> dict:
     """The stack × workload overview, the column matrices, robustness, tx invariants and accounting."""
     vs = results.verifications
     stacks = list(dict.fromkeys(v.stack for v in vs))
-    workloads = [w for w in figures.WORKLOAD_ORDER if any(v.workload == w for v in vs)]
+    workloads = [w for w in WORKLOAD_ORDER if any(v.workload == w for v in vs)]
     workloads += sorted({v.workload for v in vs} - set(workloads))
     overview = [{"stack": stack, "cells": [_status_title(results, stack, w) for w in workloads],
                  "robustness": f"{sum(c.ok for v in vs if v.stack == stack for c in v.bad_input)}/"
@@ -338,10 +347,10 @@ def html_payload(results: RunResults) -> dict:
     """Everything the page shows, from results.json only: JSON-serialisable and deterministic."""
     verdicts = Verdicts(results)
     ranks, eff = verdicts.hover_ranks(results.cells), verdicts.efficiency
-    colors = figures.stack_colors(results)
+    colors = stack_colors(results)
     sections: dict[str, list[dict]] = {"throughput": [], "scaling": [], "slo": [], "latency": [], "cost": [],
                                        "stacks": []}
-    for family in figures.families(results.cells):
+    for family in families(results.cells):
         for name, figs in figures.family_figures(family, colors, ranks, eff).items():
             sections[name] += figs
     sections["slo"] = [f for i, s in enumerate(results.slo_searches, 1) if (f := figures.slo_figure(i, s))]

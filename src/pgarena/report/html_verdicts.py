@@ -6,8 +6,9 @@ from __future__ import annotations
 from pgarena.analysis.ranking import UNRANKED, comparable_groups, efficiency_ranks, level_group_label, relative_rate
 from pgarena.analysis.verdicts import TableVerdict, run_verdicts
 from pgarena.contract import flags as F
-from pgarena.report import figures
-from pgarena.report.figures import cell_marks, rounded, rps_bounds
+from pgarena.report import families
+from pgarena.report.charts import rounded
+from pgarena.report.families import cell_marks, rps_bounds
 from pgarena.results.models import Cell, RunResults
 
 
@@ -78,7 +79,7 @@ def headline(results: RunResults, verdicts: Verdicts) -> list[dict]:
     answers, stacks with ❌ columns that rank first among all, the paired sentences, and what was left out."""
     rows = []
     mixed = len({c.engine for c in results.cells}) > 1
-    for family in figures.families(results.cells):
+    for family in families.families(results.cells):
         engines = sorted({c.engine for c in family.cells})
         for level_cell, engine in ((lc, e) for lc in family.levels() for e in engines):
             group = level_group_label(level_cell)

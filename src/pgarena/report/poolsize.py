@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from pgarena.analysis.poolsize import PoolPoint, PoolRow, pool_rows
 from pgarena.contract.flags import POOL_EXCEEDED
+from pgarena.report.charts import CHART_HEIGHT_PX, CHART_WIDTH_PX, legend_entry
 from pgarena.report.markup import table
 from pgarena.results.models import RunResults, StackInfo
 
@@ -123,8 +124,6 @@ def figures(results: RunResults, colors: dict[str, str]) -> list[dict]:
     """One chart per workload × parameter × level × engine × round trip: 2xx/s against the pool size, one
     line per stack, whiskers the 95 % interval; a point without a figure (pool-exceeded, invalid) is left out
     and named under the chart."""
-    from pgarena.report.figures import CHART_HEIGHT_PX, CHART_WIDTH_PX, _legend_entry
-
     pools, rows = pool_rows(results)
     series: dict[tuple, list[PoolRow]] = defaultdict(list)
     for row in rows:
@@ -137,7 +136,7 @@ def figures(results: RunResults, colors: dict[str, str]) -> list[dict]:
             shown = [p for p in row.points.values() if p.rps is not None]
             notes += [f"{row.stack} at pool size {p.pool_size}: {point_text(p)}" for p in row.points.values()
                       if p.rps is None]
-            data.append(_legend_entry(row.stack, color, pools[0], "lines+markers"))
+            data.append(legend_entry(row.stack, color, pools[0], "lines+markers"))
             data.append({
                 "type": "scatter", "mode": "lines+markers", "name": row.stack, "legendgroup": row.stack,
                 "showlegend": False, "x": [p.pool_size for p in shown], "y": [_rounded(p.rps) for p in shown],

@@ -341,7 +341,7 @@ def _remote_environments(placement: Placement, results: RunResults, run_dir: Pat
     if results.topology is None or placement.definition is None:
         return
     from pgarena.pipeline.remote import ssh_host
-    from pgarena.system.ssh import SshError
+    from pgarena.system.ssh.transport import SshError
 
     read: dict[str, dict] = {}
     for role, place in results.topology.roles.items():
@@ -366,7 +366,8 @@ def _generator_places(placement: Placement, run_dir: Path, scope: ExitStack, log
     """The topology's generators as places of a distributed window: namespaces by their `ip netns exec`, SSH
     hosts by their SshHost, a folder of this run there (removed at the end) and their clock offset."""
     from pgarena.pipeline.remote import ssh_host
-    from pgarena.system.ssh import SshError
+    from pgarena.system.ssh.clock import clock_offset
+    from pgarena.system.ssh.transport import SshError
 
     places = []
     for name, prefix in placement.generators():
@@ -377,7 +378,7 @@ def _generator_places(placement: Placement, run_dir: Path, scope: ExitStack, log
         host = ssh_host(spec, run_dir)
         folder = f"{spec.workdir.rstrip('/')}/generators/{run_dir.name}/{name}"
         try:
-            offset, uncertainty = host.clock_offset()
+            offset, uncertainty = clock_offset(host)
         except SshError as exc:
             raise RunError(f"{placement.source}: generator host '{name}': {exc}") from None
         scope.callback(_remove_remote_folder, host, folder)
@@ -389,7 +390,7 @@ def _generator_places(placement: Placement, run_dir: Path, scope: ExitStack, log
 
 
 def _remove_remote_folder(host, folder: str) -> None:
-    from pgarena.system.ssh import SshError
+    from pgarena.system.ssh.transport import SshError
 
     try:
         host.run(["rm", "-rf", "--", folder], timeout_s=60)

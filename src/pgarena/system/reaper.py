@@ -394,21 +394,22 @@ NETNS_STATE_FILE = "netns.json"
 
 
 SSH_STATE_FILE = "ssh.json"
-"""A run's processes on SSH hosts (pipeline/remote.py records them through system/ssh.py)."""
+"""A run's processes on SSH hosts (pipeline/remote.py records them through system/ssh)."""
 
 
 def reap_ssh(run_dir: Path) -> list[str]:
     """Stop what a dead run started on SSH hosts (a host it cannot reach keeps its record for a later try)."""
-    from pgarena.system import ssh
+    from pgarena.system.ssh.host import reap_state_file
+    from pgarena.system.ssh.transport import SshError, SshInUse
 
     path = run_dir / SSH_STATE_FILE
     if not path.exists():
         return []
     try:
-        return ssh.reap_state_file(path)
-    except ssh.SshInUse:
+        return reap_state_file(path)
+    except SshInUse:
         return []
-    except ssh.SshError as exc:
+    except SshError as exc:
         return [f"could not stop its processes on SSH hosts: {exc}"]
 
 

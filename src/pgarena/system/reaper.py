@@ -416,16 +416,16 @@ def reap_ssh(run_dir: Path) -> list[str]:
 def reap_namespaces(run_dir: Path) -> list[str]:
     """Remove the network namespaces a dead run left (after its processes: a namespace's removal also stops
     what still runs inside); lines saying what was removed or why it could not be."""
-    from pgarena.system import netns
+    from pgarena.system import netns, netns_plan
 
     path = run_dir / NETNS_STATE_FILE
     if not path.exists():
         return []
     try:
         return netns.reap_state_file(path)
-    except netns.NetnsInUse:
+    except netns_plan.NetnsInUse:
         return []
-    except netns.NetnsError as exc:
+    except netns_plan.NetnsError as exc:
         return [f"could not remove its network namespaces: {exc}"]
 
 

@@ -31,7 +31,7 @@ from psycopg import sql as pgsql
 from pgarena.db import namespace
 from pgarena.db.namespace import NamespaceConflict
 from pgarena.system.reaper import PidRegistry, postmaster_of
-from pgarena.system.toxiproxy import default_cache_dir
+from pgarena.system.toxiproxy_install import default_cache_dir
 
 APP_USER = "pgarena"
 """The stacks' role (managed cluster: unless --db-user or a stack's [database] names another)."""

@@ -193,6 +193,35 @@ class SshTransport:
                            destination=self.destination)
         self._remote_rsync = "rsync" in lines
 
+    def environment(self, version_commands: Sequence[Sequence[str]] = ()) -> dict:
+        """The host's hostname, cpu_model, cpu_count, memory_bytes, kernel, os and toolchains (each version
+        command → the first line it printed, 'not available' when none), the keys of results' Environment;
+        a value that could not be read is None (not measured)."""
+        commands = {" ".join(argv): list(argv) for argv in version_commands}
+        script = ENVIRONMENT_SH + "".join(
+            VERSION_SH.format(index=index, program=shlex.quote(argv[0]), argv=shlex.join(argv),
+                              timeout=DEFAULT_VERSION_TIMEOUT_S)
+            for index, argv in enumerate(commands.values()))
+        out = self._call(remote_command(script), what="read the environment",
+                         timeout_s=DEFAULT_COMMAND_TIMEOUT_S + 2 * DEFAULT_VERSION_TIMEOUT_S * len(commands)).stdout
+        found = parse_sections(out)
+        memory_kib = found.get("memory_kib", "")
+        cpus = found.get("cpu_count", "")
+        *pretty, system = found.get("os", "").splitlines() or [""]
+        toolchains = {}
+        for index, key in enumerate(commands):
+            text = found.get(f"toolchain {index}", "")
+            toolchains[key] = text.splitlines()[0].strip() if text else "not available"
+        return {
+            "hostname": found.get("hostname") or None,
+            "cpu_model": found.get("cpu_model") or found.get("machine") or None,
+            "cpu_count": int(cpus) if cpus.isdigit() else None,
+            "memory_bytes": int(memory_kib) * 1024 if memory_kib.isdigit() else None,
+            "kernel": found.get("kernel") or None,
+            "os": f"{pretty[0]} ({system})" if pretty else (system or None),
+            "toolchains": toolchains,
+        }
+
     def run(self, command: str | Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
             timeout_s: float = DEFAULT_RUN_TIMEOUT_S, log_path: Path | None = None) -> subprocess.CompletedProcess:
         """Run a command on the host to completion: a string through `/bin/sh -c`, a sequence as an argv; in

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from pgarena.db.data import load_workload_data
-from pgarena.db.postgres import PostgresError, find_bin_dir, provide_database
+from pgarena.db.cluster import provide_database
+from pgarena.db.postgres import PostgresError, find_bin_dir
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 FIXTURE_STACKS = PROJECT_DIR / "tests" / "fixtures" / "stacks"

@@ -15,7 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena.db.postgres import ManagedCluster, PostgresError, find_bin_dir
+from pgarena.db.cluster import ManagedCluster
+from pgarena.db.postgres import PostgresError, find_bin_dir
 from pgarena.results.store import load
 from pgarena.system import reaper
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres

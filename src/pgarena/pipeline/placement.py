@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgarena.config.topology import HostDef, RolesDef, TopologyDef
-from pgarena.db.postgres import Place
+from pgarena.db.cluster import Place
 from pgarena.results.models import RolePlace, TopologyInfo
 from pgarena.system import netns, netns_plan, reaper
 

@@ -24,7 +24,7 @@ from pgarena.contract.flags import ABOVE_CEILING
 from pgarena.db.connections import connection_limit, pools_refusal
 from pgarena.db.data import client_versions, load_workload_data, server_facts
 from pgarena.db.exposed import expose_in_schema
-from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
+from pgarena.db.cluster import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
 from pgarena.load.distributed import GeneratorPlace, local_places
 from pgarena.load.engines import EngineUnavailable, get_engine

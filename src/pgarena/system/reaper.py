@@ -219,7 +219,7 @@ def _is_private_cluster(data_dir: Path) -> bool:
     """A managed cluster in a private temporary folder (`pgarena-pg-*/data`, used when the postgres user
     cannot enter the run folder), nothing else.
 
-    NOTE: `<run>/postgres` is left to the resumed run (postgres.ManagedCluster replaces it once no server
+    NOTE: `<run>/postgres` is left to the resumed run (cluster.ManagedCluster replaces it once no server
     uses it): the watchdog removing it could race with a resume that is already creating its new cluster.
     """
     home = data_dir.parent

@@ -33,7 +33,8 @@ from pgarena.db.postgres import (
     find_bin_dir,
     free_port,
 )
-from pgarena.system.reaper import PidRegistry, postmaster_of
+from pgarena.system.pidregistry import PidRegistry
+from pgarena.system.reaper import postmaster_of
 
 ADMIN_USER = "postgres"
 ALTERNATE_ADMIN_USER = "pgarena_admin"

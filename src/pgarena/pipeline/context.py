@@ -24,7 +24,7 @@ from pgarena.results.models import (
     StackInfo,
     WorkloadVerification,
 )
-from pgarena.system import cgroups, reaper
+from pgarena.system import cgroups, pidregistry
 from pgarena.system.process import ServerProcess, tail
 from pgarena.system.resources import CpuMeters
 from pgarena.system.speedprobe import SpeedProbe
@@ -61,7 +61,7 @@ class RunContext:
     """A resumed run: stack → its verifications stored before the interruption. The schedules drop a stack's
     verifications before its first start in this process; `lifecycle.bring_up` puts them back and checks the
     stack briefly when its build inputs are unchanged (stack/inputs.py), else it verifies the stack again."""
-    registry: reaper.PidRegistry | None = None
+    registry: pidregistry.PidRegistry | None = None
     """Where the processes of this run are recorded (run_dir/pids.json), so a killed run's are found."""
     network: Any = None
     """--db-rtt: the run's DbNetwork (pipeline/network.py), None when stacks connect directly."""

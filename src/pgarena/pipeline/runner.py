@@ -59,7 +59,7 @@ from pgarena.results.models import (
 )
 from pgarena.results.store import ResultsError, save
 from pgarena.results.store import load as load_results
-from pgarena.system import reaper
+from pgarena.system import pidregistry, reaper
 from pgarena.system.envelope import NOT_PINNED_EXTERNAL, pinned_to, process_affinity
 from pgarena.system.environment import collect
 from pgarena.system.process import raise_open_files_limit
@@ -217,7 +217,7 @@ def execute(
     together = len(runnable) if interleave else 1  # stacks up at once, each holding its pool
     largest_pool = max(config.pool_levels)
     max_connections = together * largest_pool + 50  # the managed cluster's; raised only above the profile's 200
-    registry = reaper.PidRegistry(run_dir).__enter__()
+    registry = pidregistry.PidRegistry(run_dir).__enter__()
     try:
         with ExitStack() as scope:
             environment.pgarena_cpus = scope.enter_context(pinned_to(config.generator_cpus))

@@ -47,6 +47,7 @@ from pgarena.system.netns_plan import (
     write_state,
 )
 from pgarena.system.netns_sockets import NETNS_RUN_DIR, verify_connectivity
+from pgarena.system.pidregistry import is_alive
 
 DEFAULT_COMMAND_TIMEOUT_S = 10.0
 """Longest an `ip` command may take before it counts as failed."""
@@ -57,8 +58,6 @@ UNOWNED_RECHECK_S = 0.5
 `create` sets the owner a few milliseconds after making the hub namespace."""
 IP_SEARCH_DIRS = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
 """Where `ip` is looked for when it is not on PATH (a non-root PATH often lacks the sbin folders)."""
-OWNER_START_TOLERANCE_S = 0.05
-"""Two start times (psutil's create_time, seconds since the epoch) closer than this are the same process."""
 
 
 @functools.cache
@@ -306,20 +305,8 @@ def _run_owner(run: str) -> dict | None:
 
 
 def _owner_alive(owner: dict | None) -> bool:
-    """True if the `{"pid", "start_time"}` owner is this process or still runs (same pid, same start time).
-
-    NOTE: the same test as reaper.is_alive, repeated so that reaper.py can import this module.
-    """
-    if owner is None:
-        return False
-    if owner["pid"] == os.getpid():
-        return True
-    try:
-        proc = psutil.Process(owner["pid"])
-        return (owner.get("start_time") is not None and proc.status() != psutil.STATUS_ZOMBIE
-                and abs(proc.create_time() - owner["start_time"]) <= OWNER_START_TOLERANCE_S)
-    except psutil.Error:
-        return False
+    """True if the `{"pid", "start_time"}` owner is this process or still runs (same pid, same start time)."""
+    return owner is not None and (owner["pid"] == os.getpid() or is_alive(owner))
 
 
 def leftovers(prefix_pattern: str = DEFAULT_PREFIX_BASE, *, include_live: bool = False) -> list[str]:

@@ -33,7 +33,7 @@ PR_SET_PDEATHSIG = 1
 
 
 class ProcessTracker(Protocol):
-    """Records the process groups pgarena starts so that a later run can stop them (reaper.PidRegistry)."""
+    """Records the process groups pgarena starts so that a later run can stop them (pidregistry.PidRegistry)."""
 
     def track(self, pid: int, role: str) -> None: ...
 

@@ -14,7 +14,7 @@ from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.warmup import WindowResult
 from pgarena.results.models import Cell, DistributedLoad
-from pgarena.system.process import cpu_between, run_measured
+from pgarena.system.children import cpu_between, run_measured
 from pgarena.verify import variants
 
 if TYPE_CHECKING:

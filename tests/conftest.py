@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pgarena.db.data import load_workload_data
 from pgarena.db.cluster import provide_database
+from pgarena.db.data import load_workload_data
 from pgarena.db.postgres import PostgresError, find_bin_dir
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]

@@ -538,8 +538,8 @@ def param_modes(
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
 ) -> None:
     """Measure perf_test's database cost with literals vs bound parameters (pgbench), for docs/workloads.md."""
-    from pgarena.db.data import load_workload_data
     from pgarena.db.cluster import provide_database
+    from pgarena.db.data import load_workload_data
     from pgarena.pipeline.parammodes import markdown, measure
 
     generator_cpus, server_cpus = cfg.default_cpu_sets()

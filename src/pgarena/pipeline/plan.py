@@ -10,8 +10,8 @@ from pgarena.config.stackdef import Stack, StackLoadError, load_stacks
 from pgarena.config.targets import target_stacks
 from pgarena.contract import workloads as wl
 from pgarena.contract.flags import DEMONSTRATION
-from pgarena.db.namespace import SCHEMA
 from pgarena.db.cluster import ClusterSettings, merge_cluster_settings, port_taken
+from pgarena.db.namespace import SCHEMA
 from pgarena.db.postgres import PostgresError
 from pgarena.pipeline.context import RunError
 from pgarena.results.models import (

@@ -44,6 +44,17 @@ class RunError(Exception):
     """The run cannot start (no stacks selected, engine missing, database unavailable)."""
 
 
+def mark_build_failed(info: StackInfo, build_log: Path, *, timed_out: bool, timeout_s: float, returncode: int,
+                      where: str = "", note: str = "") -> None:
+    """Record in `info` that the stack's build failed: status `build_failed`, the reason ("build[ on HOST]
+    timed out after N s (note)" or "… exit code N", with the log's path) and the log's last lines.
+    `where` is said after "build" (e.g. " on bench-1"); `note` only with a timeout; `timeout_s` in seconds."""
+    why = (f"timed out after {timeout_s:.0f} s" + (f" ({note})" if note else "") if timed_out
+           else f"exit code {returncode}")
+    info.status, info.reason = "build_failed", f"build{where} {why} (log: {build_log})"
+    info.log_tail = tail(build_log, LOG_TAIL_LINES)
+
+
 @dataclass
 class RunContext:
     config: RunConfig

@@ -17,10 +17,9 @@ from pathlib import Path
 
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.config.topology import HostDef
-from pgarena.pipeline.context import LOG_TAIL_LINES, RunContext
+from pgarena.pipeline.context import RunContext, mark_build_failed
 from pgarena.results.models import StackInfo
 from pgarena.system import reaper
-from pgarena.system.process import tail
 from pgarena.system.ssh.host import SshHost
 from pgarena.system.ssh.process import RemoteProcess
 from pgarena.system.ssh.transport import SshError
@@ -96,11 +95,10 @@ def build_and_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict
             step = host.run(render_template(definition.build.command, values), cwd=remote_dir,
                             env=remote_environment(values, definition.build.env),
                             timeout_s=definition.build.timeout_s, log_path=build_log)
-            if step.returncode != 0:
-                why = (f"timed out after {definition.build.timeout_s:.0f} s" if step.returncode == 124
-                       else f"exit code {step.returncode}")
-                info.status, info.reason = "build_failed", f"build on {spec.destination} {why} (log: {build_log})"
-                info.log_tail = tail(build_log, LOG_TAIL_LINES)
+            if step.returncode != 0:  # 124: the remote `timeout` fired
+                mark_build_failed(info, build_log, timed_out=step.returncode == 124,
+                                  timeout_s=definition.build.timeout_s, returncode=step.returncode,
+                                  where=f" on {spec.destination}")
                 return None, values
         ctx.log(f"[{stack.id}] starting on {spec.destination}, port {values['port']}")
         run_log = logs / ("run.log" if not restart else f"run-pool-{values['pool_size']}.log")

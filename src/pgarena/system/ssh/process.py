@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 
 from pgarena.results.atomic import write_text_atomic
+from pgarena.system.pidregistry import is_alive
 from pgarena.system.ssh.shell import (
     CLEAN_SH,
     LOG_SH,
@@ -37,8 +38,6 @@ DEFAULT_STOP_GRACE_S = 10.0
 """Seconds between SIGTERM and SIGKILL when stopping a remote process tree."""
 STATE_VERSION = 1
 """Version of the local state file (1: `owner` and `processes`, each with its host and id)."""
-OWNER_START_TOLERANCE_S = 0.05
-"""Seconds by which a recorded owner's start time may differ from the live process's and still be it."""
 
 _ID_RE = re.compile(r"^[0-9a-f]{32}$")
 _STATE_LOCK = threading.Lock()
@@ -214,11 +213,9 @@ def untrack(path: Path, process_id: str) -> None:
 def owner_alive(owner: Mapping) -> bool:
     """True if the state file's `owner` (pid and start time) is a pgarena process still running."""
     try:
-        proc = psutil.Process(int(owner.get("pid", 0)))
-        started = owner.get("start_time")
-        return (started is not None and abs(proc.create_time() - started) <= OWNER_START_TOLERANCE_S
-                and proc.status() != psutil.STATUS_ZOMBIE)
-    except (psutil.Error, ValueError):
+        pid = int(owner.get("pid", 0))
+    except ValueError:
         return False
+    return is_alive({"pid": pid, "start_time": owner.get("start_time")})
 
 

@@ -49,8 +49,9 @@ from pgarena.config.profiles import build_config
 from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import render_template
 from pgarena.contract import workloads as wl
+from pgarena.db.cluster import provide_database
 from pgarena.db.data import load_workload_data
-from pgarena.db.postgres import Database, PostgresError, free_port, provide_database
+from pgarena.db.postgres import Database, PostgresError, free_port
 from pgarena.load.engines import Engine, EngineUnavailable, get_engine
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.measure import measure_cell

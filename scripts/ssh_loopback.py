@@ -2,7 +2,7 @@
 
 Starts /usr/sbin/sshd inside a network namespace of its own (as tests/integration/test_ssh.py does: own host
 key, a generated client key, no PAM), then times `calls` `SshHost.check()` calls and prints `offsets`
-`SshHost.clock_offset()` results (the true offset is 0: the same clock on both ends). Needs root, iproute2
+`clock_offset(host)` results (the true offset is 0: the same clock on both ends). Needs root, iproute2
 and openssh-server; removes everything it made.
 
 Run: PYTHONPATH=src .venv/bin/python scripts/ssh_loopback.py [calls] [offsets]
@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from pgarena.system import netns
-from pgarena.system.ssh import SshHost
+from pgarena.system.ssh.clock import clock_offset
+from pgarena.system.ssh.host import SshHost
 
 SSHD = Path("/usr/sbin/sshd")
 
@@ -65,7 +66,7 @@ def main(calls: int = 10, offsets: int = 5) -> None:
                       f"max {max(took) * 1000:.0f} ms ({calls} calls, one connection each)")
                 for _ in range(offsets):
                     started = time.perf_counter()
-                    offset, uncertainty = host.clock_offset()
+                    offset, uncertainty = clock_offset(host)
                     print(f"clock_offset(): {offset * 1e6:+.0f} µs ± {uncertainty * 1e6:.0f} µs "
                           f"(took {(time.perf_counter() - started) * 1000:.0f} ms)")
             finally:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from pgarena.db.cluster import provide_database
 from pgarena.db.data import load_workload_data
-from pgarena.db.postgres import PostgresError, find_bin_dir, provide_database
+from pgarena.db.postgres import PostgresError, find_bin_dir
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 FIXTURE_STACKS = PROJECT_DIR / "tests" / "fixtures" / "stacks"
@@ -153,11 +154,12 @@ def process_gone(pid: int, timeout_s: float = 10.0) -> bool:
 def require_load_path(engine: str) -> None:
     """Skip (with the reason) unless `engine` and Toxiproxy are installed or Toxiproxy can be built here: the
     runs through a proxy between the stacks and PostgreSQL (--db-rtt, the resilience profile) need both."""
-    from pgarena.system import toxiproxy
+    from pgarena.system import toxiproxy, toxiproxy_install
 
     require_engine(engine)
-    if toxiproxy.locate() is None:
+    if toxiproxy_install.locate() is None:
         try:
-            toxiproxy.install()
-        except (toxiproxy.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
-            pytest.skip(f"toxiproxy {toxiproxy.TOXIPROXY_VERSION} is not installed and cannot be built here: {exc}")
+            toxiproxy_install.install()
+        except (toxiproxy_install.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
+            pytest.skip(f"toxiproxy {toxiproxy_install.TOXIPROXY_VERSION} is not installed and cannot be built here: "
+                        f"{exc}")

@@ -20,7 +20,7 @@ from pgarena.analysis.recovery import recovery
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.engines.base import LoadSpec
 from pgarena.load.timeline import k6_json_args, read_k6_timeline, read_oha_timeline
-from pgarena.system.process import run_measured
+from pgarena.system.children import run_measured
 from tests.fixtures.local_http import JsonHandler, serving
 
 RATE = 200.0

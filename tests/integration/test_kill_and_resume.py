@@ -15,9 +15,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena.db.postgres import ManagedCluster, PostgresError, find_bin_dir
+from pgarena.db.cluster import ManagedCluster
+from pgarena.db.postgres import PostgresError, find_bin_dir
 from pgarena.results.store import load
-from pgarena.system import reaper
+from pgarena.system import pidregistry, reaper
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [pytest.mark.postgres, needs_postgres]
@@ -63,7 +64,7 @@ def test_kill_9_leaves_nothing_behind_and_resume_completes(tmp_path, fixture_env
     proc = subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:  # a cell finished and the stack still runs: the next cell is running
-        state = reaper.read_state(run_dir) or {}
+        state = pidregistry.read_state(run_dir) or {}
         results_path = run_dir / "results.json"
         if (state.get("processes") and results_path.exists()
                 and json.loads(results_path.read_text()).get("cells")):
@@ -105,7 +106,7 @@ def test_kill_9_leaves_nothing_behind_and_resume_completes(tmp_path, fixture_env
     resumed = load(run_dir)
     assert resumed.status == "complete" and len(resumed.cells) == 3
     assert all(c.status == "ok" for c in resumed.cells)
-    assert reaper.read_state(run_dir)["finished"] is True
+    assert pidregistry.read_state(run_dir)["finished"] is True
     assert not data_dir.exists(), "the killed run's throwaway cluster is removed once its server is stopped"
 
 

@@ -19,8 +19,8 @@ import time
 import psutil
 import pytest
 
-from pgarena.system import netns
-from pgarena.system.netns import NetnsError
+from pgarena.system import netns, netns_plan, netns_sockets
+from pgarena.system.netns_plan import NetnsError
 from tests.conftest import PROJECT_DIR
 
 REASON = netns.available()
@@ -84,7 +84,7 @@ def _read_line(proc: subprocess.Popen, timeout_s: float = STEP_TIMEOUT_S) -> str
     return proc.stdout.readline().strip()
 
 
-def _run_in(topology: netns.Topology, role: str, *argv: str) -> subprocess.CompletedProcess:
+def _run_in(topology: netns_plan.Topology, role: str, *argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(netns.exec_prefix(topology, role) + list(argv), capture_output=True, text=True,
                           timeout=STEP_TIMEOUT_S)
 
@@ -118,7 +118,7 @@ def test_generator_cannot_use_the_host_loopback_or_leave_the_subnet():
         port = host_server.getsockname()[1]
         with socket.create_connection(("127.0.0.1", port), timeout=2):
             pass  # the host itself reaches it
-        assert not netns.can_connect(topology, "generator", "127.0.0.1", port, timeout_s=2.0)
+        assert not netns_sockets.can_connect(topology, "generator", "127.0.0.1", port, timeout_s=2.0)
         refused = _run_in(topology, "generator", sys.executable, "-c", CLIENT, "127.0.0.1", str(port))
         assert refused.returncode != 0 and "ConnectionRefusedError" in refused.stderr
         routes = json.loads(_run_in(topology, "generator", "ip", "-4", "-j", "route").stdout)
@@ -132,7 +132,7 @@ def test_teardown_leaves_nothing_and_is_idempotent(tmp_path):
     topology = netns.create(ROLES, state_file=state)
     try:
         assert _ours(topology.prefix) == sorted(topology.all_namespaces())  # no link on the host at all
-        assert netns.read_state(state) == topology
+        assert netns_plan.read_state(state) == topology
         assert netns.leftovers(topology.prefix) == []  # its owner, this process, is alive
         assert netns.leftovers(topology.prefix, include_live=True) == sorted(topology.all_namespaces())
     finally:
@@ -165,7 +165,7 @@ def test_a_broken_link_fails_the_connectivity_check():
         link = topology.link("database")
         subprocess.run(["ip", "-n", link.namespace, "link", "set", "dev", link.interface, "down"], check=True)
         with pytest.raises(NetnsError, match="to database at"):
-            netns.verify_connectivity(topology, timeout_s=0.5)
+            netns_sockets.verify_connectivity(topology, timeout_s=0.5)
 
 
 def test_a_failed_create_removes_what_it_made(tmp_path, monkeypatch):
@@ -173,7 +173,7 @@ def test_a_failed_create_removes_what_it_made(tmp_path, monkeypatch):
         raise NetnsError("injected failure")
 
     monkeypatch.setattr(netns, "verify_connectivity", broken)
-    prefix = netns.new_prefix()
+    prefix = netns_plan.new_prefix()
     state = tmp_path / "netns.json"
     with pytest.raises(NetnsError, match="injected failure"):
         netns.create(ROLES, prefix, state_file=state)
@@ -185,7 +185,7 @@ def test_a_prefix_in_use_is_refused_and_the_other_run_kept():
     with netns.namespaces(ROLES) as topology:
         with pytest.raises(NetnsError, match="exist already"):
             netns.create(ROLES, topology.prefix)
-        netns.verify_connectivity(topology)  # untouched
+        netns_sockets.verify_connectivity(topology)  # untouched
 
 
 @pytest.mark.parametrize("cleanup", ["reap_state_file", "remove_leftovers"])
@@ -217,7 +217,7 @@ def test_a_killed_creator_leaves_nothing_after_the_reaper(tmp_path, cleanup):
 
 
 def test_unowned_namespaces_and_host_links_are_leftovers():
-    prefix = netns.new_prefix()
+    prefix = netns_plan.new_prefix()
     try:
         # A run killed between creating its hub and naming its owner, and a link someone left on the host.
         subprocess.run(["ip", "netns", "add", f"{prefix}-hub"], check=True)

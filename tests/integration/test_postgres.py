@@ -10,9 +10,10 @@ import pytest
 from psycopg import sql
 
 from pgarena.contract import workloads as wl
+from pgarena.db.cluster import provide_database
 from pgarena.db.data import load_workload_data, server_facts
 from pgarena.db.expected import column_types, expected_perf_test, expected_users
-from pgarena.db.postgres import PostgresError, find_bin_dir, provide_database
+from pgarena.db.postgres import PostgresError, find_bin_dir
 from tests.conftest import needs_postgres, process_gone
 
 pytestmark = [pytest.mark.postgres, needs_postgres]

@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pgarena.db.cluster import ADMIN_USER, provide_database
 from pgarena.db.data import server_facts
-from pgarena.db.postgres import ADMIN_USER, provide_database
 from tests.conftest import process_gone
 
 pytestmark = pytest.mark.postgres

@@ -1,4 +1,4 @@
-"""SSH hosts (system/ssh.py) against a real OpenSSH server: an sshd inside a network namespace of its own stands
+"""SSH hosts (system/ssh) against a real OpenSSH server: an sshd inside a network namespace of its own stands
 in for another machine, reached from the host over the topology's host link.
 
 The sshd gets its own host key, an authorized_keys with a key the test generates, and a known_hosts the client
@@ -28,8 +28,12 @@ from pgarena.config.profiles import build_config
 from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load
-from pgarena.system import netns, ssh, ssh_shell
-from pgarena.system.ssh import SshError, SshHost
+from pgarena.system import netns
+from pgarena.system.ssh.clock import clock_offset
+from pgarena.system.ssh.host import SshHost, reap_state_file
+from pgarena.system.ssh.process import RemoteProcess, read_state
+from pgarena.system.ssh.shell import TOKEN_VARIABLE
+from pgarena.system.ssh.transport import SshError
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_load_path
 
 SSHD = Path("/usr/sbin/sshd")
@@ -122,7 +126,7 @@ def sshd(tmp_path_factory):
 
 def _processes_carrying(token: str) -> list[int]:
     """Live processes on this machine whose environment holds the token (none may survive a stop)."""
-    entry = f"{ssh_shell.TOKEN_VARIABLE}={token}".encode()
+    entry = f"{TOKEN_VARIABLE}={token}".encode()
     found = []
     for proc in psutil.process_iter():
         try:
@@ -185,7 +189,7 @@ def test_check_environment_and_clock(sshd):
     started = time.monotonic()
     overran = host.run(["sleep", "30"], timeout_s=1)  # bounded on the host by `timeout`: exit code 124
     assert overran.returncode == 124 and time.monotonic() - started < 10
-    offset_s, uncertainty_s = host.clock_offset()
+    offset_s, uncertainty_s = clock_offset(host)
     # The same clock on both ends: the true offset is 0, within half the shortest round trip of it.
     assert 0 < uncertainty_s < 0.5
     assert abs(offset_s) <= uncertainty_s
@@ -245,7 +249,7 @@ def test_a_stack_copied_built_started_and_stopped_leaves_nothing(sshd, tmp_path)
     process = host.start('exec "$FIXTURE_PYTHON" app.py', cwd=str(remote), log_path=log_path,
                          env={**env, "PGARENA_HOST": address, "PGARENA_PORT": str(port)})
     try:
-        assert [record["id"] for record in ssh.read_state(state_file)["processes"]] == [process.id]
+        assert [record["id"] for record in read_state(state_file)["processes"]] == [process.id]
         assert (tmp / "remote-state" / f"{process.id}.pid").read_text().strip() == str(process.pgid)
         deadline = time.monotonic() + STEP_TIMEOUT_S
         with httpx.Client(timeout=2.0) as client:
@@ -297,7 +301,7 @@ def test_a_pid_file_naming_someone_elses_process_stops_nothing(sshd, tmp_path):
     host = make()
     other = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
-        process = ssh.RemoteProcess(host, "e" * 32, command="gone long ago", cwd="/", log_path=None)
+        process = RemoteProcess(host, "e" * 32, command="gone long ago", cwd="/", log_path=None)
         (tmp / "remote-state").mkdir(exist_ok=True)
         (tmp / "remote-state" / f"{process.id}.pid").write_text(f"{other.pid}\n")
         assert not process.alive()
@@ -314,7 +318,7 @@ def test_a_pid_file_naming_someone_elses_process_stops_nothing(sshd, tmp_path):
 CREATOR = """
 import json, sys, time
 from pathlib import Path
-from pgarena.system.ssh import SshHost
+from pgarena.system.ssh.host import SshHost
 host = SshHost.from_dict(json.loads(sys.argv[1]), state_file=Path(sys.argv[2]))
 process = host.start('exec "$FIXTURE_PYTHON" app.py', cwd=sys.argv[3], log_path=Path(sys.argv[4]),
                      env={"FIXTURE_PYTHON": sys.executable, "PGARENA_HOST": sys.argv[5], "PGARENA_PORT": "18081"})
@@ -347,13 +351,13 @@ def test_a_killed_runs_remote_stack_is_stopped_by_the_reaper(sshd, tmp_path):
         creator.send_signal(signal.SIGKILL)
         creator.wait(timeout=STEP_TIMEOUT_S)
     assert len(_processes_carrying(process_id)) == 3  # pgarena's death did not reach the remote stack
-    lines = ssh.reap_state_file(state_file, grace_s=2.0)
+    lines = reap_state_file(state_file, grace_s=2.0)
     assert lines == [f"{host.destination}: stopped 3 process(es) of 'exec \"$FIXTURE_PYTHON\" app.py'"]
     assert _processes_carrying(process_id) == []
     assert _only_sshd_left(topology.namespaces["stack"], sshd_proc.pid) == []
     assert not state_file.exists() and not (tmp / "remote-state").exists()
     assert "fetched by the reaper" in log_path.read_text()
-    assert ssh.reap_state_file(state_file) == []
+    assert reap_state_file(state_file) == []
 
 
 def _write_topology(path: Path, topology, keys: Path, name: str, workdir: Path, *, generators: str, stack: str) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pgarena.db.postgres import Database, free_port, provide_database
+from pgarena.db.cluster import provide_database
+from pgarena.db.postgres import Database, free_port
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres

@@ -19,16 +19,10 @@ import httpx
 import psutil
 import pytest
 
-from pgarena.system import toxiproxy
-from pgarena.system.toxiproxy import (
-    EchoServer,
-    Toxiproxy,
-    ToxiproxyError,
-    ToxiproxyUnavailable,
-    connect,
-    measure_overhead,
-    round_trip_ns,
-)
+from pgarena.system import toxiproxy, toxiproxy_install
+from pgarena.system.toxiproxy import Toxiproxy, ToxiproxyError
+from pgarena.system.toxiproxy_install import ToxiproxyUnavailable
+from pgarena.system.toxiproxy_overhead import EchoServer, connect, measure_overhead, round_trip_ns
 
 PAYLOAD = b"ping" * 16
 IO_TIMEOUT_S = 5.0
@@ -37,14 +31,14 @@ IO_TIMEOUT_S = 5.0
 @pytest.fixture(scope="module")
 def binary() -> Path:
     """The pinned server binary (built once into the tool cache when Go is here)."""
-    found = toxiproxy.locate()
+    found = toxiproxy_install.locate()
     if found is not None:
         return found
     if shutil.which("go") is None:
-        pytest.skip(f"toxiproxy {toxiproxy.TOXIPROXY_VERSION} is not installed and Go (which builds it) is not "
-                    f"on PATH: {toxiproxy.install_hint()}")
+        pytest.skip(f"toxiproxy {toxiproxy_install.TOXIPROXY_VERSION} is not installed and Go (which builds it) is not "
+                    f"on PATH: {toxiproxy_install.install_hint()}")
     try:
-        return toxiproxy.install()
+        return toxiproxy_install.install()
     except ToxiproxyUnavailable as exc:
         pytest.skip(f"toxiproxy cannot be built here: {exc}")
 
@@ -77,7 +71,7 @@ def echo():
 def test_starts_reports_its_version_and_stops_without_leftovers(binary, tmp_path):
     with Toxiproxy(binary, log_path=tmp_path / "toxiproxy.log", cpus=[0]) as server:
         pid = server.pid
-        assert server.version() == toxiproxy.TOXIPROXY_VERSION
+        assert server.version() == toxiproxy_install.TOXIPROXY_VERSION
         assert psutil.Process(pid).exe() == str(binary)  # exec'd, no shell in between
         threads = psutil.Process(pid).threads()
         assert len(threads) > 1 and all(psutil.Process(t.id).cpu_affinity() == [0] for t in threads)
@@ -224,7 +218,7 @@ def test_prefix_runs_the_server_through_another_command(binary, tmp_path):
     with Toxiproxy(binary, log_path=tmp_path / "toxiproxy.log", prefix=["nice", "-n", "7"]) as server:
         proc = psutil.Process(server.pid)
         assert proc.exe() == str(binary) and proc.nice() == expected_nice
-        assert server.version() == toxiproxy.TOXIPROXY_VERSION
+        assert server.version() == toxiproxy_install.TOXIPROXY_VERSION
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess:

@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from pgarena.config.profiles import build_config
 from pgarena.config.stackdef import DatabaseSpec, RunSpec, Stack, StackDef
-from pgarena.db.postgres import ClusterSettings, PostgresError, merge_cluster_settings
+from pgarena.db.cluster import ClusterSettings, merge_cluster_settings
+from pgarena.db.postgres import PostgresError
 from pgarena.pipeline.context import RunError
 from pgarena.pipeline.plan import cluster_settings, ports_in_use, stack_schemas
 from pgarena.stack.launch import resolve_health_path

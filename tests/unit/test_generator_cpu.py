@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from pgarena.load.windowrecord import window_cpu_seconds
-from pgarena.system.process import cpu_between, run_measured
+from pgarena.system.children import cpu_between, run_measured
 
 
 def test_cpu_between_interpolates_the_cumulative_samples():

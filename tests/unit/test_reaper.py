@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pgarena.system import reaper
+from pgarena.system import pidregistry, reaper
 from pgarena.system.process import ServerProcess, _prctl
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and uses prctl (Linux)")
@@ -53,7 +53,7 @@ def spawned():
 
 def _state(**extra) -> dict:
     return {"owner": {"pid": 999_999_999, "start_time": 1.0, "role": "pgarena"}, "token": None, "finished": False,
-            "machine": reaper.machine_identity(), "watchdog": None, "processes": [], "postgres": [], **extra}
+            "machine": pidregistry.machine_identity(), "watchdog": None, "processes": [], "postgres": [], **extra}
 
 
 def _orphaned_group(spawned, env: dict) -> tuple[int, psutil.Process]:
@@ -80,7 +80,7 @@ def _pgid(pid: int) -> int | None:
 def test_a_group_whose_leader_is_gone_is_not_matched_by_its_id_alone(spawned):
     """Issue 22 item 16: the recorded leader's pid is gone and a later, unrelated group has that id (here: a
     group started after the recorded start time, without the run's token): nothing of it is stopped."""
-    clean = {k: v for k, v in os.environ.items() if k != reaper.TOKEN_VARIABLE}
+    clean = {k: v for k, v in os.environ.items() if k != pidregistry.TOKEN_VARIABLE}
     pgid, member = _orphaned_group(spawned, clean)
     state = _state(token="t" * 32, processes=[{"pid": pgid, "start_time": member.create_time() - 60, "role": "stack"}])
     assert reaper.reap(state, grace_s=1) == []
@@ -90,7 +90,7 @@ def test_a_group_whose_leader_is_gone_is_not_matched_by_its_id_alone(spawned):
 
 def test_a_group_whose_leader_is_gone_is_stopped_when_a_member_carries_the_token(spawned):
     token = "t" * 32
-    pgid, member = _orphaned_group(spawned, {**os.environ, reaper.TOKEN_VARIABLE: token})
+    pgid, member = _orphaned_group(spawned, {**os.environ, pidregistry.TOKEN_VARIABLE: token})
     state = _state(token=token, processes=[{"pid": pgid, "start_time": member.create_time() - 1, "role": "stack"}])
     lines = reaper.reap(state, grace_s=2)
     assert _gone(member) and lines and lines[0].startswith("stopped 1 process(es)")
@@ -99,33 +99,33 @@ def test_a_group_whose_leader_is_gone_is_stopped_when_a_member_carries_the_token
 def test_a_run_folder_from_another_machine_or_boot_is_left_alone(tmp_path, spawned):
     """Issue 22 item 16: a copied run folder's pids and token name nothing of its own here."""
     token = "c" * 32
-    carrier = spawned(env={**os.environ, reaper.TOKEN_VARIABLE: token})
+    carrier = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: token})
     for name, machine in (("copied", {"boot_id": "0" * 32, "hostname": "elsewhere"}), ("older", None)):
         state = _state(token=token)
         state.pop("machine") if machine is None else state.update(machine=machine)
         (tmp_path / name).mkdir()
-        (tmp_path / name / reaper.PIDS_FILE).write_text(json.dumps(state))
+        (tmp_path / name / pidregistry.PIDS_FILE).write_text(json.dumps(state))
     assert reaper.reap_abandoned(tmp_path, grace_s=1) == []
     assert reaper.reap_run(tmp_path / "copied", grace_s=1) == [
         "copied: nothing stopped: it ran on elsewhere (boot 00000000000000000000000000000000), not on this "
         "machine in this boot"]
     assert carrier.poll() is None
-    assert reaper.read_state(tmp_path / "copied")["finished"] is False  # not even marked
+    assert pidregistry.read_state(tmp_path / "copied")["finished"] is False  # not even marked
 
 
 def test_the_registry_records_the_machine_and_boot(tmp_path):
-    with reaper.PidRegistry(tmp_path, watchdog=False):
-        recorded = reaper.read_state(tmp_path)["machine"]
-    assert recorded == reaper.machine_identity() and recorded["hostname"]
-    if reaper.BOOT_ID_PATH.exists():
+    with pidregistry.PidRegistry(tmp_path, watchdog=False):
+        recorded = pidregistry.read_state(tmp_path)["machine"]
+    assert recorded == pidregistry.machine_identity() and recorded["hostname"]
+    if pidregistry.BOOT_ID_PATH.exists():
         assert len(recorded["boot_id"]) >= 32
 
 
 def test_a_recorded_pid_with_another_start_time_is_not_the_same_process(spawned):
     proc = spawned()
     started = psutil.Process(proc.pid).create_time()
-    assert reaper.is_alive({"pid": proc.pid, "start_time": started})
-    assert not reaper.is_alive({"pid": proc.pid, "start_time": started - 5})  # the pid was reused
+    assert pidregistry.is_alive({"pid": proc.pid, "start_time": started})
+    assert not pidregistry.is_alive({"pid": proc.pid, "start_time": started - 5})  # the pid was reused
     state = _state(processes=[{"pid": proc.pid, "start_time": started - 5, "role": "stack"}])
     assert reaper.reap(state, grace_s=1) == []
     assert proc.poll() is None, "a process that merely reuses a recorded pid must not be killed"
@@ -133,17 +133,17 @@ def test_a_recorded_pid_with_another_start_time_is_not_the_same_process(spawned)
 
 def test_reap_stops_token_carriers_and_recorded_groups_but_nothing_else(spawned):
     token = "t" * 32
-    carrier = spawned(env={**os.environ, reaper.TOKEN_VARIABLE: token})
-    other_token = spawned(env={**os.environ, reaper.TOKEN_VARIABLE: "u" * 32})
+    carrier = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: token})
+    other_token = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: "u" * 32})
     # a shell's child in the shell's process group: no token (it was cleared), found by its group
     leader = spawned(["/bin/sh", "-c", f"'{sys.executable}' -c 'import time; time.sleep(120)' & wait"],
-                     env={k: v for k, v in os.environ.items() if k != reaper.TOKEN_VARIABLE}, process_group=0)
+                     env={k: v for k, v in os.environ.items() if k != pidregistry.TOKEN_VARIABLE}, process_group=0)
     deadline = time.monotonic() + 20
     while not psutil.Process(leader.pid).children() and time.monotonic() < deadline:
         time.sleep(0.05)
     grandchild = psutil.Process(leader.pid).children()[0]
     bystander = spawned()
-    state = _state(token=token, processes=[reaper._record(leader.pid, "stack")])
+    state = _state(token=token, processes=[pidregistry.record_of(leader.pid, "stack")])
     lines = reaper.reap(state, grace_s=2)
     assert _gone(carrier) and _gone(leader) and _gone(grandchild)
     assert other_token.poll() is None and bystander.poll() is None
@@ -152,10 +152,10 @@ def test_reap_stops_token_carriers_and_recorded_groups_but_nothing_else(spawned)
 
 def test_a_run_whose_pgarena_still_runs_is_refused_and_a_dead_ones_leftovers_are_stopped(tmp_path, spawned):
     owner = spawned()
-    left = spawned(env={**os.environ, reaper.TOKEN_VARIABLE: "a" * 32})
-    state = _state(owner=reaper._record(owner.pid, "pgarena"), token="a" * 32)
+    left = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: "a" * 32})
+    state = _state(owner=pidregistry.record_of(owner.pid, "pgarena"), token="a" * 32)
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / reaper.PIDS_FILE).write_text(json.dumps(state))
+    (tmp_path / "run" / pidregistry.PIDS_FILE).write_text(json.dumps(state))
     with pytest.raises(reaper.RunInUse, match=f"still being run by pgarena \\(pid {owner.pid}\\)"):
         reaper.reap_run(tmp_path / "run", grace_s=1)
     assert reaper.reap_abandoned(tmp_path, grace_s=1) == [] and left.poll() is None
@@ -163,7 +163,7 @@ def test_a_run_whose_pgarena_still_runs_is_refused_and_a_dead_ones_leftovers_are
     owner.wait()
     lines = reaper.reap_abandoned(tmp_path, grace_s=1)
     assert lines and lines[0].startswith("run: stopped 1 process(es)") and _gone(left)
-    assert reaper.read_state(tmp_path / "run")["finished"] is True
+    assert pidregistry.read_state(tmp_path / "run")["finished"] is True
     assert reaper.reap_abandoned(tmp_path, grace_s=1) == []  # reaped once
 
 
@@ -180,34 +180,34 @@ def test_postmaster_pid_names_a_server_only_if_its_start_time_matches(tmp_path, 
 
 
 def test_the_registry_records_tracks_and_its_watchdog_reaps_on_close(tmp_path, spawned, monkeypatch):
-    monkeypatch.delenv(reaper.TOKEN_VARIABLE, raising=False)
-    with reaper.PidRegistry(tmp_path) as registry:
-        assert os.environ[reaper.TOKEN_VARIABLE] == registry.token
-        state = reaper.read_state(tmp_path)
+    monkeypatch.delenv(pidregistry.TOKEN_VARIABLE, raising=False)
+    with pidregistry.PidRegistry(tmp_path) as registry:
+        assert os.environ[pidregistry.TOKEN_VARIABLE] == registry.token
+        state = pidregistry.read_state(tmp_path)
         assert state["owner"]["pid"] == os.getpid() and state["watchdog"]["pid"] and not state["finished"]
         watchdog = psutil.Process(state["watchdog"]["pid"])
         leftover = spawned()  # inherits the token from the environment, like every child of a run
         stack = spawned(process_group=0)
         registry.track(stack.pid, "stack")
-        assert [p["pid"] for p in reaper.read_state(tmp_path)["processes"]] == [stack.pid]
+        assert [p["pid"] for p in pidregistry.read_state(tmp_path)["processes"]] == [stack.pid]
         registry.untrack(stack.pid)
-        assert reaper.read_state(tmp_path)["processes"] == []
-    assert reaper.TOKEN_VARIABLE not in os.environ
-    assert reaper.read_state(tmp_path)["finished"] is True
+        assert pidregistry.read_state(tmp_path)["processes"] == []
+    assert pidregistry.TOKEN_VARIABLE not in os.environ
+    assert pidregistry.read_state(tmp_path)["finished"] is True
     assert _gone(leftover), "the watchdog stops what the run left behind"
     assert _gone(watchdog) and _gone(stack)
 
 
 def test_the_watchdog_reaps_when_pgarena_is_killed(tmp_path):
     script = (f"import sys, time; sys.path[:0] = {sys.path!r}\n"
-              "from pathlib import Path; from pgarena.system.reaper import PidRegistry; import subprocess\n"
+              "from pathlib import Path; from pgarena.system.pidregistry import PidRegistry; import subprocess\n"
               f"r = PidRegistry(Path({str(tmp_path)!r})).__enter__()\n"
               "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True)\n"
               "print(p.pid, flush=True); time.sleep(120)\n")
     owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         orphan = psutil.Process(int(owner.stdout.readline()))
-        watchdog = psutil.Process(reaper.read_state(tmp_path)["watchdog"]["pid"])
+        watchdog = psutil.Process(pidregistry.read_state(tmp_path)["watchdog"]["pid"])
         owner.kill()
         owner.wait()
         assert _gone(orphan), "a process in a session of its own is still found by the token"

@@ -1,4 +1,4 @@
-"""The parts of system/ssh.py that need no server: the ssh argv, quoting (run through a local /bin/sh exactly as
+"""The parts of system/ssh that need no server: the ssh argv, quoting (run through a local /bin/sh exactly as
 sshd runs the command string: `$SHELL -c STRING`), the clock-offset maths, what a copy leaves out, the parsing of
 what remote scripts print, and the state file."""
 
@@ -12,8 +12,12 @@ from pathlib import Path, PurePosixPath
 import psutil
 import pytest
 
-from pgarena.system import ssh, ssh_shell
-from pgarena.system.ssh import ClockSample, ExcludeRule, SshError, SshHost, SshInUse
+from pgarena.system.ssh import files, shell
+from pgarena.system.ssh.clock import ClockSample, offset_from_samples
+from pgarena.system.ssh.files import ExcludeRule
+from pgarena.system.ssh.host import SshHost, reap_state_file
+from pgarena.system.ssh.process import STATE_VERSION, RemoteProcess, read_state, track, untrack
+from pgarena.system.ssh.transport import DEFAULT_CONNECT_TIMEOUT_S, SshError, SshInUse, hint
 from tests.conftest import PROJECT_DIR
 
 NASTY = ["it's", 'a "quoted" $HOME `date` value', "with spaces;  and \\ backslash", "$(echo no)", "ünï\ncode", "",
@@ -35,7 +39,7 @@ def test_ssh_argv_never_prompts_and_puts_the_destination_after_the_options():
     assert ["-i", "/keys/id ed25519", "-o", "IdentitiesOnly=yes"] == argv[argv.index("-i"):argv.index("-i") + 4]
     options = [argv[i + 1] for i, word in enumerate(argv) if word == "-o"]
     # The user's options come before pgarena's defaults: ssh keeps the first value of an option.
-    assert options.index("ConnectTimeout=3") < options.index(f"ConnectTimeout={ssh.DEFAULT_CONNECT_TIMEOUT_S}")
+    assert options.index("ConnectTimeout=3") < options.index(f"ConnectTimeout={DEFAULT_CONNECT_TIMEOUT_S}")
     assert "UserKnownHostsFile=/run/known hosts" in options
     assert "-F" not in argv  # the user's own ssh config applies unless one is given
 
@@ -61,20 +65,20 @@ def test_remote_spec_brackets_ipv6_addresses():
 
 
 def test_arguments_arrive_word_for_word():
-    done = as_sshd_would(ssh_shell.remote_command('for a in "$@"; do printf "<%s>" "$a"; done', *NASTY))
+    done = as_sshd_would(shell.remote_command('for a in "$@"; do printf "<%s>" "$a"; done', *NASTY))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "".join(f"<{word}>" for word in NASTY)
 
 
 def test_environment_values_arrive_intact_and_bad_names_are_refused():
     env = {f"V{i}": value for i, value in enumerate(NASTY)}
-    script = ssh_shell.env_exports(env) + '\nfor n in V0 V1 V2 V3 V4 V5 V6; do eval "printf \'<%s>\' \\"\\$$n\\""; done'
-    done = as_sshd_would(ssh_shell.remote_command(script))
+    script = shell.env_exports(env) + '\nfor n in V0 V1 V2 V3 V4 V5 V6; do eval "printf \'<%s>\' \\"\\$$n\\""; done'
+    done = as_sshd_would(shell.remote_command(script))
     assert done.stdout == "".join(f"<{value}>" for value in NASTY), done.stderr
     with pytest.raises(ValueError, match="environment variable name"):
-        ssh_shell.env_exports({"A-B": "x"})
+        shell.env_exports({"A-B": "x"})
     with pytest.raises(ValueError, match="environment variable name"):
-        ssh_shell.env_exports({"X; rm -rf /": "x"})
+        shell.env_exports({"X; rm -rf /": "x"})
 
 
 def _local(monkeypatch, host: SshHost) -> list[str]:
@@ -117,10 +121,10 @@ def test_run_in_a_missing_folder_exits_125_and_an_overrun_124(monkeypatch, tmp_p
 
 
 def test_a_relative_state_folder_is_under_the_logins_home():
-    script = ssh_shell.PRELUDE_SH + 'printf "%s %s" "$pidfile" "$log"'
-    done = as_sshd_would(ssh_shell.remote_command(script, ".cache/pgarena/ssh", "a" * 32), env={"HOME": "/home/b"})
+    script = shell.PRELUDE_SH + 'printf "%s %s" "$pidfile" "$log"'
+    done = as_sshd_would(shell.remote_command(script, ".cache/pgarena/ssh", "a" * 32), env={"HOME": "/home/b"})
     assert done.stdout == f"/home/b/.cache/pgarena/ssh/{'a' * 32}.pid /home/b/.cache/pgarena/ssh/{'a' * 32}.log"
-    done = as_sshd_would(ssh_shell.remote_command(script, "/srv/state", "b" * 32))
+    done = as_sshd_would(shell.remote_command(script, "/srv/state", "b" * 32))
     assert done.stdout.startswith(f"/srv/state/{'b' * 32}.pid ")
 
 
@@ -129,23 +133,23 @@ def test_offset_comes_from_the_shortest_round_trip():
     samples = [ClockSample(sent_s=100.0, remote_s=102.5 + 0.030, round_trip_s=0.040),
                ClockSample(sent_s=101.0, remote_s=103.5 + 0.001, round_trip_s=0.004),
                ClockSample(sent_s=102.0, remote_s=104.5 + 0.050, round_trip_s=0.100)]
-    offset, uncertainty = ssh.offset_from_samples(samples)
+    offset, uncertainty = offset_from_samples(samples)
     assert uncertainty == pytest.approx(0.002)
     assert offset == pytest.approx(2.5 + 0.001 - 0.002)
     assert abs(offset - 2.5) <= uncertainty  # the truth lies within the bound
     with pytest.raises(ValueError, match="no clock samples"):
-        ssh.offset_from_samples([])
+        offset_from_samples([])
 
 
 def test_offset_is_bounded_by_half_the_round_trip_wherever_the_reading_fell():
     for at in (0.0, 0.25, 0.5, 0.75, 1.0):  # where inside the round trip the remote clock was read
         sample = ClockSample(sent_s=10.0, remote_s=10.0 - 0.3 + at * 0.02, round_trip_s=0.02)
-        offset, uncertainty = ssh.offset_from_samples([sample])
+        offset, uncertainty = offset_from_samples([sample])
         assert abs(offset - (-0.3)) <= uncertainty + 1e-12
 
 
 def test_gitignore_lines_become_rules():
-    rules = ssh.parse_ignore_lines(["# comment", "", "build/", "*.log", "/dist", "docs/out/", "!keep.log",
+    rules = files.parse_ignore_lines(["# comment", "", "build/", "*.log", "/dist", "docs/out/", "!keep.log",
                                     "**/tmp", "  "])
     assert rules == [ExcludeRule("build", anchored=False, directory_only=True),
                      ExcludeRule("*.log", anchored=False, directory_only=False),
@@ -170,15 +174,15 @@ def test_gitignore_lines_become_rules():
 ])
 def test_what_a_copy_leaves_out(tmp_path, path, is_dir, excluded):
     (tmp_path / ".gitignore").write_text("build/\n*.log\ndocs/out/\n")
-    rules = ssh.stack_excludes(tmp_path)
-    assert ssh.is_excluded(PurePosixPath(path), is_dir, rules) is excluded
+    rules = files.stack_excludes(tmp_path)
+    assert files.is_excluded(PurePosixPath(path), is_dir, rules) is excluded
 
 
 def test_default_excludes_are_the_projects_stack_build_outputs():
     lines = (PROJECT_DIR / ".gitignore").read_text().splitlines()
     stack_outputs = {"/" + line.removeprefix("stacks/*/") for line in lines if line.startswith("stacks/*/")}
-    assert stack_outputs and stack_outputs <= set(ssh.DEFAULT_EXCLUDES)
-    assert "__pycache__/" in lines and "__pycache__/" in ssh.DEFAULT_EXCLUDES
+    assert stack_outputs and stack_outputs <= set(files.DEFAULT_EXCLUDES)
+    assert "__pycache__/" in lines and "__pycache__/" in files.DEFAULT_EXCLUDES
 
 
 @pytest.mark.parametrize("remote", ["", "/", ".", "~", "~/", "a/../..", "-rf", "x\ny"])
@@ -188,45 +192,45 @@ def test_a_remote_folder_that_is_not_its_own_is_refused(remote):
 
 
 def test_sections_and_usage_are_parsed():
-    assert ssh_shell.parse_sections("junk\n@@pgarena a\n x \n\n@@pgarena b\n@@pgarena c\nl1\nl2\n") == {
+    assert shell.parse_sections("junk\n@@pgarena a\n x \n\n@@pgarena b\n@@pgarena c\nl1\nl2\n") == {
         "a": "x", "b": "", "c": "l1\nl2"}
     text = "clock 100 4096\nproc 10 S 150 50 20 5 1000\nproc 11 R 30 20 0 0 500\n"
-    usage = ssh_shell.parse_usage(text)
-    assert usage == ssh_shell.RemoteUsage(cpu_seconds=2.75, rss_bytes=1500 * 4096, processes=2)
-    assert ssh_shell.parse_usage("proc 10 S 1 1 1 1 1\n") is None  # no clock line: not measured, not zero
-    assert ssh_shell.parse_usage("clock 100 4096\n") == ssh_shell.RemoteUsage(cpu_seconds=0.0, rss_bytes=0, processes=0)
+    usage = shell.parse_usage(text)
+    assert usage == shell.RemoteUsage(cpu_seconds=2.75, rss_bytes=1500 * 4096, processes=2)
+    assert shell.parse_usage("proc 10 S 1 1 1 1 1\n") is None  # no clock line: not measured, not zero
+    assert shell.parse_usage("clock 100 4096\n") == shell.RemoteUsage(cpu_seconds=0.0, rss_bytes=0, processes=0)
 
 
 def test_ssh_errors_name_the_destination_and_say_what_to_do():
-    error = SshError("cannot log in: ssh failed" + ssh._hint("root@h: Permission denied (publickey)."),
+    error = SshError("cannot log in: ssh failed" + hint("root@h: Permission denied (publickey)."),
                      destination="root@h", stderr="root@h: Permission denied (publickey).\n")
     assert str(error).startswith("root@h: cannot log in") and "authorized_keys" in str(error)
     assert str(error).endswith(": root@h: Permission denied (publickey).")
-    assert "ssh-keyscan" in ssh._hint("Host key verification failed.")
-    assert ssh._hint("Connection refused") == ""
+    assert "ssh-keyscan" in hint("Host key verification failed.")
+    assert hint("Connection refused") == ""
 
 
 def _record(process_id: str) -> dict:
     host = SshHost("root@h", identity_file=Path("/k"), options={"StrictHostKeyChecking": "yes"})
-    return ssh.RemoteProcess(host, process_id, command="exec app", cwd="/srv/s", log_path=Path("/l")).as_dict()
+    return RemoteProcess(host, process_id, command="exec app", cwd="/srv/s", log_path=Path("/l")).as_dict()
 
 
 def test_the_state_file_records_processes_and_goes_with_the_last(tmp_path):
     path = tmp_path / "run" / "ssh.json"
-    ssh._track(path, _record("a" * 32))
-    ssh._track(path, {**_record("b" * 32), "pgid": 4242})
-    ssh._track(path, {**_record("a" * 32), "pgid": 4141})  # the pid, once known, replaces the record
-    data = ssh.read_state(path)
-    assert data["owner"]["pid"] == os.getpid() and data["version"] == ssh.STATE_VERSION
+    track(path, _record("a" * 32))
+    track(path, {**_record("b" * 32), "pgid": 4242})
+    track(path, {**_record("a" * 32), "pgid": 4141})  # the pid, once known, replaces the record
+    data = read_state(path)
+    assert data["owner"]["pid"] == os.getpid() and data["version"] == STATE_VERSION
     assert [(p["id"][0], p["pgid"]) for p in data["processes"]] == [("b", 4242), ("a", 4141)]
     host = SshHost.from_dict(data["processes"][0]["host"])
     assert host.ssh_argv("x") == SshHost("root@h", identity_file=Path("/k"),
                                          options={"StrictHostKeyChecking": "yes"}).ssh_argv("x")
-    ssh._untrack(path, "b" * 32)
-    assert [p["id"] for p in ssh.read_state(path)["processes"]] == ["a" * 32]
-    ssh._untrack(path, "a" * 32)
+    untrack(path, "b" * 32)
+    assert [p["id"] for p in read_state(path)["processes"]] == ["a" * 32]
+    untrack(path, "a" * 32)
     assert not path.exists()
-    assert ssh.reap_state_file(path) == []
+    assert reap_state_file(path) == []
 
 
 def test_a_state_file_of_a_running_pgarena_is_not_reaped(tmp_path):
@@ -235,7 +239,7 @@ def test_a_state_file_of_a_running_pgarena_is_not_reaped(tmp_path):
     path.write_text(json.dumps({"version": 1, "owner": {"pid": parent.pid, "start_time": parent.create_time()},
                                 "processes": [_record("c" * 32)]}))
     with pytest.raises(SshInUse, match="still running"):
-        ssh.reap_state_file(path)
+        reap_state_file(path)
     assert path.exists()
 
 
@@ -249,13 +253,13 @@ def test_an_unreachable_host_keeps_its_record_for_a_later_reap(tmp_path, monkeyp
                        stderr="ssh: connect to host h port 22: No route to host")
 
     monkeypatch.setattr(SshHost, "_call", unreachable)
-    lines = ssh.reap_state_file(path)
+    lines = reap_state_file(path)
     assert len(lines) == 1 and lines[0].startswith("could not stop 'exec app' on root@h: ") and "No route" in lines[0]
-    assert [p["id"] for p in ssh.read_state(path)["processes"]] == ["d" * 32]
+    assert [p["id"] for p in read_state(path)["processes"]] == ["d" * 32]
 
 
 def test_a_broken_state_file_is_one_clear_error(tmp_path):
     path = tmp_path / "ssh.json"
     path.write_text("{not json")
     with pytest.raises(SshError, match="cannot read the SSH state file"):
-        ssh.reap_state_file(path)
+        reap_state_file(path)

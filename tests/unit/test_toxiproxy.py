@@ -10,54 +10,49 @@ from pathlib import Path
 import pytest
 
 from pgarena.load.engines.base import tool_cache_dir
-from pgarena.system import toxiproxy
-from pgarena.system.toxiproxy import (
-    Toxiproxy,
-    ToxiproxyUnavailable,
-    percentile,
-    rtt_split_ms,
-    summarize_round_trips,
-    toxic_body,
-)
+from pgarena.system import toxiproxy, toxiproxy_install
+from pgarena.system.toxiproxy import Toxiproxy, join_host_port, rtt_split_ms, toxic_body
+from pgarena.system.toxiproxy_install import ToxiproxyUnavailable
+from pgarena.system.toxiproxy_overhead import percentile, summarize_round_trips
 
 
 def test_default_cache_dir_is_the_tool_cache_of_the_load_engines(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert toxiproxy.default_cache_dir() == tool_cache_dir() == tmp_path / "pgarena" / "tools"
+    assert toxiproxy_install.default_cache_dir() == tool_cache_dir() == tmp_path / "pgarena" / "tools"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert toxiproxy.default_cache_dir() == tool_cache_dir()
+    assert toxiproxy_install.default_cache_dir() == tool_cache_dir()
 
 
 def test_install_paths_name_the_pinned_version(tmp_path):
-    assert toxiproxy.install_dir(tmp_path) == tmp_path / f"toxiproxy-{toxiproxy.TOXIPROXY_VERSION}"
-    assert toxiproxy.binary_path(tmp_path) == tmp_path / "toxiproxy-2.5.0" / "bin" / "server"
+    assert toxiproxy_install.install_dir(tmp_path) == tmp_path / f"toxiproxy-{toxiproxy_install.TOXIPROXY_VERSION}"
+    assert toxiproxy_install.binary_path(tmp_path) == tmp_path / "toxiproxy-2.5.0" / "bin" / "server"
 
 
 def test_install_command_pins_the_module_version_and_stamps_it():
-    argv = toxiproxy.install_command("/usr/local/go/bin/go")
+    argv = toxiproxy_install.install_command("/usr/local/go/bin/go")
     assert argv[:2] == ["/usr/local/go/bin/go", "install"]
     assert argv[-1] == "github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0"
     assert "-ldflags=-X github.com/Shopify/toxiproxy/v2.Version=2.5.0" in argv
-    hint = toxiproxy.install_hint(Path("/cache"))
+    hint = toxiproxy_install.install_hint(Path("/cache"))
     assert hint.startswith("GOBIN=/cache/toxiproxy-2.5.0/bin go install ")
 
 
 def test_locate_finds_only_an_executable_in_the_cache(tmp_path):
-    assert toxiproxy.locate(tmp_path) is None
-    binary = toxiproxy.binary_path(tmp_path)
+    assert toxiproxy_install.locate(tmp_path) is None
+    binary = toxiproxy_install.binary_path(tmp_path)
     binary.parent.mkdir(parents=True)
     binary.write_bytes(b"#!/bin/sh\n")
-    assert toxiproxy.locate(tmp_path) is None  # not executable
+    assert toxiproxy_install.locate(tmp_path) is None  # not executable
     binary.chmod(binary.stat().st_mode | stat.S_IXUSR)
-    assert toxiproxy.locate(tmp_path) == binary
-    assert toxiproxy.install(cache_dir=tmp_path) == binary  # installed: no build
+    assert toxiproxy_install.locate(tmp_path) == binary
+    assert toxiproxy_install.install(cache_dir=tmp_path) == binary  # installed: no build
 
 
 def test_install_without_go_says_how(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(ToxiproxyUnavailable, match="Go is not on PATH.*go install"):
-        toxiproxy.install(cache_dir=tmp_path)
-    assert not toxiproxy.install_dir(tmp_path).exists()
+        toxiproxy_install.install(cache_dir=tmp_path)
+    assert not toxiproxy_install.install_dir(tmp_path).exists()
 
 
 def test_a_failed_build_leaves_no_binary_and_shows_the_log(monkeypatch, tmp_path):
@@ -67,9 +62,9 @@ def test_a_failed_build_leaves_no_binary_and_shows_the_log(monkeypatch, tmp_path
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     cache = tmp_path / "cache"
     with pytest.raises(ToxiproxyUnavailable, match="(?s)exit code 1.*module lookup disabled"):
-        toxiproxy.install(cache_dir=cache)
-    assert toxiproxy.locate(cache) is None
-    assert sorted(p.name for p in toxiproxy.install_dir(cache).iterdir()) == ["install.log"]
+        toxiproxy_install.install(cache_dir=cache)
+    assert toxiproxy_install.locate(cache) is None
+    assert sorted(p.name for p in toxiproxy_install.install_dir(cache).iterdir()) == ["install.log"]
 
 
 def test_a_successful_build_is_moved_into_place(monkeypatch, tmp_path):
@@ -78,8 +73,8 @@ def test_a_successful_build_is_moved_into_place(monkeypatch, tmp_path):
     fake_go.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     cache = tmp_path / "cache"
-    assert toxiproxy.install(cache_dir=cache) == toxiproxy.binary_path(cache)
-    assert sorted(p.name for p in toxiproxy.install_dir(cache).iterdir()) == ["bin", "install.log"]
+    assert toxiproxy_install.install(cache_dir=cache) == toxiproxy_install.binary_path(cache)
+    assert sorted(p.name for p in toxiproxy_install.install_dir(cache).iterdir()) == ["bin", "install.log"]
 
 
 @pytest.mark.parametrize(("rtt_ms", "split"), [(0, (0, 0)), (1, (1, 0)), (2, (1, 1)), (4, (2, 2)), (5, (3, 2)),
@@ -121,8 +116,8 @@ def test_server_argv_runs_behind_the_prefix(tmp_path):
 
 
 def test_join_host_port_brackets_ipv6():
-    assert toxiproxy.join_host_port("127.0.0.1", 5) == "127.0.0.1:5"
-    assert toxiproxy.join_host_port("::1", 5) == "[::1]:5"
+    assert join_host_port("127.0.0.1", 5) == "127.0.0.1:5"
+    assert join_host_port("::1", 5) == "[::1]:5"
 
 
 def test_percentile_interpolates_between_order_statistics():

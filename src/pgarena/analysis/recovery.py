@@ -354,17 +354,28 @@ K = TypeVar("K")
 
 
 @dataclass(frozen=True)
+class RecoveryTime:
+    """What `rank_by_recovery` reads of a recovery, and all a stored result keeps of it for ranking: the
+    status, the seconds from the fault's end until recovered (None: not recovered) and the timeline's bin
+    width in seconds. A `Recovery` carries the same three."""
+
+    status: str
+    recovered_after_s: float | None
+    bin_s: float
+
+
+@dataclass(frozen=True)
 class RecoveryRank(Generic[K]):
     """One stack's place in a resilience table."""
 
     key: K
-    recovery: Recovery
+    recovery: Recovery | RecoveryTime
     rank: str
     """"1", a range "2–3" where recovery times are within one bin of each other (they could be in either
     order), the range shared by every stack that never recovered, or NOT_RANKED ("–")."""
 
 
-def rank_by_recovery(items: Iterable[tuple[K, Recovery]]) -> list[RecoveryRank[K]]:
+def rank_by_recovery(items: Iterable[tuple[K, Recovery | RecoveryTime]]) -> list[RecoveryRank[K]]:
     """Stacks ordered by recovery time, faster first; every stack that never recovered after them (tied
     with each other); unranked ones (no or unsteady baseline) last with NOT_RANKED.
 
@@ -378,15 +389,15 @@ def rank_by_recovery(items: Iterable[tuple[K, Recovery]]) -> list[RecoveryRank[K
     widths = {round(rec.bin_s, 9) for _, rec in items}
     if len(widths) > 1:
         raise ValueError(f"recoveries from timelines with different bin widths: {sorted(widths)} s")
-    ranked = [(i, rec) for i, (_, rec) in enumerate(items) if rec.ranked]
+    ranked = [(i, rec) for i, (_, rec) in enumerate(items) if rec.status in RANKED_STATUSES]
     intervals = []
     for i, rec in ranked:
-        if rec.recovered:
+        if rec.status == "recovered":
             t = rec.recovered_after_s or 0.0
             # rank_with_ties ranks higher first; _EPS: exactly one bin apart is a tie despite float sums
             intervals.append((i, -(t + rec.bin_s + _EPS), -t, -t))
         else:
             intervals.append((i, -math.inf, -math.inf, -math.inf))
     out = [RecoveryRank(items[i][0], items[i][1], label) for i, label in rank_with_ties(intervals)]
-    out += [RecoveryRank(key, rec, NOT_RANKED) for key, rec in items if not rec.ranked]
+    out += [RecoveryRank(key, rec, NOT_RANKED) for key, rec in items if rec.status not in RANKED_STATUSES]
     return out

@@ -59,7 +59,7 @@ def param_modes(
 ) -> None:
     """Measure perf_test's database cost with literals vs bound parameters (pgbench), for docs/workloads.md."""
     from pgarena.db.data import load_workload_data
-    from pgarena.db.postgres import provide_database
+    from pgarena.db.cluster import provide_database
     from pgarena.pipeline.parammodes import markdown, measure
 
     generator_cpus, server_cpus = default_cpu_sets()

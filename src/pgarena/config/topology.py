@@ -2,7 +2,7 @@
 
 A host is `local` (this machine), `netns` (a network namespace pgarena creates for the run and removes,
 system/netns.py: the test bed on one machine) or `ssh` (another machine reached with the OpenSSH client,
-system/ssh.py). The roles are one or more **generators**, the **stack** (every stack of the run) and the
+system/ssh). The roles are one or more **generators**, the **stack** (every stack of the run) and the
 **database** (the managed PostgreSQL; left out, the run uses your own server given with --database-url). Validated like stack.toml: every error names the file and the key.
 
     [hosts.gen1]

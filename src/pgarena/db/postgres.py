@@ -5,100 +5,41 @@ stack or `--db-port` asks for) with a socket directory of its own, runs as the `
 pgarena runs as root (the server refuses root), is pinned to the server CPU set, and is stopped on exit,
 Ctrl-C or error. In both cases pgarena's objects live in schema `pgarena` and the stacks connect as a
 role of pgarena's own (see namespace.py): a user's server keeps its tables, functions and roles.
+
+This module holds what both kinds share (how to reach a database: `Database`, and a user's own server:
+`external_database`) and where the server binaries are (`find_bin_dir`); db/cluster.py runs the managed
+cluster and `provide_database` gives a run the one it asked for.
 """
+
 
 from __future__ import annotations
 
 import glob
-import os
-import pwd
 import re
 import secrets
 import shutil
 import socket
 import subprocess
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-import psutil
 import psycopg
-from psycopg import sql as pgsql
 
 from pgarena.db import namespace
 from pgarena.db.namespace import NamespaceConflict
-from pgarena.system.reaper import PidRegistry, postmaster_of
-from pgarena.system.toxiproxy import default_cache_dir
+from pgarena.system.toxiproxy_install import default_cache_dir
 
 APP_USER = "pgarena"
 """The stacks' role (managed cluster: unless --db-user or a stack's [database] names another)."""
 APP_DATABASE = "pgarena"
-ADMIN_USER = "postgres"
-ALTERNATE_ADMIN_USER = "pgarena_admin"
-"""The managed cluster's superuser when the stacks' role is asked to be called `postgres`."""
 INSTALL_HINT = "apt-get install postgresql (PostgreSQL server binaries: initdb, pg_ctl, postgres)"
-
-SETTINGS_PROFILE_NAME = "pgarena-default"
-SETTINGS_PROFILE: dict[str, str] = {
-    "max_connections": "200",
-    "shared_buffers": "256MB",
-    "shared_preload_libraries": "pg_stat_statements",
-    "pg_stat_statements.track": "top",
-    "timezone": "UTC",
-    "log_timezone": "UTC",
-    "log_min_messages": "warning",
-    "log_checkpoints": "off",
-    "log_line_prefix": "%m [%p] %q%u@%d ",
-}
-"""Settings applied to the managed cluster on top of PostgreSQL's defaults (docs/methodology.md).
-
-Everything else is the server's default; the effective non-default settings are read back from
-`pg_settings` and stored in every result.
-"""
 
 
 class PostgresError(Exception):
     """The database could not be provided; the message says why and what to do."""
 
-
-@dataclass(frozen=True)
-class ClusterSettings:
-    """What the managed cluster offers the stacks; None = pgarena's choice (a free port, role and
-    database `pgarena`, a random password). Set by --db-* options or a stack's `[database]` table."""
-
-    port: int | None = None
-    user: str | None = None
-    password: str | None = None
-    name: str | None = None
-
-    def described(self) -> str:
-        """`port 5432, user bench, password ***, database hello` (the password never shown)."""
-        parts = [("port", self.port), ("user", self.user), ("password", self.password and "***"),
-                 ("database", self.name)]
-        return ", ".join(f"{k} {v}" for k, v in parts if v is not None) or "pgarena's defaults"
-
-
-def merge_cluster_settings(given: ClusterSettings, wanted: dict[str, ClusterSettings]) -> ClusterSettings:
-    """One managed cluster for every selected stack: the --db-* options plus each stack's `[database]`.
-
-    NOTE: a run has one cluster, so two sources that fix the same setting differently cannot both be
-    served: PostgresError names them (run those stacks in separate runs). Documented in docs/contract.md.
-    """
-    merged = dict(vars(given))
-    source = {key: "the command line" for key, value in merged.items() if value is not None}
-    for stack_id, settings in wanted.items():
-        for key, value in vars(settings).items():
-            if value is None:
-                continue
-            if merged[key] is not None and merged[key] != value:
-                shown = "***" if key == "password" else f"{merged[key]} vs {value}"
-                raise PostgresError(f"stack {stack_id} wants the managed database's {key} different from "
-                                    f"{source[key]} ({shown}); run them in separate runs")
-            merged[key], source[key] = value, f"stack {stack_id}"
-    return ClusterSettings(**merged)
 
 
 REGISTRY_POSTGRES_VERSION = "18.4.0"
@@ -207,216 +148,6 @@ def _session(url: str, **kwargs) -> psycopg.Connection:
     return conn
 
 
-def _run_as(user: str | None, argv: Sequence[str], prefix: Sequence[str] = (), **kwargs) -> subprocess.CompletedProcess:
-    if user:
-        argv = ["runuser", "-u", user, "--", *argv]
-    return subprocess.run([*prefix, *argv], capture_output=True, text=True, **kwargs)
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where the managed cluster runs: this machine's loopback (the default), or elsewhere (`--netns`,
-    `--topology`): started with `argv_prefix` (a namespace's `ip netns exec`), listening on `address`, with
-    `remote_clients` accepting password logins from the networks its host is directly on (pg_hba `samenet`:
-    the roles' bridge, pgarena's host link included)."""
-
-    argv_prefix: tuple[str, ...] = ()
-    address: str = "127.0.0.1"
-    remote_clients: bool = False
-
-
-class ManagedCluster:
-    """A throwaway cluster in `workdir`: initdb → start → (use) → stop → remove its data."""
-
-    def __init__(self, workdir: Path, *, bin_dir: Path, cpus: Sequence[int] | None = None,
-                 settings: ClusterSettings | None = None, max_connections: int | None = None,
-                 registry: PidRegistry | None = None, place: Place | None = None) -> None:
-        settings = settings or ClusterSettings()
-        self.place = place or Place()
-        self.workdir = workdir
-        self.registry = registry
-        self.bin_dir = bin_dir
-        self.cpus = list(cpus or [])
-        self.max_connections = max_connections
-        self.home = workdir / "postgres"
-        self.fixed_port = settings.port is not None
-        self.port = settings.port or free_port()
-        self.app_user = settings.user or APP_USER
-        self.app_database = settings.name or APP_DATABASE
-        self.admin_user = ALTERNATE_ADMIN_USER if self.app_user == ADMIN_USER else ADMIN_USER
-        self.admin_password = secrets.token_hex(12)
-        self.app_password = settings.password or secrets.token_hex(12)
-        self.os_user = ADMIN_USER if os.geteuid() == 0 else None
-        self._socket_dir: str | None = None
-        self._started = False
-
-    @property
-    def data_dir(self) -> Path:
-        return self.home / "data"
-
-    @property
-    def log_path(self) -> Path:
-        return self.home / "postgres.log"
-
-    def _chown(self, path: Path) -> None:
-        if self.os_user:
-            entry = pwd.getpwnam(self.os_user)
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-
-    def _ctl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        """pg_ctl as the cluster's OS user, inside the cluster's network namespace (a restarted postmaster
-        must come up there again)."""
-        return _run_as(self.os_user, [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args], timeout=timeout,
-                       prefix=self.place.argv_prefix)
-
-    def start(self) -> Database:
-        """Create, configure and start the cluster; return how to reach it."""
-        if self.fixed_port and port_taken(self.port):
-            raise PostgresError(f"the managed database's port {self.port} is already in use on 127.0.0.1")
-        if self.os_user:
-            try:
-                pwd.getpwnam(self.os_user)
-            except KeyError:
-                raise PostgresError(
-                    f"running as root needs the '{self.os_user}' OS user to own the cluster: {INSTALL_HINT}"
-                ) from None
-        self._clear_stale_home()
-        self.home.mkdir(parents=True)
-        self._chown(self.home)
-        if self.os_user and _run_as(self.os_user, ["test", "-w", str(self.home)]).returncode != 0:
-            # NOTE: a parent folder the postgres user cannot traverse (e.g. a 0700 home): the cluster
-            # lives in a private temporary folder instead (its log is copied back either way).
-            self.home.rmdir()
-            self.home = Path(tempfile.mkdtemp(prefix="pgarena-pg-"))
-            self._chown(self.home)
-        self._socket_dir = tempfile.mkdtemp(prefix="pgarena-sock-")
-        self._chown(Path(self._socket_dir))
-        if self.registry is not None:  # before the server exists: a kill from here on leaves it findable
-            self.registry.track_postgres(self.data_dir, self._socket_dir)
-        pwfile = Path(tempfile.mkstemp(prefix="pgarena-pw-")[1])
-        try:
-            pwfile.write_text(self.admin_password + "\n")
-            self._chown(pwfile)
-            init = _run_as(
-                self.os_user,
-                [
-                    str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", self.admin_user,
-                    "--auth-local=peer" if self.os_user else "--auth-local=trust",
-                    "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C.UTF-8",
-                    "--no-sync",  # a throwaway cluster: skip fsync of the template files (~5 s here)
-                ],
-                timeout=300,
-            )
-        finally:
-            pwfile.unlink(missing_ok=True)
-        if init.returncode != 0:
-            raise PostgresError(f"initdb failed: {(init.stderr or init.stdout).strip()[-500:]}")
-        settings = {
-            **SETTINGS_PROFILE,
-            "port": str(self.port),
-            "listen_addresses": f"'{self.place.address}'",
-            "unix_socket_directories": f"'{self._socket_dir}'",
-        }
-        if self.max_connections and self.max_connections > int(SETTINGS_PROFILE["max_connections"]):
-            settings["max_connections"] = str(self.max_connections)  # stacks running together (interleaved)
-        with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
-            conf.write("\n# pgarena settings profile: " + SETTINGS_PROFILE_NAME + "\n")
-            for key, value in settings.items():
-                if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone",
-                           "log_line_prefix"):
-                    value = f"'{value}'"
-                conf.write(f"{key} = {value}\n")
-        if self.place.remote_clients:  # initdb allows host logins from the loopback only
-            with open(self.data_dir / "pg_hba.conf", "a", encoding="utf-8") as hba:
-                hba.write("\n# pgarena: the roles' networks\nhost all all samenet scram-sha-256\n")
-        started = self._ctl("-l", str(self.log_path), "-w", "-t", "60", "start")
-        if started.returncode != 0:
-            log_tail = self.log_path.read_text(errors="replace")[-800:]
-            raise PostgresError(f"PostgreSQL did not start: {started.stderr.strip()} {log_tail}")
-        self._started = True
-        pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
-        self._pin(pid)
-        base = f"postgresql://{quote(self.admin_user, safe='')}:{self.admin_password}@{self.place.address}:{self.port}/"
-        admin_url = base + quote(self.app_database, safe="")
-        try:
-            with psycopg.connect(base + "postgres", autocommit=True) as conn:
-                namespace.prepare_role(conn, self.app_user, self.app_password, allow_overwrite=False)
-                if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [self.app_database]).fetchone():
-                    conn.execute(pgsql.SQL("CREATE DATABASE {} OWNER {}").format(
-                        pgsql.Identifier(self.app_database), pgsql.Identifier(self.app_user)))
-            with psycopg.connect(admin_url, autocommit=True) as conn:
-                namespace.prepare_schema(conn, self.app_user, self.app_database, allow_overwrite=False)
-        except (psycopg.Error, NamespaceConflict) as exc:
-            raise PostgresError(f"cannot set up the managed database (user {self.app_user}, database "
-                                f"{self.app_database}): {str(exc).strip()}") from None
-        return Database(
-            host=self.place.address,
-            port=self.port,
-            user=self.app_user,
-            password=self.app_password,
-            name=self.app_database,
-            admin_url=admin_url,
-            managed=True,
-            postmaster_pid=pid,
-            data_dir=self.data_dir,
-            log_path=self.log_path,
-            restart=self.restart,
-        )
-
-    def restart(self) -> int:
-        """`pg_ctl restart -m fast` (the server's own options, its log kept), the new postmaster pinned like the
-        first; its pid."""
-        done = self._ctl("-l", str(self.log_path), "-m", "fast", "-w", "-t", "60", "restart")
-        if done.returncode != 0:
-            raise PostgresError(f"pg_ctl restart failed: {done.stderr.strip()}")
-        pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
-        self._pin(pid)
-        return pid
-
-    def _clear_stale_home(self) -> None:
-        """Remove the cluster folder a killed run left in `workdir` (a resumed run), unless a server uses it."""
-        if not self.home.exists():
-            return
-        server = postmaster_of(self.data_dir)
-        if server is not None:
-            raise PostgresError(f"{self.data_dir} is in use by a running PostgreSQL (pid {server.pid}); "
-                                f"not deleting it. Stop that server first: pg_ctl -D {self.data_dir} stop")
-        shutil.rmtree(self.home)
-
-    def _pin(self, pid: int) -> None:
-        if not self.cpus:
-            return
-        root = psutil.Process(pid)
-        for proc in [root, *root.children(recursive=True)]:
-            try:
-                proc.cpu_affinity(self.cpus)
-            except psutil.Error:
-                pass
-
-    def stop(self, *, keep_data: bool = False) -> None:
-        """Stop the server (fast shutdown), keep its log as `workdir/postgres.log`, remove the rest."""
-        if self._started:
-            result = self._ctl("-m", "fast", "-w", "-t", "60", "stop")
-            if result.returncode != 0:
-                self._ctl("-m", "immediate", "-w", "stop")
-            self._started = False
-        if self.log_path.exists():
-            shutil.copyfile(self.log_path, self.workdir / "postgres.log")
-        running = postmaster_of(self.data_dir)
-        if self.registry is not None and running is None:
-            self.registry.untrack_postgres(self.data_dir)
-        if not keep_data and running is None:  # never delete a data directory a live server uses
-            shutil.rmtree(self.home, ignore_errors=True)
-        if self._socket_dir:
-            shutil.rmtree(self._socket_dir, ignore_errors=True)
-            self._socket_dir = None
-
-
-def port_taken(port: int) -> bool:
-    """Something listens on 127.0.0.1:`port`."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
 
 def _check_url(url: str, option: str) -> None:
     scheme = urlsplit(url).scheme
@@ -458,30 +189,4 @@ def external_database(url: str, *, admin_url: str | None = None, allow_overwrite
         raise PostgresError(f"pgarena's role '{APP_USER}' cannot log in to {db.host}:{db.port}/{name} "
                             f"({str(exc).strip()}); allow it password logins (pg_hba.conf)") from None
     return db
-
-
-@contextmanager
-def provide_database(
-    workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None,
-    admin_url: str | None = None, allow_overwrite: bool = False, settings: ClusterSettings | None = None,
-    max_connections: int | None = None, registry: PidRegistry | None = None, place: Place | None = None,
-    app_password: str | None = None,
-) -> Iterator[Database]:
-    """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened.
-
-    `max_connections` raises the managed cluster's limit above the settings profile's (never lowers it);
-    `registry` records the managed cluster so that a killed run's server is found and stopped (reaper.py).
-    `app_password`: with `database_url`, the password pgarena's role gets there (None: a random one).
-    """
-    if database_url:
-        yield external_database(database_url, admin_url=admin_url, allow_overwrite=allow_overwrite,
-                                app_password=app_password)
-        return
-    cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus, settings=settings,
-                             max_connections=max_connections, registry=registry, place=place)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
-
 

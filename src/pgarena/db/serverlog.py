@@ -1,6 +1,6 @@
 """What the managed database's log says about one role: the errors behind a stack that fails every request.
 
-NOTE: the managed cluster's `log_line_prefix` is `%m [%p] %q%u@%d ` (postgres.py SETTINGS_PROFILE), so a
+NOTE: the managed cluster's `log_line_prefix` is `%m [%p] %q%u@%d ` (cluster.py SETTINGS_PROFILE), so a
 session's lines carry `role@database`; a stack that answers 500 because `function public.perf_test(unknown, …)
 does not exist` shows that line 1,111 times, and the start's failure names it once with its count.
 """

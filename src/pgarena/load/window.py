@@ -14,7 +14,7 @@ from pgarena.load.engines import Engine, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.windowrecord import Window, offered_requests, window_cpu_seconds
 from pgarena.results.models import Cell
-from pgarena.system.process import run_measured
+from pgarena.system.children import run_measured
 from pgarena.verify import variants
 
 

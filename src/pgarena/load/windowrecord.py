@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pgarena.load.engines import LoadOutcome, LoadSpec
 from pgarena.results.models import DistributedLoad
-from pgarena.system.process import cpu_between
+from pgarena.system.children import cpu_between
 
 
 def offered_requests(spec: LoadSpec, seconds: float) -> int | None:

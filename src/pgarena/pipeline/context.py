@@ -25,7 +25,7 @@ from pgarena.results.models import (
     StackInfo,
     WorkloadVerification,
 )
-from pgarena.system import cgroups, reaper
+from pgarena.system import cgroups, pidregistry
 from pgarena.system.process import ServerProcess, tail
 from pgarena.system.resources import CpuMeters
 from pgarena.system.speedprobe import SpeedProbe
@@ -45,6 +45,17 @@ class RunError(Exception):
     """The run cannot start (no stacks selected, engine missing, database unavailable)."""
 
 
+def mark_build_failed(info: StackInfo, build_log: Path, *, timed_out: bool, timeout_s: float, returncode: int,
+                      where: str = "", note: str = "") -> None:
+    """Record in `info` that the stack's build failed: status `build_failed`, the reason ("build[ on HOST]
+    timed out after N s (note)" or "… exit code N", with the log's path) and the log's last lines.
+    `where` is said after "build" (e.g. " on bench-1"); `note` only with a timeout; `timeout_s` in seconds."""
+    why = (f"timed out after {timeout_s:.0f} s" + (f" ({note})" if note else "") if timed_out
+           else f"exit code {returncode}")
+    info.status, info.reason = "build_failed", f"build{where} {why} (log: {build_log})"
+    info.log_tail = tail(build_log, LOG_TAIL_LINES)
+
+
 @dataclass
 class RunContext:
     config: RunConfig
@@ -62,7 +73,7 @@ class RunContext:
     """A resumed run: stack → its verifications stored before the interruption. The schedules drop a stack's
     verifications before its first start in this process; `lifecycle.bring_up` puts them back and checks the
     stack briefly when its build inputs are unchanged (stack/inputs.py), else it verifies the stack again."""
-    registry: reaper.PidRegistry | None = None
+    registry: pidregistry.PidRegistry | None = None
     """Where the processes of this run are recorded (run_dir/pids.json), so a killed run's are found."""
     network: Any = None
     """--db-rtt: the run's DbNetwork (pipeline/network.py), None when stacks connect directly."""

@@ -17,7 +17,7 @@ from pgarena.db.postgres import (
 from pgarena.db.serverlog import role_errors
 from pgarena.db.startline import level_database
 from pgarena.pipeline import wire
-from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext
+from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext, mark_build_failed
 from pgarena.pipeline.targets import bring_up_target
 from pgarena.pipeline.verified import verification_line
 from pgarena.results.models import (
@@ -191,10 +191,8 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
                           cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
         info.build_seconds = round(step.duration_s, 3)
         if not step.ok:
-            why = (f"timed out after {timeout_s:.0f} s" + (f" ({budget_note})" if budget_note else "")
-                   if step.timed_out else f"exit code {step.returncode}")
-            info.status, info.reason = "build_failed", f"build {why} (log: {build_log})"
-            info.log_tail = tail(build_log, LOG_TAIL_LINES)
+            mark_build_failed(info, build_log, timed_out=step.timed_out, timeout_s=timeout_s,
+                              returncode=step.returncode, note=budget_note)
             return None, None
     ctx.log(f"[{stack.id}] starting on port {values['port']}{announce}")
     run_log = logs / ("run.log" if not restart else f"run-pool-{values['pool_size']}.log")

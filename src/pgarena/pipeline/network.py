@@ -3,8 +3,8 @@
 One Toxiproxy server for the run, pinned to the generator's CPUs (it is part of the network, not of the
 stack under test) and measured apart: its CPU per window is `Repetition.proxy_cpu_seconds`, and before any
 stack starts pgarena measures what it adds at each configured round trip against the same round trips
-straight to an echo server (system/toxiproxy.measure_overhead). Each stack gets its own proxy to the
-database; before a cell's warm-up and before each of its windows the stack's proxy is set to the cell's
+straight to an echo server (system/toxiproxy_overhead.measure_overhead). Each stack gets its own proxy to
+the database; before a cell's warm-up and before each of its windows the stack's proxy is set to the cell's
 round trip (a latency toxic of half the round trip each way), so cells of different round trips can share
 one stack process and its pool. pgarena's own connections (verification, accounting, the samplers'
 expected answers) go to PostgreSQL directly.
@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from pgarena.pipeline.context import RunContext, RunError
 from pgarena.results.models import NetworkInfo
-from pgarena.system import toxiproxy
+from pgarena.system import toxiproxy, toxiproxy_install, toxiproxy_overhead
 
 INSTALL_TIMEOUT_S = 900
 
@@ -31,12 +31,13 @@ class DbNetwork:
 
     def __init__(self, ctx: RunContext, scope: ExitStack) -> None:
         config = ctx.config
-        binary = toxiproxy.locate()
+        binary = toxiproxy_install.locate()
         if binary is None:
-            ctx.log(f"building Toxiproxy {toxiproxy.TOXIPROXY_VERSION} from the Go module proxy (once; about 2 min)")
+            ctx.log(f"building Toxiproxy {toxiproxy_install.TOXIPROXY_VERSION} from the Go module proxy "
+                    "(once; about 2 min)")
             try:
-                binary = toxiproxy.install(INSTALL_TIMEOUT_S, tracker=ctx.registry)
-            except (toxiproxy.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
+                binary = toxiproxy_install.install(INSTALL_TIMEOUT_S, tracker=ctx.registry)
+            except (toxiproxy_install.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
                 raise RunError(f"--db-rtt needs Toxiproxy: {exc}") from None
         self.db = ctx.db
         self.stack_rtt_ms = config.stack_rtt_ms
@@ -45,7 +46,8 @@ class DbNetwork:
             tracker=ctx.registry, host=ctx.placement.here))  # --netns: on the host link, reachable by every role
         overhead = []
         for rtt in sorted(set(config.db_rtt_ms) | ({config.stack_rtt_ms} if config.stack_rtt_ms else set())):
-            measured = toxiproxy.measure_overhead(self.server, rtt_ms=rtt, round_trips=2000 if rtt == 0 else 300)
+            measured = toxiproxy_overhead.measure_overhead(self.server, rtt_ms=rtt,
+                                                           round_trips=2000 if rtt == 0 else 300)
             overhead.append({k: round(v, 3) if isinstance(v, float) else v for k, v in measured.as_dict().items()})
             ctx.log(f"Toxiproxy at {rtt:g} ms: +{measured.added_median_us:,.0f} µs median per round trip "
                     f"(p99 +{measured.added_p99_us:,.0f} µs), {measured.cpu_us_per_round_trip:,.0f} µs of its CPU each")

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgarena.config.topology import HostDef, RolesDef, TopologyDef
-from pgarena.db.postgres import Place
+from pgarena.db.cluster import Place
 from pgarena.results.models import RolePlace, TopologyInfo
-from pgarena.system import netns, reaper
+from pgarena.system import netns, netns_plan, reaper
 
 LOOPBACK = "127.0.0.1"
 NETNS_DEFAULT = TopologyDef.model_construct(
@@ -38,7 +38,7 @@ class Placement:
     """The run's hosts and which role is on which; no definition: everything on the loopback."""
 
     definition: TopologyDef | None = None
-    topology: netns.Topology | None = None
+    topology: netns_plan.Topology | None = None
     """The namespaces pgarena created for the definition's netns hosts (None: none)."""
     source: str = field(default="", compare=False)
     """What asked for this placement ('--netns', or the topology file's path)."""
@@ -54,7 +54,7 @@ class Placement:
         try:
             topology = scope.enter_context(netns.namespaces(
                 definition.netns_hosts, state_file=run_dir / reaper.NETNS_STATE_FILE, host_link=True))
-        except (netns.NetnsError, ValueError) as exc:
+        except (netns_plan.NetnsError, ValueError) as exc:
             raise PlacementError(f"{source}: {exc}") from None
         return cls(definition, topology, source)
 

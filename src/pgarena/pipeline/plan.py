@@ -12,13 +12,9 @@ from pgarena.config.stackdef import Stack, StackLoadError, load_stacks
 from pgarena.config.targets import target_stacks
 from pgarena.contract import workloads as wl
 from pgarena.contract.flags import DEMONSTRATION
+from pgarena.db.cluster import ClusterSettings, merge_cluster_settings, port_taken
 from pgarena.db.namespace import SCHEMA
-from pgarena.db.postgres import (
-    ClusterSettings,
-    PostgresError,
-    merge_cluster_settings,
-    port_taken,
-)
+from pgarena.db.postgres import PostgresError
 from pgarena.pipeline.context import RunError
 from pgarena.results.models import (
     Cell,
@@ -93,7 +89,7 @@ def ports_in_use(config: RunConfig, stacks: list[Stack], taken=port_taken) -> li
     """The stacks, those of a default selection (no --stacks) whose `[database] port` is taken here marked
     unavailable with the reason: an app written elsewhere that fixes the managed cluster's port (seed 000's, on
     5432) must not stop the whole run on a machine whose own PostgreSQL holds that port. Named with --stacks,
-    the run refuses instead (postgres.ManagedCluster)."""
+    the run refuses instead (cluster.ManagedCluster)."""
     if config.stacks is not None or config.database_url:
         return stacks
     marked = []

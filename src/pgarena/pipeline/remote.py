@@ -1,5 +1,5 @@
 """A stack on an SSH host (`--topology` with `stack` on a `kind = "ssh"` host): its folder copied there,
-built and started there (system/ssh.py), then verified and loaded from here like any stack.
+built and started there (system/ssh), then verified and loaded from here like any stack.
 
 What pgarena reads of it: its answers (verification and the samplers, over the network), its database
 statements and connections (PostgreSQL runs where the topology puts it, here or in a namespace), the host's
@@ -17,18 +17,20 @@ from pathlib import Path
 
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.config.topology import HostDef
-from pgarena.pipeline.context import LOG_TAIL_LINES, RunContext
+from pgarena.pipeline.context import RunContext, mark_build_failed
 from pgarena.results.models import StackInfo
-from pgarena.system import reaper, ssh
-from pgarena.system.process import tail
+from pgarena.system import reaper
+from pgarena.system.ssh.host import SshHost
+from pgarena.system.ssh.process import RemoteProcess
+from pgarena.system.ssh.transport import SshError
 
 EXIT_POLL_S = 1.0
 """The remote process's state is read at most this often (each read is an SSH login)."""
 
 
-def ssh_host(spec: HostDef, run_dir: Path) -> ssh.SshHost:
+def ssh_host(spec: HostDef, run_dir: Path) -> SshHost:
     identity = Path(spec.identity_file).expanduser() if spec.identity_file else None
-    return ssh.SshHost(spec.destination or "", port=spec.port, identity_file=identity, options=spec.options,
+    return SshHost(spec.destination or "", port=spec.port, identity_file=identity, options=spec.options,
                        state_file=run_dir / reaper.SSH_STATE_FILE)
 
 
@@ -38,7 +40,7 @@ class RemoteServer:
 
     pid = None
 
-    def __init__(self, process: ssh.RemoteProcess, log_path: Path) -> None:
+    def __init__(self, process: RemoteProcess, log_path: Path) -> None:
         self.process = process
         self.log_path = log_path
         self.started_at = process.started_at
@@ -52,7 +54,7 @@ class RemoteServer:
             self._checked_at = time.monotonic()
             try:
                 self._code = self.process.exit_code()
-            except ssh.SshError:
+            except SshError:
                 pass
             if self._code is not None:
                 self.process.fetch_log()
@@ -93,17 +95,16 @@ def build_and_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict
             step = host.run(render_template(definition.build.command, values), cwd=remote_dir,
                             env=remote_environment(values, definition.build.env),
                             timeout_s=definition.build.timeout_s, log_path=build_log)
-            if step.returncode != 0:
-                why = (f"timed out after {definition.build.timeout_s:.0f} s" if step.returncode == 124
-                       else f"exit code {step.returncode}")
-                info.status, info.reason = "build_failed", f"build on {spec.destination} {why} (log: {build_log})"
-                info.log_tail = tail(build_log, LOG_TAIL_LINES)
+            if step.returncode != 0:  # 124: the remote `timeout` fired
+                mark_build_failed(info, build_log, timed_out=step.returncode == 124,
+                                  timeout_s=definition.build.timeout_s, returncode=step.returncode,
+                                  where=f" on {spec.destination}")
                 return None, values
         ctx.log(f"[{stack.id}] starting on {spec.destination}, port {values['port']}")
         run_log = logs / ("run.log" if not restart else f"run-pool-{values['pool_size']}.log")
         process = host.start(render_template(definition.run.command, values), cwd=remote_dir,
                              env=remote_environment(values, definition.run.env), log_path=run_log)
-    except ssh.SshError as exc:
+    except SshError as exc:
         info.status, info.reason = "start_failed", str(exc)
         return None, values
     server = RemoteServer(process, run_log)

@@ -20,14 +20,13 @@ from pydantic import ValidationError
 from pgarena.config.redaction import redact_secrets, redact_url
 from pgarena.config.run import RunConfig
 from pgarena.config.stackdef import Stack
-from pgarena.config.topology import TopologyDef, TopologyError, load_topology
 from pgarena.contract.flags import ABOVE_CEILING
+from pgarena.db.cluster import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.connections import connection_limit, pools_refusal
 from pgarena.db.data import client_versions, load_workload_data, server_facts
 from pgarena.db.exposed import expose_in_schema
-from pgarena.db.postgres import SETTINGS_PROFILE_NAME, provide_database
 from pgarena.db.startline import new_seed, shuffled
-from pgarena.load.distributed import GeneratorPlace, local_places
+from pgarena.load.distributed import local_places
 from pgarena.load.engines import EngineUnavailable, get_engine
 from pgarena.load.summary import summarize
 from pgarena.pipeline.baselines import (
@@ -39,8 +38,9 @@ from pgarena.pipeline.baselines import (
 )
 from pgarena.pipeline.cells import cell_title, run_stack, slo_missing
 from pgarena.pipeline.context import Log, RunContext, RunError, redacting
+from pgarena.pipeline.hosts import generator_places, read_host_environments, topology_of
 from pgarena.pipeline.lifecycle import log_failure
-from pgarena.pipeline.placement import NETNS_DEFAULT, Placement, PlacementError
+from pgarena.pipeline.placement import Placement, PlacementError
 from pgarena.pipeline.plan import (
     cluster_settings,
     config_error_info,
@@ -60,7 +60,7 @@ from pgarena.results.models import (
 )
 from pgarena.results.store import ResultsError, save
 from pgarena.results.store import load as load_results
-from pgarena.system import reaper
+from pgarena.system import pidregistry, reaper
 from pgarena.system.envelope import NOT_PINNED_EXTERNAL, pinned_to, process_affinity
 from pgarena.system.environment import collect
 from pgarena.system.process import raise_open_files_limit
@@ -218,17 +218,17 @@ def execute(
     together = len(runnable) if interleave else 1  # stacks up at once, each holding its pool
     largest_pool = max(config.pool_levels)
     max_connections = together * largest_pool + 50  # the managed cluster's; raised only above the profile's 200
-    registry = reaper.PidRegistry(run_dir).__enter__()
+    registry = pidregistry.PidRegistry(run_dir).__enter__()
     try:
         with ExitStack() as scope:
             environment.pgarena_cpus = scope.enter_context(pinned_to(config.generator_cpus))
             try:  # before PostgreSQL starts, removed after it stopped
-                definition, source = _topology(config)
+                definition, source = topology_of(config)
                 placement = Placement.create(definition, run_dir, scope, source=source)
             except PlacementError as exc:
                 raise RunError(str(exc)) from None
             results.topology = placement.info()
-            _remote_environments(placement, results, run_dir, version_commands_of(stacks), log)
+            read_host_environments(placement, results, run_dir, version_commands_of(stacks), log)
             if results.topology is not None:
                 log(f"topology ({placement.source}): " + ", ".join(
                     f"{role} {p.address}" + (f" in {p.host}" if p.kind != "local" else " here")
@@ -271,7 +271,7 @@ def execute(
                 for v in results.verifications:
                     ctx.stored_verifications.setdefault(v.stack, []).append(v)
             if len(placement.generators()) > 1 or placement.remote_generators():
-                ctx.generator_places = _generator_places(placement, run_dir, scope, log)
+                ctx.generator_places = generator_places(placement, run_dir, scope, log)
             elif config.generators > 1:
                 ctx.generator_places = local_places(config.generators)
             todo = {sid: [c for c in cells if c.key not in done_keys] for sid, cells in planned.items()}
@@ -334,80 +334,6 @@ def execute(
 def version_commands_of(stacks: list[Stack]) -> list[list[str]]:
     """The stacks' toolchain commands to record (a remote target's are its host's, not this machine's)."""
     return [argv for s in stacks if s.available and s.target_url is None for argv in s.definition.version_commands]
-
-
-def _remote_environments(placement: Placement, results: RunResults, run_dir: Path, version_commands: list,
-                         log: Log) -> None:
-    """Each SSH host's environment, read once before anything starts there (RunError if it cannot be reached)."""
-    if results.topology is None or placement.definition is None:
-        return
-    from pgarena.pipeline.remote import ssh_host
-    from pgarena.system.ssh import SshError
-
-    read: dict[str, dict] = {}
-    for role, place in results.topology.roles.items():
-        if place.kind != "ssh" or place.name is None:
-            continue
-        if place.name in read:  # one host in two roles: read once
-            place.environment = read[place.name]
-            continue
-        name, spec = place.name, placement.definition.hosts[place.name]
-        host = ssh_host(spec, run_dir)
-        try:
-            host.check()
-            place.environment = host.environment(version_commands)
-        except SshError as exc:
-            raise RunError(f"{placement.source}: host '{name}': {exc}") from None
-        read[name] = place.environment
-        log(f"{role} host {spec.destination}: {place.environment.get('cpu_model')} × {place.environment.get('cpu_count')}, "
-            f"kernel {place.environment.get('kernel')}")
-
-
-def _generator_places(placement: Placement, run_dir: Path, scope: ExitStack, log: Log) -> list[GeneratorPlace]:
-    """The topology's generators as places of a distributed window: namespaces by their `ip netns exec`, SSH
-    hosts by their SshHost, a folder of this run there (removed at the end) and their clock offset."""
-    from pgarena.pipeline.remote import ssh_host
-    from pgarena.system.ssh import SshError
-
-    places = []
-    for name, prefix in placement.generators():
-        spec = placement.definition.hosts[name]  # type: ignore[union-attr]
-        if spec.kind != "ssh":
-            places.append(GeneratorPlace(name, argv_prefix=prefix, host="local"))
-            continue
-        host = ssh_host(spec, run_dir)
-        folder = f"{spec.workdir.rstrip('/')}/generators/{run_dir.name}/{name}"
-        try:
-            offset, uncertainty = host.clock_offset()
-        except SshError as exc:
-            raise RunError(f"{placement.source}: generator host '{name}': {exc}") from None
-        scope.callback(_remove_remote_folder, host, folder)
-        log(f"generator {name} on {spec.destination}: clock offset {offset * 1000:+.2f} ms (± {uncertainty * 1000:.2f})")
-        places.append(GeneratorPlace(name, host=f"ssh {spec.destination}", ssh=host, remote_dir=folder,
-                                     clock_offset_s=offset,
-                                     clock_offset_method=f"ssh date round trips, ± {uncertainty * 1000:.2f} ms"))
-    return places
-
-
-def _remove_remote_folder(host, folder: str) -> None:
-    from pgarena.system.ssh import SshError
-
-    try:
-        host.run(["rm", "-rf", "--", folder], timeout_s=60)
-    except SshError:
-        pass  # unreachable now: its files stay (k6, the script, the raw samples), nothing runs there
-
-
-def _topology(config: RunConfig) -> tuple[TopologyDef | None, str]:
-    """The run's topology definition and where it came from (None: every role on the loopback)."""
-    if config.netns:
-        return NETNS_DEFAULT, "--netns"
-    if config.topology:
-        try:
-            return load_topology(Path(config.topology)), config.topology
-        except TopologyError as exc:  # validated with the config; the file may have changed since
-            raise RunError(str(exc)) from None
-    return None, ""
 
 
 def _too_old_for(stacks: list[Stack], version: str, results: RunResults, planned: dict[str, list[Cell]],

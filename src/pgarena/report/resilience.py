@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pgarena.analysis.recovery import NOT_RANKED, Recovery, rank_by_recovery
+from pgarena.analysis.recovery import NOT_RANKED, RANKED_STATUSES, RecoveryTime, rank_by_recovery
 from pgarena.report.markup import table
 from pgarena.results.models import FaultResult, RunResults
 
@@ -25,15 +25,11 @@ ONE_WINDOW_NOTE = "Ranks rest on one fault window per stack (not repeated)."
 """Said under every resilience table: the order is one observation per stack (issue 22)."""
 
 
-def _as_recovery(r: FaultResult) -> Recovery | None:
-    """Enough of a Recovery for the ranking (status and recovered_after_s)."""
-    if r.status not in ("recovered", "never-recovered"):
+def _recovery_time(r: FaultResult) -> RecoveryTime | None:
+    """What the ranking reads of a stored fault result; None when it takes no rank."""
+    if r.status not in RANKED_STATUSES:
         return None
-    return Recovery(status=r.status, fault_start_s=r.fault_start_s or 0.0, fault_end_s=r.fault_end_s or 0.0,
-                    bin_s=r.bin_seconds, tolerance=0.1, sustain_s=1.0, baseline_rps=r.baseline_rps or 0.0,
-                    baseline_s=5.0, baseline_within_share=1.0, baseline_failed=None,
-                    first_ok_after_s=r.first_ok_after_s, recovered_after_s=r.recovered_after_s,
-                    failed_requests=r.failed_requests, failed_until_s=0.0)
+    return RecoveryTime(status=r.status, recovered_after_s=r.recovered_after_s, bin_s=r.bin_seconds)
 
 
 def ranked_rows(results: RunResults) -> list[tuple[str, str, list[tuple[str, FaultResult]]]]:
@@ -43,11 +39,10 @@ def ranked_rows(results: RunResults) -> list[tuple[str, str, list[tuple[str, Fau
         groups[(r.workload, r.fault)].append(r)
     out = []
     for (workload, fault), items in groups.items():
-        rankable = [(r, rec) for r in items if (rec := _as_recovery(r)) is not None]
-        ranks = {id(x.key): x.rank for x in rank_by_recovery((r, rec) for r, rec in rankable)}
-        order = [x.key for x in rank_by_recovery((r, rec) for r, rec in rankable)]
-        rest = [r for r in items if _as_recovery(r) is None]
-        out.append((workload, fault, [(ranks.get(id(r), NOT_RANKED), r) for r in [*order, *rest]]))
+        rankable = [(r, time) for r in items if (time := _recovery_time(r)) is not None]
+        ranked = [(x.rank, x.key) for x in rank_by_recovery(rankable)]
+        rest = [(NOT_RANKED, r) for r in items if _recovery_time(r) is None]
+        out.append((workload, fault, ranked + rest))
     return out
 
 

@@ -103,7 +103,7 @@ def pinned_to(cpus: Sequence[int]) -> Iterator[list[int] | None]:
     afterwards, so a library caller (a test, a notebook) gets its process back unchanged.
 
     Children started inside inherit the set unless they are pinned themselves: stacks and the managed
-    PostgreSQL are (process._preexec, postgres.ManagedCluster._pin), the load generator is too.
+    PostgreSQL are (process._preexec, cluster.ManagedCluster._pin), the load generator is too.
     """
     if not cpus or not hasattr(os, "sched_setaffinity"):
         yield None

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from pgarena.system.toxiproxy import default_cache_dir
+from pgarena.system.toxiproxy_install import default_cache_dir
 
 DEFAULT_BUILD_TIMEOUT_S = 300.0
 

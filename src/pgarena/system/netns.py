@@ -1,29 +1,11 @@
 """Network namespaces for pgarena's roles: each role (generator, stack, database) in its own namespace,
-all joined by one bridge, so that traffic between them crosses a veth link instead of the loopback.
-
-The layout of one run with prefix `pga-1a2b3c` (names carry the prefix so leftovers can be recognised)::
-
-    pga-1a2b3c-gen  [pga-1a2b3c-gen 10.213.0.1/24] ──veth── [pga-1a2b3c-hgen] ┐
-    pga-1a2b3c-stk  [pga-1a2b3c-stk 10.213.0.2/24] ──veth── [pga-1a2b3c-hstk] ├─ bridge pga-1a2b3c-br
-    pga-1a2b3c-db   [pga-1a2b3c-db  10.213.0.3/24] ──veth── [pga-1a2b3c-hdb ] ┘  in namespace pga-1a2b3c-hub
-
-- **A hub, not point-to-point pairs**: one bridge reaches every role from every other with one address
-  per role and one route (the /24), and a delay for one role's traffic is a qdisc on that role's own
-  interface (the database only ever talks to the stack, the generator only to the stack).
-- **Nothing on the host** (unless asked, see `host_link` in `create`): the bridge lives in its own namespace and each veth pair is created there with
-  its peer directly in the role's namespace, so no interface ever appears in the host's namespace (a
-  crash half-way leaves only namespaces), and deleting the namespaces deletes every link.
-- **No way out**: the role namespaces have no default route; a role reaches only the other roles (and its
-  own loopback, which is not the host's).
-- **The subnet** is the first /24 of 10.213.0.0/16 that overlaps no route or address of the host
-  (`ip -4 -j route show table all`, `ip -4 -j addr`); role *i* (in the order given) gets host *i + 1*.
-- **Owned**: the bridge's alias names the owning process (pid and start time), so `leftovers` tells a
-  crashed run's namespaces from those of a run still going on this machine; `create(state_file=...)`
-  also writes the names before creating anything, for `reap_state_file`.
+all joined by one bridge, so that traffic between them crosses a veth link instead of the loopback. This
+module makes and removes them with iproute2's `ip`; the names, addresses and the state file are planned in
+system/netns_plan.py (its docstring draws the layout), sockets inside are opened by system/netns_sockets.py.
 
 Start any command inside a role's namespace with `exec_prefix(topology, role) + argv`; open a socket in
-one from Python with `socket_in`, or poll a server with `can_connect`. Creating namespaces needs root
-and iproute2 (`available()` says).
+one from Python with `netns_sockets.socket_in`, or poll a server with `netns_sockets.can_connect`.
+Creating namespaces needs root and iproute2 (`available()` says).
 
 Use in a run: `with namespaces(roles, state_file=run_dir / "netns.json", host_link=True) as topology:` (the
 host link lets pgarena itself reach the roles) start PostgreSQL
@@ -37,285 +19,45 @@ escape); store `topology.as_dict()` in results.json. After a crash, `reap_state_
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import functools
 import ipaddress
 import json
 import os
-import re
-import secrets
 import shutil
-import socket
 import subprocess
-import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psutil
 
-from pgarena.results.atomic import write_text_atomic
+from pgarena.system.netns_plan import (
+    DEFAULT_PREFIX_BASE,
+    NetnsError,
+    NetnsInUse,
+    Topology,
+    choose_subnet,
+    host_networks,
+    new_prefix,
+    owner_alias,
+    parse_owner_alias,
+    plan,
+    read_state,
+    run_of,
+    write_state,
+)
+from pgarena.system.netns_sockets import NETNS_RUN_DIR, verify_connectivity
+from pgarena.system.pidregistry import is_alive
 
-DEFAULT_PREFIX_BASE = "pga-"
-"""Every name pgarena gives a namespace or link starts with this (then 6 hex digits of the run)."""
-DEFAULT_SUBNET_POOL = ipaddress.IPv4Network("10.213.0.0/16")
-"""The /24 subnets a topology's addresses are taken from, first free one first."""
-SUBNET_PREFIX_LENGTH = 24
 DEFAULT_COMMAND_TIMEOUT_S = 10.0
 """Longest an `ip` command may take before it counts as failed."""
-DEFAULT_CONNECT_TIMEOUT_S = 2.0
-"""Longest one TCP connect of the connectivity check may take."""
 DEFAULT_KILL_GRACE_S = 2.0
 """Seconds between SIGTERM and SIGKILL for processes still inside a namespace being removed."""
 UNOWNED_RECHECK_S = 0.5
 """A run whose hub names no owner is looked at again after this long before it counts as a leftover:
 `create` sets the owner a few milliseconds after making the hub namespace."""
-NETNS_RUN_DIR = Path("/run/netns")
-"""Where iproute2 keeps named network namespaces (`ip netns add NAME` bind-mounts `/run/netns/NAME`)."""
 IP_SEARCH_DIRS = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
 """Where `ip` is looked for when it is not on PATH (a non-root PATH often lacks the sbin folders)."""
-ROLE_ABBREVIATIONS = {"generator": "gen", "stack": "stk", "database": "db", "proxy": "prx"}
-"""Role → the short name in its namespace and interface names; other roles of more than 3 characters use
-their first 2 and their last (`gen1` → `ge1`, `gen2` → `ge2`), shorter ones themselves."""
-MAX_PREFIX_LENGTH = 10
-"""Interface names have at most 15 characters: prefix + `-h` + a 3-letter role abbreviation."""
-STATE_VERSION = 1
-"""Version of the state file (1: the topology's `as_dict` plus `version` and `owner`)."""
-OWNER_START_TOLERANCE_S = 0.05
-"""Two start times (psutil's create_time, seconds since the epoch) closer than this are the same process."""
-OWNER_ALIAS_RE = re.compile(r"^pgarena owner pid=(\d+) start=([0-9.]+)$")
-CLONE_NEWNET = 0x40000000
-
-_PREFIX_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
-_ROLE_RE = re.compile(r"^[a-z][a-z0-9]*$")
-_RESERVED_ABBREVIATIONS = {"hub", "br"}
-HOST_LINK_ABBREVIATION = "hst"
-"""The host link's interfaces: `<prefix>-hst` in the host's namespace, `<prefix>-hhst` on the bridge."""
-
-
-class NetnsError(Exception):
-    """A namespace operation failed: the message, the command that failed and what it printed."""
-
-    def __init__(self, message: str, *, command: Sequence[str] = (), stderr: str = "") -> None:
-        self.message = message
-        self.command = list(command)
-        self.stderr = stderr.strip()
-        detail = f" (command: {' '.join(self.command)})" if self.command else ""
-        output = f": {self.stderr}" if self.stderr else ""
-        super().__init__(f"{message}{detail}{output}")
-
-
-class NetnsInUse(NetnsError):
-    """The namespaces of a state file belong to a process that is still running."""
-
-
-@dataclass(frozen=True)
-class Link:
-    """One role's attachment: its namespace, its interface there (which carries `address`, in the
-    topology's subnet) and the veth peer of that interface on the hub's bridge."""
-
-    role: str
-    namespace: str
-    interface: str
-    address: str
-    hub_port: str
-
-
-@dataclass(frozen=True)
-class Topology:
-    """The namespaces of one run: its name prefix, its /24, the hub (bridge) and one `Link` per role.
-
-    `owner_pid`/`owner_start_time` identify the process whose death makes these namespaces leftovers;
-    `state_file`, if any, is removed by `teardown`.
-    """
-
-    prefix: str
-    subnet: str
-    hub: str
-    bridge: str
-    links: tuple[Link, ...]
-    owner_pid: int
-    owner_start_time: float | None = None
-    state_file: Path | None = None
-    host_address: str | None = None
-    """The host's own address in the subnet when the topology has a host link (`create(host_link=True)`):
-    pgarena's processes in the host's namespace reach every role, and the roles the host, through it."""
-
-    @property
-    def host_interface(self) -> str | None:
-        """The host-side interface of the host link (None without one)."""
-        return f"{self.prefix}-{HOST_LINK_ABBREVIATION}" if self.host_address else None
-
-    @property
-    def host_hub_port(self) -> str | None:
-        return f"{self.prefix}-h{HOST_LINK_ABBREVIATION}" if self.host_address else None
-
-    @property
-    def roles(self) -> list[str]:
-        return [link.role for link in self.links]
-
-    @property
-    def namespaces(self) -> dict[str, str]:
-        """Role → its namespace's name."""
-        return {link.role: link.namespace for link in self.links}
-
-    @property
-    def addresses(self) -> dict[str, str]:
-        """Role → its IPv4 address (the other roles reach it there)."""
-        return {link.role: link.address for link in self.links}
-
-    def link(self, role: str) -> Link:
-        for link in self.links:
-            if link.role == role:
-                return link
-        raise KeyError(f"no role {role!r} in topology {self.prefix} (roles: {', '.join(self.roles)})")
-
-    def all_namespaces(self) -> list[str]:
-        """Every namespace of the run: the roles' in order, then the hub."""
-        return [link.namespace for link in self.links] + [self.hub]
-
-    def as_dict(self) -> dict:
-        """The topology for results.json (and, with `owner` and `version`, for the state file)."""
-        data = {
-            "prefix": self.prefix,
-            "subnet": self.subnet,
-            "hub": {"namespace": self.hub, "bridge": self.bridge},
-            "roles": {link.role: {"namespace": link.namespace, "interface": link.interface,
-                                  "address": link.address, "hub_port": link.hub_port} for link in self.links},
-        }
-        if self.host_address:
-            data["host"] = {"interface": self.host_interface, "address": self.host_address,
-                            "hub_port": self.host_hub_port}
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict, *, state_file: Path | None = None) -> Topology:
-        """The inverse of `as_dict` (the owner from a state file's `owner`, else unknown)."""
-        owner = data.get("owner") or {}
-        links = tuple(Link(role=role, namespace=r["namespace"], interface=r["interface"], address=r["address"],
-                           hub_port=r["hub_port"]) for role, r in data["roles"].items())
-        return cls(prefix=data["prefix"], subnet=data["subnet"], hub=data["hub"]["namespace"],
-                   bridge=data["hub"]["bridge"], links=links, owner_pid=int(owner.get("pid", 0)),
-                   owner_start_time=owner.get("start_time"), state_file=state_file,
-                   host_address=(data.get("host") or {}).get("address"))
-
-
-def new_prefix(base: str = DEFAULT_PREFIX_BASE) -> str:
-    """A fresh run prefix: `base` and 6 random hex digits (`pga-1a2b3c`)."""
-    return f"{base}{secrets.token_hex(3)}"
-
-
-def role_abbreviation(role: str) -> str:
-    """The short form of a role in names: `ROLE_ABBREVIATIONS`, else itself (≤ 3 characters), else its first
-    2 characters and its last."""
-    if not _ROLE_RE.match(role):
-        raise ValueError(f"role {role!r}: lower-case letters and digits only, starting with a letter")
-    if role in ROLE_ABBREVIATIONS:
-        return ROLE_ABBREVIATIONS[role]
-    return role if len(role) <= 3 else role[:2] + role[-1]
-
-
-def plan(roles: Sequence[str], prefix: str, subnet: ipaddress.IPv4Network, *, owner_pid: int,
-         owner_start_time: float | None = None, state_file: Path | None = None,
-         host_link: bool = False) -> Topology:
-    """The names and addresses of a topology, without creating anything (ValueError on bad input).
-
-    With `host_link`, the host gets the subnet's last address (roles take the first ones)."""
-    if not roles:
-        raise ValueError("a topology needs at least one role")
-    if len(prefix) > MAX_PREFIX_LENGTH or not _PREFIX_RE.match(prefix):
-        raise ValueError(f"prefix {prefix!r}: at most {MAX_PREFIX_LENGTH} characters of a-z, 0-9 and '-'")
-    hosts = list(subnet.hosts())
-    if len(roles) + host_link > len(hosts):
-        raise ValueError(f"{len(roles)} roles do not fit in {subnet}")
-    seen: dict[str, str] = {}
-    links = []
-    for index, role in enumerate(roles):
-        short = role_abbreviation(role)
-        if short in _RESERVED_ABBREVIATIONS or short == HOST_LINK_ABBREVIATION or short in seen:
-            other = seen.get(short, "the hub")
-            raise ValueError(f"roles {role!r} and {other!r} would share the name {prefix}-{short}")
-        seen[short] = role
-        links.append(Link(role=role, namespace=f"{prefix}-{short}", interface=f"{prefix}-{short}",
-                          address=str(hosts[index]), hub_port=f"{prefix}-h{short}"))
-    return Topology(prefix=prefix, subnet=str(subnet), hub=f"{prefix}-hub", bridge=f"{prefix}-br",
-                    links=tuple(links), owner_pid=owner_pid, owner_start_time=owner_start_time,
-                    state_file=state_file, host_address=str(hosts[-1]) if host_link else None)
-
-
-def host_networks(routes: Iterable[dict], addresses: Iterable[dict]) -> list[ipaddress.IPv4Network]:
-    """The IPv4 networks the host already uses, from `ip -j route` and `ip -j addr` output.
-
-    The default route is left out (it covers everything, so it collides with nothing in particular).
-    """
-    found = set()
-    for route in routes:
-        dst = route.get("dst")
-        if not dst or dst == "default":
-            continue
-        try:
-            found.add(ipaddress.IPv4Network(dst, strict=False))
-        except ValueError:  # IPv6 or a route type without an address
-            continue
-    for interface in addresses:
-        for info in interface.get("addr_info", []):
-            if info.get("family") != "inet":
-                continue
-            found.add(ipaddress.IPv4Network(f"{info['local']}/{info['prefixlen']}", strict=False))
-    return sorted(found)
-
-
-def choose_subnet(taken: Iterable[ipaddress.IPv4Network],
-                  pool: ipaddress.IPv4Network = DEFAULT_SUBNET_POOL) -> ipaddress.IPv4Network:
-    """The first /24 of `pool` that overlaps none of `taken` (NetnsError if there is none)."""
-    taken = list(taken)
-    for candidate in pool.subnets(new_prefix=SUBNET_PREFIX_LENGTH):
-        if not any(candidate.overlaps(net) for net in taken):
-            return candidate
-    raise NetnsError(f"every /{SUBNET_PREFIX_LENGTH} of {pool} overlaps a route or address of this host")
-
-
-def owner_alias(pid: int, start_time: float | None) -> str:
-    """The bridge alias that names a topology's owner (see `parse_owner_alias`)."""
-    return f"pgarena owner pid={pid} start={start_time or 0.0:.6f}"
-
-
-def parse_owner_alias(alias: str | None) -> dict | None:
-    """`{"pid", "start_time"}` from a bridge alias written by `owner_alias`, else None."""
-    match = OWNER_ALIAS_RE.match(alias or "")
-    return {"pid": int(match[1]), "start_time": float(match[2])} if match else None
-
-
-def run_of(name: str) -> str:
-    """The run prefix of a namespace or link name (`pga-1a2b3c-db` → `pga-1a2b3c`)."""
-    return name.rsplit("-", 1)[0]
-
-
-def write_state(path: Path, topology: Topology) -> None:
-    """Write the state file (atomically): the topology and its owner, so `reap_state_file` can remove it."""
-    data = {"version": STATE_VERSION, **topology.as_dict(),
-            "owner": {"pid": topology.owner_pid, "start_time": topology.owner_start_time}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(data, indent=2))
-
-
-def read_state(path: Path) -> Topology | None:
-    """The topology a state file records (None if there is no file; NetnsError if it is unreadable)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise NetnsError(f"cannot read the namespace state file {path}: {exc}") from exc
-    try:
-        data = json.loads(text)
-        if data.get("version") != STATE_VERSION:
-            raise ValueError(f"version {data.get('version')!r}, expected {STATE_VERSION}")
-        return Topology.from_dict(data, state_file=path)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise NetnsError(f"the namespace state file {path} is not one pgarena wrote: {exc}") from exc
 
 
 @functools.cache
@@ -459,99 +201,6 @@ def _build(topology: Topology) -> None:
         _ip("link", "set", "dev", topology.host_interface, "up")
 
 
-@functools.cache
-def _setns() -> ctypes._CFuncPtr:
-    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).setns
-
-
-def socket_in(namespace: str, family: int = socket.AF_INET, kind: int = socket.SOCK_STREAM) -> socket.socket:
-    """A new socket that belongs to the named network namespace (it binds and connects there).
-
-    Made by a short-lived thread that enters the namespace (setns(2) changes only the calling thread's
-    network namespace) and ends right after, so no thread of pgarena stays inside.
-    """
-    result: dict = {}
-
-    def enter_and_open() -> None:
-        try:
-            fd = os.open(NETNS_RUN_DIR / namespace, os.O_RDONLY)
-            try:
-                if _setns()(fd, CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-            finally:
-                os.close(fd)
-            result["socket"] = socket.socket(family, kind)
-        except OSError as exc:
-            result["error"] = exc
-
-    thread = threading.Thread(target=enter_and_open, name=f"netns-{namespace}", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise NetnsError(f"cannot open a socket in network namespace {namespace}", stderr=str(result["error"]))
-    return result["socket"]
-
-
-def can_connect(topology: Topology, role: str, host: str, port: int,
-                timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> bool:
-    """True if a TCP connection from `role`'s namespace to `host:port` succeeds within `timeout_s`
-    (e.g. to poll a database listening on its namespace address from the stack's)."""
-    with socket_in(topology.link(role).namespace) as sock:
-        sock.settimeout(timeout_s)
-        try:
-            sock.connect((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def verify_connectivity(topology: Topology, timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
-    """Check that each role reaches its own loopback and every other role's address over TCP, and that
-    the other side sees the caller's own address (the traffic crossed the bridge); NetnsError if not."""
-    with contextlib.ExitStack() as stack:
-        listeners = {}
-        for link in topology.links:
-            for host in (link.address, "127.0.0.1"):
-                listener = stack.enter_context(socket_in(link.namespace))
-                listener.settimeout(timeout_s)
-                try:
-                    listener.bind((host, 0))
-                    listener.listen(len(topology.links) + 1)
-                except OSError as exc:
-                    raise NetnsError(f"cannot listen on {host} in {link.namespace}", stderr=str(exc)) from exc
-                listeners[link.role, host] = listener
-        for source in topology.links:
-            for target in topology.links:
-                host = "127.0.0.1" if source is target else target.address
-                listener = listeners[target.role, host]
-                port = listener.getsockname()[1]
-                what = f"TCP connect from {source.role} ({source.namespace}) to {target.role} at {host}:{port}"
-                expected = host if source is target else source.address
-                with socket_in(source.namespace) as client:
-                    client.settimeout(timeout_s)
-                    try:
-                        client.connect((host, port))
-                        conn, peer = listener.accept()
-                        conn.close()
-                    except OSError as exc:
-                        raise NetnsError(f"{what} failed within {timeout_s:g} s", stderr=str(exc)) from exc
-                if peer[0] != expected:
-                    raise NetnsError(f"{what} arrived from {peer[0]}, not from {expected}")
-        if topology.host_address:
-            for target in topology.links:
-                listener = listeners[target.role, target.address]
-                port = listener.getsockname()[1]
-                what = f"TCP connect from the host ({topology.host_interface}) to {target.role} at " \
-                       f"{target.address}:{port}"
-                try:
-                    with socket.create_connection((target.address, port), timeout=timeout_s,
-                                                  source_address=(topology.host_address, 0)):
-                        conn, peer = listener.accept()
-                        conn.close()
-                except OSError as exc:
-                    raise NetnsError(f"{what} failed within {timeout_s:g} s", stderr=str(exc)) from exc
-                if peer[0] != topology.host_address:
-                    raise NetnsError(f"{what} arrived from {peer[0]}, not from {topology.host_address}")
 
 
 def processes_in(namespace: str) -> list[int]:
@@ -656,20 +305,8 @@ def _run_owner(run: str) -> dict | None:
 
 
 def _owner_alive(owner: dict | None) -> bool:
-    """True if the `{"pid", "start_time"}` owner is this process or still runs (same pid, same start time).
-
-    NOTE: the same test as reaper.is_alive, repeated so that reaper.py can import this module.
-    """
-    if owner is None:
-        return False
-    if owner["pid"] == os.getpid():
-        return True
-    try:
-        proc = psutil.Process(owner["pid"])
-        return (owner.get("start_time") is not None and proc.status() != psutil.STATUS_ZOMBIE
-                and abs(proc.create_time() - owner["start_time"]) <= OWNER_START_TOLERANCE_S)
-    except psutil.Error:
-        return False
+    """True if the `{"pid", "start_time"}` owner is this process or still runs (same pid, same start time)."""
+    return owner is not None and (owner["pid"] == os.getpid() or is_alive(owner))
 
 
 def leftovers(prefix_pattern: str = DEFAULT_PREFIX_BASE, *, include_live: bool = False) -> list[str]:

@@ -5,7 +5,7 @@ Three layers, because no single one reaches every process (docs/methodology.md, 
 1. **Parent-death signal** (process.py): every child pgarena starts gets SIGTERM/SIGKILL from the kernel
    when pgarena dies, even by SIGKILL. It does not reach grandchildren (a shell's children, a pooler
    started by a stack's script) nor PostgreSQL, which `pg_ctl` daemonizes.
-2. **The registry** (`PidRegistry`, `run_dir/pids.json`): pgarena's own pid and start time, a random
+2. **The registry** (`PidRegistry` in pidregistry.py, `run_dir/pids.json`): pgarena's own pid and start time, a random
    token that every process it starts inherits in its environment (`PGARENA_RUN_TOKEN`), the process
    groups of stacks and builds (pid + start time of each leader), and the managed cluster's data
    directory (its `postmaster.pid` names the server).
@@ -23,13 +23,9 @@ Three layers, because no single one reaches every process (docs/methodology.md, 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
-import secrets
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -37,161 +33,24 @@ from pathlib import Path
 
 import psutil
 
-from pgarena.results.atomic import write_text_atomic
+from pgarena.system.pidregistry import (
+    DEFAULT_GRACE_S,
+    PIDS_FILE,
+    START_TIME_TOLERANCE_S,
+    TOKEN_VARIABLE,
+    is_alive,
+    read_state,
+    same_machine,
+    start_time_of,
+    write_state,
+)
 
-PIDS_FILE = "pids.json"
-TOKEN_VARIABLE = "PGARENA_RUN_TOKEN"
-"""Environment variable carrying the run's token to every process pgarena starts (and their children)."""
-DEFAULT_GRACE_S = 5.0
-"""Seconds between SIGTERM (SIGQUIT for PostgreSQL) and SIGKILL when reaping."""
-START_TIME_TOLERANCE_S = 0.05
-"""Two start times (psutil's create_time, seconds since the epoch) closer than this are the same process."""
 POSTMASTER_START_TOLERANCE_S = 2.0
 """postmaster.pid stores the server's start in whole seconds, written just after the process started."""
-
-Log = Callable[[str], None]
 
 
 class RunInUse(Exception):
     """The run folder belongs to a pgarena that is still running."""
-
-
-def _start_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
-def _record(pid: int, role: str) -> dict:
-    return {"pid": pid, "start_time": _start_time(pid), "role": role}
-
-
-def is_alive(record: dict) -> bool:
-    """True if the process of a `{"pid", "start_time"}` record still runs (same pid and same start time)."""
-    started = _start_time(record["pid"])
-    if started is None or record.get("start_time") is None:
-        return False
-    if abs(started - record["start_time"]) > START_TIME_TOLERANCE_S:
-        return False
-    try:
-        return psutil.Process(record["pid"]).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _write_json(path: Path, data: dict) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2))
-
-
-def read_state(run_dir: Path) -> dict | None:
-    """The registry of a run folder (None: none, or unreadable)."""
-    try:
-        data = json.loads((run_dir / PIDS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-class PidRegistry:
-    """The processes of one pgarena invocation in `run_dir/pids.json`, and its watchdog.
-
-    A context manager: entering records pgarena itself, puts the run's token into the environment that
-    children inherit and starts the watchdog; leaving restores the environment, marks the registry
-    finished and closes the watchdog's pipe (the watchdog then reaps whatever is still alive).
-    `track`/`untrack` are what process.py calls for the process groups it starts.
-    """
-
-    def __init__(self, run_dir: Path, *, watchdog: bool = True) -> None:
-        self.run_dir = run_dir
-        self.path = run_dir / PIDS_FILE
-        self.token = secrets.token_hex(16)
-        self._watchdog_enabled = watchdog
-        self._watchdog: subprocess.Popen | None = None
-        self._saved_token: str | None = None
-        self._state: dict = {}
-
-    def __enter__(self) -> PidRegistry:
-        self._state = {
-            "owner": _record(os.getpid(), "pgarena"),
-            "machine": machine_identity(),
-            "token": self.token,
-            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-            "finished": False,
-            "watchdog": None,
-            "processes": [],
-            "postgres": [],
-        }
-        self._save()
-        if self._watchdog_enabled:
-            self._start_watchdog()
-        # NOTE: the token goes into pgarena's own environment for as long as the run lasts, so that every
-        # child (stacks, builds, generators, pg_ctl) and their children inherit it without each call site
-        # passing it on; it is removed again on exit.
-        self._saved_token = os.environ.get(TOKEN_VARIABLE)
-        os.environ[TOKEN_VARIABLE] = self.token
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _start_watchdog(self) -> None:
-        env = {k: v for k, v in os.environ.items() if k != TOKEN_VARIABLE}
-        logs = self.run_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        with open(logs / "watchdog.log", "ab") as log:
-            self._watchdog = subprocess.Popen(
-                [sys.executable, "-m", "pgarena.system.reaper", str(self.run_dir)], stdin=subprocess.PIPE,
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        self._state["watchdog"] = _record(self._watchdog.pid, "watchdog")
-        self._save()
-
-    def _save(self) -> None:
-        _write_json(self.path, self._state)
-
-    def _save_forgetting(self) -> None:
-        """Save after forgetting a stopped process: a stale entry is harmless (its start time no longer
-        matches anything), so a full disk here is not an error."""
-        try:
-            self._save()
-        except OSError:
-            pass
-
-    def track(self, pid: int, role: str) -> None:
-        """Record a process-group leader pgarena started (a stack, a build)."""
-        self._state["processes"].append(_record(pid, role))
-        self._save()
-
-    def untrack(self, pid: int) -> None:
-        """Forget a process group once pgarena has stopped it."""
-        self._state["processes"] = [p for p in self._state["processes"] if p["pid"] != pid]
-        self._save_forgetting()
-
-    def track_postgres(self, data_dir: Path, socket_dir: str | None) -> None:
-        """Record a managed cluster's data directory before its server starts."""
-        self._state["postgres"].append({"data_dir": str(data_dir), "socket_dir": socket_dir})
-        self._save()
-
-    def untrack_postgres(self, data_dir: Path) -> None:
-        """Forget a managed cluster once its server has stopped."""
-        self._state["postgres"] = [p for p in self._state["postgres"] if p["data_dir"] != str(data_dir)]
-        self._save_forgetting()
-
-    def close(self) -> None:
-        """Restore the environment, mark the registry finished and let the watchdog reap and exit."""
-        if self._saved_token is None:
-            os.environ.pop(TOKEN_VARIABLE, None)
-        else:
-            os.environ[TOKEN_VARIABLE] = self._saved_token
-        self._state["finished"] = True
-        self._save_forgetting()  # a full disk: the watchdog still reaps from the last registry it read
-        if self._watchdog is not None:
-            self._watchdog.stdin.close()  # type: ignore[union-attr]
-            try:
-                self._watchdog.wait(timeout=DEFAULT_GRACE_S * 3)
-            except subprocess.TimeoutExpired:
-                pass
-            self._watchdog = None
 
 
 def postmaster_of(data_dir: Path) -> psutil.Process | None:
@@ -219,7 +78,7 @@ def _is_private_cluster(data_dir: Path) -> bool:
     """A managed cluster in a private temporary folder (`pgarena-pg-*/data`, used when the postgres user
     cannot enter the run folder), nothing else.
 
-    NOTE: `<run>/postgres` is left to the resumed run (postgres.ManagedCluster replaces it once no server
+    NOTE: `<run>/postgres` is left to the resumed run (cluster.ManagedCluster replaces it once no server
     uses it): the watchdog removing it could race with a resume that is already creating its new cluster.
     """
     home = data_dir.parent
@@ -263,7 +122,7 @@ def _members(state: dict) -> dict[int, psutil.Process]:
     needle = f"{TOKEN_VARIABLE}={state.get('token')}" if state.get("token") else None
     groups: dict[int, tuple[float, bool]] = {}  # group id → (its leader's start, leader alive)
     for record in state.get("processes", []):
-        if _start_time(record["pid"]) is not None:
+        if start_time_of(record["pid"]) is not None:
             if not is_alive(record):
                 continue  # the leader's pid belongs to another process now: so does its group id
             groups[record["pid"]] = (record["start_time"], True)
@@ -338,29 +197,6 @@ def reap(state: dict, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
     return lines
 
 
-BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
-"""Linux's identifier of the current boot: a registry written before a reboot or on another machine has another."""
-
-
-def machine_identity() -> dict:
-    """This machine and boot as a registry records them: `{"boot_id", "hostname"}` (boot_id None off Linux)."""
-    try:
-        boot_id: str | None = BOOT_ID_PATH.read_text(encoding="ascii").strip() or None
-    except OSError:
-        boot_id = None
-    return {"boot_id": boot_id, "hostname": socket.gethostname()}
-
-
-def same_machine(state: dict) -> bool:
-    """True if the registry was written on this machine in this boot: only then can its pids and start times
-    name live processes here. A registry without the record (written before pgarena kept it) or copied from
-    another machine is not acted on."""
-    recorded, here = state.get("machine") or {}, machine_identity()
-    if recorded.get("boot_id") and here["boot_id"]:
-        return recorded["boot_id"] == here["boot_id"]
-    return bool(recorded) and recorded.get("hostname") == here["hostname"] and not recorded.get("boot_id")
-
-
 def _elsewhere(state: dict) -> str:
     recorded = state.get("machine") or {}
     if not recorded:
@@ -394,38 +230,39 @@ NETNS_STATE_FILE = "netns.json"
 
 
 SSH_STATE_FILE = "ssh.json"
-"""A run's processes on SSH hosts (pipeline/remote.py records them through system/ssh.py)."""
+"""A run's processes on SSH hosts (pipeline/remote.py records them through system/ssh)."""
+
+
+def _reap_state_file(path: Path, reap_file: Callable[[Path], list[str]], in_use: type[Exception],
+                     failed: type[Exception], what: str) -> list[str]:
+    """`reap_file(path)`'s lines for a state file a run left (ssh.json, netns.json); [] without the file or
+    when its owner still runs (`in_use`), one line saying it could not `what` on `failed`."""
+    if not path.exists():
+        return []
+    try:
+        return reap_file(path)
+    except in_use:
+        return []
+    except failed as exc:
+        return [f"could not {what}: {exc}"]
 
 
 def reap_ssh(run_dir: Path) -> list[str]:
     """Stop what a dead run started on SSH hosts (a host it cannot reach keeps its record for a later try)."""
-    from pgarena.system import ssh
+    from pgarena.system.ssh.host import reap_state_file
+    from pgarena.system.ssh.transport import SshError, SshInUse
 
-    path = run_dir / SSH_STATE_FILE
-    if not path.exists():
-        return []
-    try:
-        return ssh.reap_state_file(path)
-    except ssh.SshInUse:
-        return []
-    except ssh.SshError as exc:
-        return [f"could not stop its processes on SSH hosts: {exc}"]
+    return _reap_state_file(run_dir / SSH_STATE_FILE, reap_state_file, SshInUse, SshError,
+                            "stop its processes on SSH hosts")
 
 
 def reap_namespaces(run_dir: Path) -> list[str]:
     """Remove the network namespaces a dead run left (after its processes: a namespace's removal also stops
     what still runs inside); lines saying what was removed or why it could not be."""
-    from pgarena.system import netns
+    from pgarena.system import netns, netns_plan
 
-    path = run_dir / NETNS_STATE_FILE
-    if not path.exists():
-        return []
-    try:
-        return netns.reap_state_file(path)
-    except netns.NetnsInUse:
-        return []
-    except netns.NetnsError as exc:
-        return [f"could not remove its network namespaces: {exc}"]
+    return _reap_state_file(run_dir / NETNS_STATE_FILE, netns.reap_state_file, netns_plan.NetnsInUse,
+                            netns_plan.NetnsError, "remove its network namespaces")
 
 
 def reap_abandoned(results_dir: Path, *, grace_s: float = DEFAULT_GRACE_S) -> list[str]:
@@ -447,7 +284,7 @@ def _mark_reaped(run_dir: Path, state: dict) -> None:
     state.update(finished=True, processes=[], postgres=[],
                  reaped_at=dt.datetime.now(dt.timezone.utc).isoformat())
     try:
-        _write_json(run_dir / PIDS_FILE, state)
+        write_state(run_dir / PIDS_FILE, state)
     except OSError:
         pass
 

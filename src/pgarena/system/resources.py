@@ -36,7 +36,7 @@ def own_cpu_seconds() -> float:
 
 class OwnCpuSampler:
     """(wall-clock time.time(), `own_cpu_seconds()`) pairs every SAMPLE_INTERVAL_S while the block runs, so
-    pgarena's own CPU can be read over exactly the generator's measured window (`process.cpu_between`), not
+    pgarena's own CPU can be read over exactly the generator's measured window (`children.cpu_between`), not
     over the parsing of its output afterwards. Use as a context manager; `samples` holds the pairs."""
 
     def __init__(self, interval_s: float = SAMPLE_INTERVAL_S) -> None:

@@ -109,7 +109,7 @@ class SpeedProbe:
     """The running probe: a child pinned to `cpus`, its samples read by a thread; `reading()` per window.
 
     A context manager: leaving (or `stop()`) kills the child and reaps it. `tracker` (the run's
-    reaper.PidRegistry) records it so that a killed run's probe is stopped by the reaper.
+    pidregistry.PidRegistry) records it so that a killed run's probe is stopped by the reaper.
     """
 
     def __init__(self, cpus: Sequence[int], *, tracker: ProcessTracker | None = None,

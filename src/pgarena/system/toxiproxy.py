@@ -3,18 +3,19 @@
 Toxiproxy forwards TCP connections from a listen address to an upstream and passes the bytes of each
 direction through a chain of "toxics" set over its REST API: `latency` (delay), `timeout` (stall),
 `reset_peer` (TCP RST) and others. pgarena puts one proxy between a stack and PostgreSQL and drives it with
-the classes here:
+the classes here and in its two sibling modules:
 
-- `install()` builds the pinned release from the Go module proxy into pgarena's tool cache
-  (`<cache>/toxiproxy-<version>/bin/server`: the package is `cmd/server`, so the binary is `server`);
-  `locate()` finds it there. About 2 minutes and 43 CPU seconds cold on this 2-core machine.
+- `toxiproxy_install.install()` builds the pinned release from the Go module proxy into pgarena's tool
+  cache (`<cache>/toxiproxy-<version>/bin/server`: the package is `cmd/server`, so the binary is
+  `server`); `toxiproxy_install.locate()` finds it there. About 2 minutes and 43 CPU seconds cold on this
+  2-core machine.
 - `Toxiproxy` runs the server as a context manager: its own process group, optionally pinned to CPUs and
   started through an argv prefix (`["ip", "netns", "exec", "<ns>"]`), its API polled until it answers
   (bounded), stopped with its whole tree on exit. `cpu_seconds()` is the server's own CPU, so that it can
   be counted apart from the stack's.
 - `Proxy` is one proxy: `set_rtt`, `timeout`, `reset_peer`, `disable`/`enable`, or any toxic by name.
-- `measure_overhead()` times request/response round trips through a proxy and direct to the same echo
-  server: the latency the proxy adds at zero configured delay, and its CPU per round trip.
+- `toxiproxy_overhead.measure_overhead()` times request/response round trips through a proxy and direct
+  to the same echo server: the latency the proxy adds at zero configured delay, and its CPU per round trip.
 
 Semantics of toxiproxy 2.5.0 that callers must know (read in its source: link.go, toxics/*.go):
 
@@ -34,7 +35,8 @@ Measured here (2 shared cores, load average ~18, 64-byte echo round trips, `meas
 at zero delay toxiproxy adds 37–43 µs to the median round trip (direct ~21 µs) and uses 44–62 µs of CPU
 per round trip; pinned to one busy core, 80–92 µs and 76–92 µs. With a delay the added time is the RTT
 plus the late wake-ups of two Go timers: +1.17–1.31 ms at 1 ms, +4.75–5.17 ms at 4 ms. So pgarena
-should record the RTT it measured (`measure_overhead(rtt_ms=…)`) next to the one it configured.
+should record the RTT it measured (`toxiproxy_overhead.measure_overhead(rtt_ms=…)`) next to the one it
+configured.
 """
 
 from __future__ import annotations
@@ -42,13 +44,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import secrets
 import shlex
-import shutil
 import socket
-import socketserver
-import statistics
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,19 +54,14 @@ from pathlib import Path
 import httpx
 import psutil
 
-from pgarena.system.process import NotReady, ProcessTracker, ServerProcess, run_logged, tail, wait_until_healthy
+from pgarena.system.process import NotReady, ProcessTracker, ServerProcess, tail, wait_until_healthy
+from pgarena.system.toxiproxy_install import TOXIPROXY_VERSION, ToxiproxyUnavailable, install_hint, locate
 
-TOXIPROXY_VERSION = "2.5.0"
-"""Pinned: the newest release the Go module proxy offers here (v2.3.0 and v2.5.0); it builds with Go 1.26."""
-TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
-BINARY_NAME = "server"
-"""`go install …/cmd/server` names the binary after its package folder."""
 STREAMS = ("upstream", "downstream")
 """Toxiproxy's two directions: upstream is client → upstream server, downstream is the answers."""
 RTT_TOXIC = "pgarena_rtt_{stream}"
 TIMEOUT_TOXIC = "pgarena_timeout_{stream}"
 RESET_TOXIC = "pgarena_reset_{stream}"
-DEFAULT_INSTALL_TIMEOUT_S = 900.0
 DEFAULT_START_TIMEOUT_S = 20.0
 DEFAULT_API_TIMEOUT_S = 10.0
 """Per API request (toxiproxy itself answers within 25 s or gives up on the request)."""
@@ -79,91 +71,10 @@ DEFAULT_LOG_LEVEL = "warn"
 START_ATTEMPTS = 3
 """Starts tried with a freshly picked API port when the previous one was taken meanwhile."""
 DEFAULT_OVERHEAD_ROUND_TRIPS = 5000
-DEFAULT_OVERHEAD_WARMUP = 100
-DEFAULT_OVERHEAD_PAYLOAD_BYTES = 64
-DEFAULT_OVERHEAD_MAX_S = 60.0
-
-
-class ToxiproxyUnavailable(Exception):
-    """The toxiproxy binary is missing or cannot be built; the message says how to install it."""
 
 
 class ToxiproxyError(Exception):
     """The server did not start, or its API refused a request (the message has its answer)."""
-
-
-def default_cache_dir() -> Path:
-    """pgarena's tool cache: `$XDG_CACHE_HOME/pgarena/tools` (default `~/.cache/pgarena/tools`).
-
-    NOTE: the same folder as `pgarena.load.engines.base.tool_cache_dir` (which `system` may not import);
-    tests/unit/test_toxiproxy.py checks that the two agree.
-    """
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pgarena" / "tools"
-
-
-def install_dir(cache_dir: Path | None = None) -> Path:
-    """The pinned version's folder in the tool cache (`toxiproxy-<version>`)."""
-    return (cache_dir or default_cache_dir()) / f"toxiproxy-{TOXIPROXY_VERSION}"
-
-
-def binary_path(cache_dir: Path | None = None) -> Path:
-    """Where `install()` puts the server binary."""
-    return install_dir(cache_dir) / "bin" / BINARY_NAME
-
-
-def locate(cache_dir: Path | None = None) -> Path | None:
-    """The pinned server binary if it is installed in the tool cache, else None (PATH is not searched:
-    another build's version is unknown)."""
-    path = binary_path(cache_dir)
-    return path if path.is_file() and os.access(path, os.X_OK) else None
-
-
-def install_command(go: str = "go") -> list[str]:
-    """argv of the build: `go install` of the pinned `cmd/server`, its version stamped into the binary
-    (a plain build reports "git" at /version)."""
-    return [go, "install", "-trimpath", f"-ldflags=-X {TOXIPROXY_MODULE}.Version={TOXIPROXY_VERSION}",
-            f"{TOXIPROXY_MODULE}/cmd/server@v{TOXIPROXY_VERSION}"]
-
-
-def install_hint(cache_dir: Path | None = None) -> str:
-    """The command that installs the pinned binary, for error messages."""
-    return f"GOBIN={binary_path(cache_dir).parent} {shlex.join(install_command())} (about 2 minutes cold)"
-
-
-def install(timeout_s: float = DEFAULT_INSTALL_TIMEOUT_S, *, cache_dir: Path | None = None,
-            tracker: ProcessTracker | None = None) -> Path:
-    """Build the pinned server into the tool cache (once; an installed one is returned as is).
-
-    The build's output goes to `<install_dir>/install.log`; the binary is moved into place only once the
-    build succeeded. Raises ToxiproxyUnavailable (with the log's tail) if Go is missing, the build fails
-    or it takes longer than `timeout_s`.
-    """
-    found = locate(cache_dir)
-    if found is not None:
-        return found
-    go = shutil.which("go")
-    if go is None:
-        raise ToxiproxyUnavailable(f"Go is not on PATH; it builds toxiproxy: {install_hint(cache_dir)}")
-    home = install_dir(cache_dir)
-    staging = home / f"bin.tmp-{os.getpid()}"
-    staging.mkdir(parents=True, exist_ok=True)
-    log_path = home / "install.log"
-    env = {**os.environ, "GOBIN": str(staging), "GOTOOLCHAIN": "local"}
-    try:
-        result = run_logged(shlex.join(install_command(go)), cwd=home, env=env, log_path=log_path,
-                            timeout_s=timeout_s, tracker=tracker)
-        built = staging / BINARY_NAME
-        if not result.ok or not built.is_file():
-            why = f"timed out after {timeout_s:.0f} s" if result.timed_out else f"exit code {result.returncode}"
-            raise ToxiproxyUnavailable(f"building toxiproxy {TOXIPROXY_VERSION} failed ({why}); "
-                                       f"{log_path}:\n{tail(log_path)}")
-        target = binary_path(cache_dir)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(built, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 def rtt_split_ms(rtt_ms: float) -> tuple[int, int]:
@@ -445,162 +356,3 @@ class Toxiproxy:
             except psutil.Error:
                 continue
         return total
-
-
-class _EchoHandler(socketserver.BaseRequestHandler):
-    def handle(self) -> None:
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.request.settimeout(EchoServer.IDLE_TIMEOUT_S)
-        try:
-            while data := self.request.recv(65536):
-                self.request.sendall(data)
-        except OSError:  # reset by a toxic, or idle past the timeout
-            pass
-
-
-class EchoServer:
-    """A TCP echo server on a thread (a thread per connection) at `host`, a free port: the upstream that
-    `measure_overhead` and the tests time round trips against. A context manager."""
-
-    IDLE_TIMEOUT_S = 60.0
-    """A connection silent this long is closed, so that no handler thread waits forever."""
-
-    def __init__(self, host: str = "127.0.0.1") -> None:
-        self._server = socketserver.ThreadingTCPServer((host, 0), _EchoHandler)
-        self._server.daemon_threads = True
-        self.host, self.port = self._server.server_address[:2]
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="echo-server", daemon=True)
-
-    @property
-    def address(self) -> str:
-        """`host:port` for a toxiproxy upstream."""
-        return join_host_port(self.host, self.port)
-
-    def __enter__(self) -> EchoServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-
-def connect(address: str, timeout_s: float) -> socket.socket:
-    """A TCP connection to `host:port` with Nagle off (a request/response client), `timeout_s` per call."""
-    host, port = address.rsplit(":", 1)
-    sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def round_trip_ns(sock: socket.socket, payload: bytes) -> int:
-    """Send `payload` and read as many bytes back; nanoseconds from send to the last byte."""
-    started = time.perf_counter_ns()
-    sock.sendall(payload)
-    received = 0
-    while received < len(payload):
-        chunk = sock.recv(len(payload) - received)
-        if not chunk:
-            raise ConnectionError("the connection closed during a round trip")
-        received += len(chunk)
-    return time.perf_counter_ns() - started
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-quantile (0 < q < 1), Hyndman & Fan type 7 (R's and numpy's default): the standard library's
-    `statistics.quantiles(method="inclusive")` at a resolution of 1/1000."""
-    if len(values) == 1:
-        return float(values[0])
-    return statistics.quantiles(values, n=1000, method="inclusive")[round(q * 1000) - 1]
-
-
-@dataclass(frozen=True)
-class ProxyOverhead:
-    """Round trips through a toxiproxy proxy against the same round trips straight to its upstream.
-
-    Both run on one persistent connection each, interleaved (alternating which goes first), after a
-    warm-up, so the machine's noise falls on both alike. "Added" figures are proxied minus direct of the
-    same statistic; at `configured_rtt_ms` 0 they are toxiproxy's own cost.
-    """
-
-    round_trips: int
-    """Measured pairs (fewer than asked if the time limit came first)."""
-    payload_bytes: int
-    configured_rtt_ms: float
-    direct_median_us: float
-    direct_p99_us: float
-    proxied_median_us: float
-    proxied_p99_us: float
-    added_median_us: float
-    added_p99_us: float
-    toxiproxy_cpu_seconds: float
-    """The server's CPU over the measured round trips (psutil, 10 ms resolution)."""
-    cpu_us_per_round_trip: float
-
-    def as_dict(self) -> dict:
-        """The fields as a JSON-ready dict."""
-        return dataclasses.asdict(self)
-
-
-def summarize_round_trips(direct_ns: Sequence[int], proxied_ns: Sequence[int], *, cpu_seconds: float,
-                          payload_bytes: int, configured_rtt_ms: float = 0.0) -> ProxyOverhead:
-    """A ProxyOverhead from paired round-trip times (ns) and the proxy's CPU seconds over them."""
-    if not direct_ns or len(direct_ns) != len(proxied_ns):
-        raise ValueError("need the same number (> 0) of direct and proxied round trips")
-    direct = [ns / 1000 for ns in direct_ns]
-    proxied = [ns / 1000 for ns in proxied_ns]
-    d50, d99 = statistics.median(direct), percentile(direct, 0.99)
-    p50, p99 = statistics.median(proxied), percentile(proxied, 0.99)
-    return ProxyOverhead(
-        round_trips=len(direct), payload_bytes=payload_bytes, configured_rtt_ms=configured_rtt_ms,
-        direct_median_us=d50, direct_p99_us=d99, proxied_median_us=p50, proxied_p99_us=p99,
-        added_median_us=p50 - d50, added_p99_us=p99 - d99, toxiproxy_cpu_seconds=cpu_seconds,
-        cpu_us_per_round_trip=cpu_seconds * 1e6 / len(direct))
-
-
-def measure_overhead(toxiproxy: Toxiproxy, *, rtt_ms: float = 0, round_trips: int = DEFAULT_OVERHEAD_ROUND_TRIPS,
-                     warmup_round_trips: int = DEFAULT_OVERHEAD_WARMUP,
-                     payload_bytes: int = DEFAULT_OVERHEAD_PAYLOAD_BYTES, max_seconds: float = DEFAULT_OVERHEAD_MAX_S,
-                     echo_host: str = "127.0.0.1", listen_host: str | None = None) -> ProxyOverhead:
-    """The latency and CPU a running toxiproxy adds to request/response round trips (see ProxyOverhead).
-
-    Starts an echo server at `echo_host` (reachable from toxiproxy), a temporary proxy to it (listening on
-    `listen_host`, default the server's host) with `set_rtt(rtt_ms)`, and times at most `round_trips`
-    interleaved pairs within `max_seconds` (warm-up included); the proxy is deleted afterwards.
-    """
-    if round_trips < 1 or payload_bytes < 1:
-        raise ValueError("round_trips and payload_bytes must be at least 1")
-    payload = (bytes(range(256)) * (payload_bytes // 256 + 1))[:payload_bytes]
-    deadline = time.monotonic() + max_seconds
-    direct_ns: list[int] = []
-    proxied_ns: list[int] = []
-    with EchoServer(echo_host) as echo:
-        proxy = toxiproxy.proxy(f"pgarena-overhead-{secrets.token_hex(4)}", upstream=echo.address,
-                                listen=join_host_port(listen_host or toxiproxy.host, 0))
-        try:
-            proxy.set_rtt(rtt_ms)
-            with connect(echo.address, max_seconds) as direct, connect(proxy.listen, max_seconds) as proxied:
-                for _ in range(warmup_round_trips):
-                    if time.monotonic() > deadline:
-                        break
-                    round_trip_ns(direct, payload)
-                    round_trip_ns(proxied, payload)
-                cpu_before = toxiproxy.cpu_seconds()
-                for i in range(round_trips):
-                    if time.monotonic() > deadline:
-                        break
-                    if i % 2:
-                        direct_ns.append(round_trip_ns(direct, payload))
-                        proxied_ns.append(round_trip_ns(proxied, payload))
-                    else:
-                        proxied_ns.append(round_trip_ns(proxied, payload))
-                        direct_ns.append(round_trip_ns(direct, payload))
-                cpu_after = toxiproxy.cpu_seconds()
-        finally:
-            proxy.delete()
-    if not direct_ns:
-        raise ToxiproxyError(f"no round trip measured within {max_seconds} s")
-    return summarize_round_trips(direct_ns, proxied_ns, cpu_seconds=cpu_after - cpu_before,
-                                 payload_bytes=payload_bytes, configured_rtt_ms=rtt_ms)

@@ -1,5 +1,5 @@
 """What pgarena runs on an SSH host: POSIX shell scripts, how their arguments are quoted, and the parsing of
-what they print (system/ssh.py sends them; docs/hosts.md describes them).
+what they print (the other modules of system/ssh send them; docs/hosts.md describes them).
 
 Every script is sent as `/bin/sh -c SCRIPT pgarena-ssh ARG...`, each word quoted once with `shlex.quote` for
 the host's login shell, which parses ssh's command string (`$SHELL -c STRING` on the server); values reach

@@ -16,7 +16,7 @@ from pgarena.config.profiles import build_config
 from pgarena.config.stackdef import Stack, StackDef
 from pgarena.config.targets import NOT_KNOWN, TargetError, parse_targets, target_stacks
 from pgarena.db.postgres import free_port
-from pgarena.pipeline.interleaved import coexist_problem
+from pgarena.pipeline.plan import coexist_problem
 from pgarena.pipeline.plan import stack_info
 from pgarena.report.html import html_payload, render_html
 from pgarena.report.markdown import render_markdown

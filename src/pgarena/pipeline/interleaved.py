@@ -63,14 +63,6 @@ STOP_REASONS = {"settled": "settled", "out-of-reach": "out-of-reach", "max-round
 """Phase stop reasons as stored in a cell's summary."""
 
 
-def coexist_problem(stack: Stack) -> str | None:
-    """Why a stack cannot run beside the others (None if it can; a remote target always can)."""
-    if stack.target_url is not None:
-        return None
-    port = stack.definition.run.port
-    return f"it listens on the fixed port {port}" if port else None
-
-
 def max_rounds(config) -> int:
     """The cap of rounds: the profile's maximum repetitions, or fewer if the cell budget allows fewer windows."""
     by_budget = int(config.cell_budget_s // config.duration_s)
@@ -306,7 +298,8 @@ class InterleavedRun:
         known = {(c.stack, c.key[1:], r.round): (r.rps, getattr(r, "reference_unit_ns", None))
                  for c in phase.cells.values() for r in c.repetitions if r.round is not None}
         later = self._later(phase)
-        policy = RoundsPolicy(min_rounds=max(2, later.repetitions if later is not None else config.repetitions), max_rounds=max(2, max_rounds(config)),
+        least = later.repetitions if later is not None else config.repetitions
+        policy = RoundsPolicy(min_rounds=max(2, least), max_rounds=max(2, max_rounds(config)),
                               target_rel_half_width=config.target_rel_half_width, level=config.confidence_level,
                               margin=config.equivalence_margin, deadline=self.phase_deadline(phase))
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),

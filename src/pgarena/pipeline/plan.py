@@ -175,3 +175,11 @@ def resolve_rate(cell: Cell, cells: list[Cell]) -> None:
     if peak is None:
         raise ValueError(f"no measured closed-model cell to take {cell.arrival_rate_spec} of")
     cell.arrival_rate = round(value * peak, 1)
+
+
+def coexist_problem(stack: Stack) -> str | None:
+    """Why a stack cannot run beside the others (None if it can; a remote target always can)."""
+    if stack.target_url is not None:
+        return None
+    port = stack.definition.run.port
+    return f"it listens on the fixed port {port}" if port else None

@@ -386,7 +386,8 @@ def _sequential(ctx: RunContext, stacks: list[Stack], kind: str, resumed: bool, 
 def _interleaved(ctx: RunContext, stacks: list[Stack], resumed: bool) -> None:
     """Every stack that can coexist up together, measured in interleaved rounds; the others afterwards,
     stack after stack (the report says which and why)."""
-    from pgarena.pipeline.interleaved import coexist_problem, run_interleaved
+    from pgarena.pipeline.interleaved import run_interleaved
+    from pgarena.pipeline.plan import coexist_problem
 
     record = ctx.results.schedule
     assert record is not None

@@ -11,7 +11,7 @@
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py analyse results/meters-x /tmp/m
 
 Meters (each its own process pinned to one CPU, one sample every 20 ms; `late` every 1 ms): `loop` the first
-probe's pure-Python loop; `cached` 20,000 numpy reads from a 256 KiB array (the probe's unit now); `dram` the
+probe's pure-Python loop; `cached` the probe's unit itself (speedprobe.UnitOfWork: 20,000 numpy reads from a 256 KiB array); `dram` the
 same from a 64 MiB array; `late` a SCHED_FIFO process's timer lateness (time the CPU did not run at all).
 Window times come from the mtime of each window's raw generator output (its end) less its duration.
 """
@@ -51,9 +51,13 @@ def meter(mode: str, cpu: int, out: str, seconds: float) -> int:
                 for i in range(10_000):
                     x = (x * 31 + i) & 0xFFFF
                 return x
+        elif mode == "cached":
+            from pgarena.system.speedprobe import UnitOfWork
+
+            unit = UnitOfWork()  # the run's own probe unit, so the comparison is with exactly what runs
         else:
             import numpy as np
-            size = ((256 << 10) if mode == "cached" else (64 << 20)) // 8
+            size = (64 << 20) // 8
             values = np.arange(size, dtype=np.int64)
             positions = np.random.default_rng(1).integers(0, size, 20_000)
 

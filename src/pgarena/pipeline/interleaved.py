@@ -130,7 +130,9 @@ class InterleavedRun:
         self.phases = [p for p in phases if p.cells]
         for phase in self.phases:
             later = self._later(phase)
-            for cell in phase.cells.values() if later is not None else ():
+            if later is None:
+                continue
+            for cell in phase.cells.values():
                 if not cell.repetitions:  # a resumed cell keeps the windows it was measured with
                     cell.duration_seconds = later.duration_s
         return self.phases

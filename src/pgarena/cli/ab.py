@@ -28,7 +28,7 @@ from pgarena.results.store import load
 
 def ab(
     stack: Annotated[str, typer.Argument(help="the stack whose two versions are compared")],
-    base: Annotated[str, typer.Option(help="the base version: 'current', a name of the stack.toml's [versions], "
+    base: Annotated[str, typer.Option(help="the base version: 'current', a name of the stack.toml's \\[versions], "
                                            "git:<ref>, or a folder holding the stack at another version")] = "current",
     head: Annotated[str, typer.Option(help="the head version (the same kinds as --base)")] = "current",
     fail_on_regression: Annotated[Optional[str], typer.Option(

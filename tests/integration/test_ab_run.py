@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.analysis.abgate import ab_gate
+from pgarena.analysis.abgate import GATE_MIN_ROUNDS, ab_gate
 from pgarena.config.profiles import build_config
 from pgarena.history.points import run_points
 from pgarena.history.store import open_store
@@ -47,7 +47,7 @@ def _ab(tmp_path, head: str, run_id: str):
         "stacks": [plan.base.stack_id, plan.head.stack_id], "workloads": ["static"], "vus": [4], "repetitions": 3,
         "max_repetitions": 8, "warmup_s": 0.3, "duration_s": 0.5, "warmup_cap_s": 2, "cell_budget_s": 10,
         "headroom": False, "engine": "oha", "schedule": "interleaved", "schedule_seed": 5, "seed": 0,
-        "rewarm_s": 0.2, "baseline": plan.base.stack_id, "equivalence_margin": 0.05})
+        "rewarm_s": 0.2, "baseline": plan.base.stack_id, "equivalence_margin": 0.05, "regression_margin": 0.05})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lambda _: None)
     return plan, load(run_dir)
 
@@ -60,7 +60,7 @@ def test_a_slower_head_fails_the_gate_and_both_sides_were_verified(tmp_path, fix
     assert gate.outcome == "regression", gate.sentence()
     interval = gate.tables[0].interval
     assert interval is not None and 0.3 < interval.ratio < 0.8 and interval.high < 0.95
-    assert interval.rounds >= 3
+    assert interval.rounds >= GATE_MIN_ROUNDS
 
 
 def test_a_self_ab_is_never_a_regression(tmp_path, fixture_env):

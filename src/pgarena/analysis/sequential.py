@@ -27,11 +27,10 @@ run stopped at*. This module gives intervals with that property:
   the table's S stacks, so any pair the table chooses to show after seeing the data (neighbours in the
   order, each stack against the best) is covered, and all its intervals hold together at `level`.
 
-A pair is **ordered** when its interval excludes a ratio of 1, **equivalent within ±m** when its interval
-lies inside [1/(1+m), 1+m] (two one-sided tests at the same level), and **not resolved** otherwise. The order
-of a table comes from the paired estimates (μ̂ of the fit), adjusted so that no claimed order is
-contradicted (`paired_order`). Simulation tests (tests/unit/test_verdict_simulation.py) measure the
-false-order rate and the power of exactly these functions; docs/methodology.md states the figures.
+A pair is **ordered** when its interval excludes 1, **equivalent within ±m** when it lies inside [1/(1+m), 1+m]
+(two one-sided tests at the same level), **not resolved** otherwise. A table's order comes from the paired
+estimates (μ̂), never against a claim (`paired_order`). tests/unit/test_verdict_simulation.py measures the
+false-order rate and power of exactly these functions; docs/methodology.md states the figures.
 """
 
 from __future__ import annotations
@@ -124,7 +123,6 @@ def detectable_ratio(window_log_sd: float, rounds: int, claims: int, level: floa
     return math.exp(half_width(rounds, 2 * window_log_sd**2, alpha))
 
 
-# --- the table's fit ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class TableFit:
@@ -235,7 +233,6 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
                     raw_variance=raw_variance)
 
 
-# --- pairs ----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class PairInterval:
@@ -431,18 +428,23 @@ def unresolved_pairs(inference: Inference, order: Sequence[str] | None = None) -
 def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = DEFAULT_TIGHTEST_AT,
                       horizon: int = 400) -> int | None:
     """The paired rounds pair (a, b) would need, at its present estimate and variance, for its interval to
-    exclude 1 or fit within the margin (None: not within `horizon` rounds, or nothing to go on), its centre
-    taken one standard error closer to whichever outcome is nearer, so that a pair is not given up on a
-    chance low estimate. The degrees of freedom grow with the rounds as the pair's own do. Used to spend rounds where they decide; it never
-    enters an interval."""
+    exclude 1 or fit within the margin (None: not within `horizon` rounds, or nothing to go on), its centre taken
+    one standard error closer to the nearer outcome (no pair is given up on a chance low estimate)."""
     found = inference.interval(a, b)
     if found is None or found.rounds == 0 or not math.isfinite(found.variance):
         return None
     centre = abs(math.log(found.ratio))
     error = math.sqrt(found.variance / found.rounds)  # give the pair the benefit of one standard error
     target = max(centre + error, math.log(1 + inference.margin) - max(0.0, centre - error))
+    return rounds_until(found, inference.alpha, target, tightest_at, horizon)
+
+
+def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: int = DEFAULT_TIGHTEST_AT,
+                 horizon: int = 400) -> int | None:
+    """The first round count ≤ `horizon` at which `found`'s log half-width, at its present variance and with
+    degrees of freedom growing as the pair's own do, falls below `half` (None: not within the horizon)."""
     for n in range(found.rounds, horizon + 1):
         df = found.df + (n - found.rounds)
-        if half_width(n, found.variance, inference.alpha, df, tightest_at) < target:
+        if half_width(n, found.variance, alpha, df, tightest_at) < half:
             return n
     return None

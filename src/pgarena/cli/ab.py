@@ -20,9 +20,11 @@ from pgarena.cli.options import (
     int_list,
     name_list,
 )
-from pgarena.config.profiles import DEFAULT_PROFILE
 from pgarena.pipeline.context import RunError
 from pgarena.pipeline.runner import new_run_id
+
+AB_PROFILE = "ab"
+"""`pgarena ab`'s profile when it names none: the budget, not a cap of rounds, ends it."""
 from pgarena.results.store import load
 
 
@@ -34,7 +36,7 @@ def ab(
     fail_on_regression: Annotated[Optional[str], typer.Option(
         metavar="PCT", help="exit 1 when the head is surely slower than (100 − PCT) % of the base in a table, 0 when "
                             "every table rules that out, 2 when the budget ended before it could tell; e.g. 5%")] = None,
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = AB_PROFILE,
     workloads: WorkloadsOpt = None,
     budget: Annotated[Optional[str], typer.Option(help="wall-clock budget, builds included (e.g. 20m)")] = None,
     vus: Annotated[Optional[str], typer.Option(help="load levels (connections/VUs), e.g. 50")] = None,
@@ -72,7 +74,7 @@ def ab(
                         budget_s=budget, vus=int_list(vus, "--vus"), perf_test_rows=int_list(rows, "--rows"),
                         users_limits=int_list(limits, "--limits"), duration_s=duration, database_url=database_url,
                         run_id=run_id, stacks_dir=plan.stacks_dir, results_dir=results_dir, schedule="interleaved",
-                        baseline=plan.base.stack_id, equivalence_margin=margin)
+                        baseline=plan.base.stack_id, equivalence_margin=margin, regression_margin=margin)
     run_dir = record_history(execute_run(config, "run"), history_url, plan.names)
     gate = ab_gate(load(run_dir), plan.base.stack_id, plan.head.stack_id, margin)
     text = ab_markdown(gate, title=f"pgarena ab {stack}: {plan.base.label} → {plan.head.label}",

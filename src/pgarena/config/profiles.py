@@ -102,6 +102,23 @@ PROFILES: dict[str, Profile] = {
             headline_share=0.4,
         ),
         Profile(
+            name="ab",
+            description=("`pgarena ab`: two versions of one stack on perf-test (1 row) and users (20) at 50 VUs, in "
+                         "interleaved rounds until head/base clears the regression floor in both or the 15-minute "
+                         "budget (builds included) is spent"),
+            warmup_s=1,
+            warmup_cap_s=10,
+            duration_s=2,
+            repetitions=3,
+            max_repetitions=400,  # the budget, not a cap, ends an A/B: a self-A/B needs ~100 rounds at log-sd 0.14
+            cell_budget_s=800,
+            budget_s=15 * 60,
+            vus=[50],
+            perf_test_rows=[1],
+            users_limits=[20],
+            workloads=["perf-test", "users"],
+        ),
+        Profile(
             name="quick",
             description="the longer quick grid: a few seconds per cell at 1 and 50 VUs, two parameters each",
             budget_s=4 * 3600,

@@ -162,6 +162,9 @@ class RunConfig(BaseModel):
     rewarm_s: float | None = _seconds("rewarm_s", None, ge=0, description=(
         "interleaved: uncounted load right before each measured window (None = the warm-up, at most 2 s)"))
     baseline: str | None = Field(None, description="a stack every other stack's paired ratio is also given to")
+    regression_margin: float | None = Field(None, gt=0, lt=1, description=(
+        "`pgarena ab`: the rounds decide other/baseline against the floor 1 − this (analysis/abgate.py) instead of "
+        "ordering or equivalence; needs a baseline and exactly two stacks"))
     later_tables: LaterTables | None = Field(None, description=(
         "interleaved: quicker windows for every table after the headline (the profile's; None: as the headline)"))
     headline_share: float = Field(DEFAULT_HEADLINE_SHARE, gt=0, lt=1, description=(
@@ -336,6 +339,12 @@ class RunConfig(BaseModel):
         if self.generators > 1 and self.engine != "k6":
             raise ValueError(f"--generators {self.generators} needs --engine k6 (k6 splits a test into "
                              f"execution segments; {self.engine} cannot)")
+        return self
+
+    @model_validator(mode="after")
+    def _regression_margin_needs_an_ab(self) -> RunConfig:
+        if self.regression_margin is not None and (self.baseline is None or len(self.stacks or []) != 2):
+            raise ValueError("a regression margin decides an A/B: it needs a baseline and exactly two stacks")
         return self
 
     @model_validator(mode="after")

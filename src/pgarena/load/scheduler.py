@@ -11,6 +11,9 @@ race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari
 - a stack stays in a cell's rounds while a neighbouring pair it belongs to is *not resolved* (neither ordered
   nor equivalent within the margin) and still *within reach*: at its present estimate and noise it would
   resolve within the rounds the cap and the time budget leave (`sequential.rounds_to_resolve`);
+- an A/B (`RoundsPolicy.gate`) asks one question of its one pair, the gate's: is head/base's interval wholly
+  above or below the regression floor? That pair is open until it is, and within reach by
+  `GateRule.rounds_needed`;
 - a cell whose pairs are all resolved leaves (`settled`); one whose open pairs are all out of reach leaves
   too (`out-of-reach`), and its report lists them "not resolved" with their intervals;
 - the phase stops when no cell is left, at the cap of rounds (`max-rounds`), or when the next round would
@@ -33,6 +36,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from pgarena.analysis.abgate import GateRule
 from pgarena.analysis.sequential import (
     DEFAULT_EQUIVALENCE_MARGIN,
     DEFAULT_FAMILY_LEVEL,
@@ -62,6 +66,9 @@ class RoundsPolicy:
     deadline: float | None = None
     budget_s: float | None = None
     """A time budget relative to the phase's start (the earlier of this and `deadline` applies)."""
+    gate: GateRule | None = None
+    """An A/B (`pgarena ab`): its pair is settled once head/base clears the regression floor, not when ordered or
+    equivalent; a cell without both stacks is judged as usual."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.max_rounds:
@@ -178,7 +185,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             reference = {s: _per_round(refs[cell][s], r) for s in stacks_of[cell]}
             stop = _judge_cell(state[cell], per_stack, reference, policy)
             if stop is None and r >= policy.min_rounds:
-                stop = _narrow(state[cell], (by_cap, by_time))
+                stop = _narrow(state[cell], (by_cap, by_time), policy.gate)
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
                 del_state = state.pop(cell)
@@ -223,11 +230,13 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
         return "settled" if _one_stack_settled(values, policy) else None
     has_refs = all(v is not None for s in per_stack for v, f in zip(reference[s], per_stack[s]) if f is not None)
     cell.inference = judge(per_stack, reference if has_refs else None, level=policy.level, margin=policy.margin)
-    cell.open_pairs = unresolved_pairs(cell.inference)
+    gate = policy.gate if policy.gate and {policy.gate.head, policy.gate.base} <= set(per_stack) else None
+    cell.open_pairs = (unresolved_pairs(cell.inference) if gate is None
+                       else [(gate.head, gate.base)] if gate.is_open(cell.inference) else [])
     return None if cell.open_pairs else "settled"
 
 
-def _narrow(cell: _CellState, remaining: tuple[int, int]) -> StopReason | None:
+def _narrow(cell: _CellState, remaining: tuple[int, int], gate: GateRule | None = None) -> StopReason | None:
     """After the minimum rounds: keep only the stacks of open pairs within reach of the rounds left
     (`remaining` = (rounds the cap leaves, rounds the time budget leaves)). No pair within reach: 'budget'
     when the cap would have allowed one, else 'out-of-reach'."""
@@ -237,7 +246,8 @@ def _narrow(cell: _CellState, remaining: tuple[int, int]) -> StopReason | None:
     reachable, within_cap = [], False
     for a, b in cell.open_pairs:
         found = cell.inference.interval(a, b)
-        need = rounds_to_resolve(cell.inference, a, b)
+        need = (gate.rounds_needed(cell.inference) if gate is not None and {a, b} == {gate.head, gate.base}
+                else rounds_to_resolve(cell.inference, a, b))
         if need is None or found is None:
             continue
         more = need - found.rounds

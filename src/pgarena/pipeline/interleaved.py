@@ -43,9 +43,10 @@ from pgarena.load.measure import (
     warm_until_steady,
 )
 from pgarena.load.schedule import Slot
-from pgarena.load.scheduler import RoundsOutcome, RoundsPolicy, run_rounds
+from pgarena.load.scheduler import RoundsOutcome, run_rounds
 from pgarena.load.summary import summarize
 from pgarena.pipeline.progress import format_duration
+from pgarena.pipeline.rounds import rounds_policy
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import save
 from pgarena.system.process import NotReady
@@ -61,12 +62,6 @@ BUDGET_RESERVE_S = 60.0
 STOP_REASONS = {"settled": "settled", "out-of-reach": "out-of-reach", "max-rounds": "max-repetitions",
                 "budget": "budget"}
 """Phase stop reasons as stored in a cell's summary."""
-
-
-def max_rounds(config) -> int:
-    """The cap of rounds: the profile's maximum repetitions, or fewer if the cell budget allows fewer windows."""
-    by_budget = int(config.cell_budget_s // config.duration_s)
-    return max(config.repetitions, min(config.max_repetitions, by_budget))
 
 
 @dataclass
@@ -301,9 +296,8 @@ class InterleavedRun:
                  for c in phase.cells.values() for r in c.repetitions if r.round is not None}
         later = self._later(phase)
         least = later.repetitions if later is not None else config.repetitions
-        policy = RoundsPolicy(min_rounds=max(2, least), max_rounds=max(2, max_rounds(config)),
-                              target_rel_half_width=config.target_rel_half_width, level=config.confidence_level,
-                              margin=config.equivalence_margin, deadline=self.phase_deadline(phase))
+        tables = len({key[1:] for p in self.phases for key in p.cells})
+        policy = rounds_policy(config, least, self.phase_deadline(phase), tables)
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),
                            unit="window")
         left = "" if policy.deadline is None else f", {format_duration(max(0.0, policy.deadline - time.monotonic()))} of the budget"

@@ -306,8 +306,10 @@ def print_table(windows: list[WindowFigures], arms: list[str]) -> None:
 
 
 def start_stack(scope: ExitStack, args: argparse.Namespace, engines: list[str]) -> Harness:
-    """Database, data, build and start of the stack (as runner.run_stack does), pinned and accounted."""
-    overrides = {"engine": engines[0], "stacks": [args.stack], "workloads": [args.workload],
+    """Database, data, build and start of the stack (as runner.run_stack does), pinned and accounted; the data
+    of `args.workloads` when given (observer_cost.py: tx and perf-test), else of `args.workload`."""
+    overrides = {"engine": engines[0], "stacks": [args.stack],
+                 "workloads": getattr(args, "workloads", [args.workload]),
                  "warmup_s": args.warmup_s, "duration_s": args.window_s, "repetitions": 1, "vus": [args.vus],
                  "headroom": False, "perf_test_rows": [args.parameter] if args.workload == wl.PERF_TEST else None,
                  "users_limits": [args.parameter] if args.workload == wl.USERS else None}

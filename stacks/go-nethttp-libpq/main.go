@@ -495,13 +495,45 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// newConnector returns lib/pq's connector for dsn (and the PG* environment), with sslmode=prefer decided
+// once, here, instead of on every new connection. lib/pq 1.12.3 decides prefer per connection: it sends
+// SSLRequest and, when the server refuses TLS, dials again without closing the refused socket, which stays
+// open (and keeps a PostgreSQL process waiting for a startup packet) until Go's garbage collector finalises
+// it, so a pool of 10 briefly holds 20 TCP connections (lib/pq issue #1390). One probe connection with
+// sslmode=require tells which mode prefer would pick: require when the server accepts TLS, disable when it
+// refuses it; any other failure leaves prefer as it was (the ping that follows reports it).
+func newConnector(ctx context.Context, dsn string) (*pq.Connector, error) {
+	cfg, err := pq.NewConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SSLMode == pq.SSLModePrefer {
+		probe := cfg.Clone()
+		probe.SSLMode = pq.SSLModeRequire
+		probeConnector, err := pq.NewConnectorConfig(probe)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := probeConnector.Connect(ctx)
+		switch {
+		case err == nil:
+			conn.Close()
+			cfg.SSLMode = pq.SSLModeRequire
+		case errors.Is(err, pq.ErrSSLNotSupported):
+			cfg.SSLMode = pq.SSLModeDisable
+		}
+	}
+	return pq.NewConnectorConfig(cfg)
+}
+
 func main() {
 	runtime.GOMAXPROCS(envInt("PGARENA_WORKERS", runtime.GOMAXPROCS(0)))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	connector, err := pq.NewConnector(os.Getenv("PGARENA_DATABASE_URL"))
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	connector, err := newConnector(pingCtx, os.Getenv("PGARENA_DATABASE_URL"))
 	if err != nil {
 		log.Fatalf("parse PGARENA_DATABASE_URL: %v", err)
 	}
@@ -510,7 +542,6 @@ func main() {
 	poolSize := envInt("PGARENA_POOL_SIZE", 10)
 	db.SetMaxOpenConns(poolSize)
 	db.SetMaxIdleConns(poolSize) // database/sql keeps only 2 idle connections by default
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = db.PingContext(pingCtx)
 	cancel()
 	if err != nil {

@@ -78,7 +78,8 @@ class ConnectionPoller:
         self._direct = direct
         """Count the stack's own connections (`ports()`) without pg_stat_activity: a stack behind a TCP proxy
         (--db-rtt) connects to the proxy, which opens exactly one server connection for each of its clients,
-        so PostgreSQL sees the proxy's ports, not the stack's."""
+        so PostgreSQL sees the proxy's ports, not the stack's. A socket that never became a session counts here
+        and not in pg_stat_activity (lib/pq 1.12.3 left its refused SSL attempt open: README, "On the wire")."""
         self._interval_s = interval_s
         self._lock = threading.Lock()
         self._stop = threading.Event()

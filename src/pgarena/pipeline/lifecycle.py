@@ -72,7 +72,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     if proxy is not None:
         values = ctx.network.proxied(values, proxy)
         scope.callback(proxy.delete)
-    observer, unwatched = None, wire.unobservable(ctx) if not restart else "a restart"
+    observer, unwatched = None, wire.unobservable(ctx, stack) if not restart else "a restart"
     if kind == "verify" and unwatched is None:  # no load follows: the observer may sit in the stack's path
         try:
             observer, values = wire.start_observer(ctx, stack.id, values, scope)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pgarena.config.run import workload_parameters
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.contract import workloads as wl
-from pgarena.db.postgres import free_port
+from pgarena.db.postgres import Database, free_port
 from pgarena.pipeline.context import RunContext
 from pgarena.results.models import StackInfo, WorkloadVerification
 from pgarena.results.store import save
@@ -30,10 +30,14 @@ from pgarena.verify.verification import TX_VERIFY_SEED
 from pgarena.verify.wire import burst_parameter, observe_workloads, summary_lines
 
 
-def unobservable(ctx: RunContext) -> str | None:
-    """Why this run's stacks cannot be observed (None: they can)."""
+def unobservable(ctx: RunContext, stack: Stack | None = None) -> str | None:
+    """Why this run's stacks, or this one, cannot be observed (None: they can)."""
     if ctx.placement.kind("stack") != "local" or ctx.placement.address("stack") != "127.0.0.1":
         return "the stack runs on another host or in a namespace; the observer listens on this loopback only"
+    database = stack.definition.database if stack is not None else None
+    if database is not None and database.port is not None:
+        return (f"its database port is fixed ([database] port = {database.port}): the app connects there, not to "
+                "the address pgarena gives it, so its connections cannot go through the observer")
     return None
 
 
@@ -44,23 +48,33 @@ def start_observer(ctx: RunContext, stack_id: str, values: dict[str, str],
     observer = scope.enter_context(WireObserver(
         f"{ctx.db.host}:{ctx.db.port}", log_path=ctx.run_dir / "logs" / stack_id / "wire-observer.log",
         tracker=ctx.registry, cpus=list(ctx.config.generator_cpus)))
-    url = replace(ctx.db, host=observer.listen_host, port=observer.listen_port).url
-    return observer, {**values, "database_url": url, "db_host": observer.listen_host,
-                      "db_port": str(observer.listen_port)}
+    return observer, through_observer(values, ctx.db, observer)
+
+
+def through_observer(values: dict[str, str], db: Database, observer: WireObserver) -> dict[str, str]:
+    """A stack's launch values (stack/launch.stack_values) with the observer as its database: the URL, host
+    and port name the observer's listening address, the rest (user, password, database) stays `db`'s."""
+    url = replace(db, host=observer.listen_host, port=observer.listen_port).url
+    return {**values, "database_url": url, "db_host": observer.listen_host, "db_port": str(observer.listen_port)}
 
 
 def log_profile(ctx: RunContext, verification: WorkloadVerification) -> None:
-    """Log a workload's wire profile (nothing without one)."""
+    """Log a workload's wire profile, or why it was not measured (nothing when neither is known)."""
     if verification.wire is not None:
         for line in summary_lines(verification.wire):
             ctx.log(f"[{verification.stack}] {verification.workload} {line}")
+    elif verification.wire_unavailable:
+        ctx.log(f"[{verification.stack}] {verification.workload} on the wire: not measured: "
+                f"{verification.wire_unavailable}")
 
 
 def mark_unavailable(ctx: RunContext, stack_id: str, reason: str) -> None:
-    """Record on every verified workload of the stack why it has no wire profile."""
-    for verification in ctx.results.verifications:
-        if verification.stack == stack_id and verification.wire is None:
-            verification.wire_unavailable = reason
+    """Record on every verified workload of the stack why it has no wire profile (and log it once)."""
+    marked = [v for v in ctx.results.verifications if v.stack == stack_id and v.wire is None]
+    for verification in marked:
+        verification.wire_unavailable = reason
+    if marked:
+        ctx.log(f"[{stack_id}] on the wire: not measured: {reason}")
 
 
 def observe_second_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict[str, str],

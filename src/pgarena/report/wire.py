@@ -130,7 +130,7 @@ def section(results: RunResults) -> str:
     if model:
         parts += [MODEL_INTRO, table(MODEL_HEADERS, model, "lllrrrrl")]
     if _missing(results):
-        parts.append("Not observed: " + "; ".join(_missing(results)) + ".")
+        parts.append("Not measured: " + "; ".join(_missing(results)) + ".")
     return "\n\n".join(parts)
 
 

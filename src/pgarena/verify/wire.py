@@ -175,10 +175,24 @@ def observe_into(verification: WorkloadVerification, client: httpx.Client, param
     burst, answered = burst_sender(client, verification.workload, parameter,
                                    count=WIRE_REQUESTS + CONCURRENT_REQUESTS, seed=seed)
     try:
-        verification.wire = observe(observer, burst)
+        wire = observe(observer, burst)
     except (WireObserverUnavailable, httpx.HTTPError) as exc:
         verification.wire_unavailable = f"the wire observer failed: {exc}"
+        return answered[0]
+    verification.wire_unavailable = bypassed(wire, verification.workload)
+    verification.wire = wire if verification.wire_unavailable is None else None
     return answered[0]
+
+
+def bypassed(wire: WireProfile, workload: str) -> str | None:
+    """Why a profile cannot stand for the stack: its requests were answered, yet nothing of the workload's
+    database work passed the observer, so the stack reached PostgreSQL some other way (an address of its own:
+    seed 000's app fixes host and port in its code). None: the profile is the stack's (or the workload, static,
+    touches no database)."""
+    if workload == wl.STATIC or not wire.answered or wire.round_trips_per_request or wire.statements_per_request:
+        return None
+    return (f"none of its {wire.answered} answered requests reached PostgreSQL through the observer: the stack "
+            "connects to a database address of its own, not the one pgarena gives it")
 
 
 def observe_workloads(verifications: Sequence[WorkloadVerification], stack_id: str, workloads: Sequence[str],

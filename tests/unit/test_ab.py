@@ -257,3 +257,23 @@ def test_a_regression_margin_without_an_ab_is_refused(tmp_path):
     with pytest.raises(ValueError, match="needs a baseline and exactly two stacks"):
         build_config(profile="ab", project_dir=PROJECT_DIR, overrides={
             "stacks": ["a", "b", "c"], "baseline": "a", "regression_margin": 0.05, "stacks_dir": tmp_path})
+
+
+def test_an_ab_table_spends_its_budget_rather_than_forecast_it_away():
+    """self-ab-1: perf-test's head/base at 0.944× (0.82–1.09) after 8 rounds forecast more rounds than its 7 minutes,
+    so the phase stopped with 'budget' after 1.5 minutes and the run ended with 12 minutes unspent. An A/B table
+    now keeps racing until the time is actually spent."""
+    from pgarena.analysis.abgate import GATE_MIN_ROUNDS, GateRule
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
+
+    rng = random.Random(1)
+    now = [0.0]
+
+    def measure(slot):
+        now[0] += 4.0
+        return 1000.0 * rng.lognormvariate(0, 0.12)  # a self-A/B
+
+    policy = RoundsPolicy(min_rounds=GATE_MIN_ROUNDS, max_rounds=400, margin=0.05, budget_s=200,
+                          gate=GateRule("h", "b", 0.95))
+    outcome = run_rounds([("b", "t"), ("h", "t")], seed=1, policy=policy, measure=measure, clock=lambda: now[0])
+    assert outcome.stop_reason == "budget" and now[0] > 200 - 8.0  # the whole budget, to its last round

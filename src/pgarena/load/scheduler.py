@@ -12,8 +12,10 @@ race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari
   nor equivalent within the margin) and still *within reach*: at its present estimate and noise it would
   resolve within the rounds the cap and the time budget leave (`sequential.rounds_to_resolve`);
 - an A/B (`RoundsPolicy.gate`) asks one question of its one pair, the gate's: is head/base's interval wholly
-  above or below the regression floor? That pair is open until it is, and within reach by
-  `GateRule.rounds_needed`;
+  above or below the regression floor? That pair is open until it is; it leaves as out of reach only when the
+  cap of rounds could not settle it (`GateRule.rounds_needed`), never on a forecast of the time left: a
+  self-A/B's estimate near the floor forecasts hundreds of rounds, and giving up then left most of a budget
+  unspent;
 - a cell whose pairs are all resolved leaves (`settled`); one whose open pairs are all out of reach leaves
   too (`out-of-reach`), and its report lists them "not resolved" with their intervals;
 - the phase stops when no cell is left, at the cap of rounds (`max-rounds`), or when the next round would
@@ -185,7 +187,8 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             reference = {s: _per_round(refs[cell][s], r) for s in stacks_of[cell]}
             stop = _judge_cell(state[cell], per_stack, reference, policy)
             if stop is None and r >= policy.min_rounds:
-                stop = _narrow(state[cell], (by_cap, by_time), policy.gate)
+                # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
+                stop = _narrow(state[cell], (by_cap, by_cap if policy.gate else by_time), policy.gate)
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
                 del_state = state.pop(cell)

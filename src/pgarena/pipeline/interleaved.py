@@ -308,7 +308,8 @@ class InterleavedRun:
             record.rounds = index
             record.windows = sum(len(c.repetitions) for c in phase.cells.values())
             ctx.log(f"{phase.name}: round {index} done; "
-                    + (f"{len(unsettled)} pair(s) not yet ordered or equivalent" if unsettled else "every pair settled"))
+                    + (f"{len(unsettled)} pair(s) not yet {'decided against the floor' if policy.gate else 'ordered or equivalent'}"
+                       if unsettled else "every pair settled"))
             if index >= policy.min_rounds and unsettled:
                 ctx.progress.total += len(phase.cells)
             save(ctx.results, ctx.run_dir)

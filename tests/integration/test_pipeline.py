@@ -41,7 +41,7 @@ class FakeOha(OhaEngine):
 
 def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeypatch, fixture_env):
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
-    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 2,
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 1,  # 3 pgbench runs of 1 s per condition
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": "r1",
         "stacks": ["fixture-good", "fixture-exits", "fixture-typo", "fixture-faulty"],
         "workloads": ["perf-test", "static"], "perf_test_rows": [1], "vus": [1, 4], "repetitions": 2,
@@ -104,7 +104,7 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": engine, "stacks": ["fixture-degrading"],
         "workloads": ["users"], "users_limits": [5], "vus": [4], "repetitions": 1, "warmup_s": 1.0,
-        "duration_s": 1.5, "engine": engine})
+        "duration_s": 1.5, "engine": engine, "warmup_cap_s": 1, "headroom": False})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
     rep = cell.repetitions[0]
@@ -118,7 +118,8 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
 def test_tx_cell_checks_the_invariants_and_fails_on_lost_writes(tmp_path, fixture_env):
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "tx", "stacks": ["fixture-good"],
-        "workloads": ["tx"], "vus": [4], "repetitions": 2, "warmup_s": 1, "duration_s": 1, "engine": "k6"})
+        "workloads": ["tx"], "vus": [4], "repetitions": 2, "warmup_s": 1, "duration_s": 1, "engine": "k6",
+        "warmup_cap_s": 1, "headroom": False})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
     assert cell.status == "ok" and cell.tx_invariants.holds, (cell.error, cell.flags)
@@ -144,7 +145,7 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     stop; `run --resume` then redoes only the missing cells and ends with the uninterrupted run's set."""
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
             "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "1", "--repetitions", "1",
-            "--engine", "k6", "--no-headroom", "--ceiling-seconds", "0", "--results-dir", str(tmp_path), "--run-id", "int",
+            "--warmup-cap", "1", "--engine", "k6", "--no-headroom", "--ceiling-seconds", "0", "--results-dir", str(tmp_path), "--run-id", "int",
             "--schedule", "sequential"]
     # As from a terminal: a test run started in the background by a non-interactive shell inherits SIGINT
     # ignored (POSIX), and Python keeps an ignored SIGINT ignored, so restore the default for the child.

@@ -25,7 +25,7 @@ def test_each_fault_gets_a_timeline_a_recovery_and_the_stack_answers_again(tmp_p
     config = build_config(profile="resilience", project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "res", "stacks": ["fixture-good"],
         "vus": [4], "repetitions": 2, "duration_s": 1.5, "cold_start_requests": 1, "headroom": False,
-        "ceiling_s": 0})
+        "ceiling_s": 0, "warmup_cap_s": 1})  # one warm-up window: the peak only sets the faults' rate
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)
     faults = {(r.workload, r.fault): r for r in results.resilience}

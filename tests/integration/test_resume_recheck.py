@@ -51,7 +51,7 @@ def test_an_unchanged_stack_is_checked_briefly_and_a_changed_one_verified_again(
         "stacks_dir": stacks, "results_dir": tmp_path, "run_id": "resumed", "stacks": [STACK],
         "workloads": ["static", "users"], "users_limits": [5], "vus": [1, 2], "repetitions": 1, "warmup_s": 1.0,
         "duration_s": 1.0, "engine": "k6", "cold_start_requests": 1, "headroom": False,
-        "schedule": schedule})
+        "warmup_cap_s": 1.0, "ceiling_s": 0, "schedule": schedule})  # nothing measured that is not asserted
     first_lines: list[str] = []
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test",
                              log=first_lines.append)

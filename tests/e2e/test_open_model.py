@@ -18,7 +18,7 @@ from pgarena.results.store import load
 from pgarena.system import cgroups
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def _engine_or_skip(name: str) -> None:

@@ -14,7 +14,7 @@ from pgarena.results.store import load
 from pgarena.verify.variants import PERF_TEST_VARIANTS
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 ENGINES = ["oha", "k6"]
 
 

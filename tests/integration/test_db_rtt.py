@@ -11,7 +11,7 @@ from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_load_path
 
-pytestmark = [pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def test_a_round_trip_is_a_load_dimension_and_shows_in_the_answers(tmp_path, fixture_env):

@@ -129,6 +129,7 @@ def test_mistakes_are_one_line_and_exit_2(args, needle):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 @pytest.mark.postgres
 @needs_postgres
 def test_a_run_with_two_generators_keeps_tx_consistent_and_reports_each_generator(tmp_path, fixture_env, k6):

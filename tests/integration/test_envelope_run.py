@@ -16,7 +16,7 @@ from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 from tests.integration.test_pipeline import FakeOha
 
-pytestmark = [pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def _config(tmp_path: Path, run_id: str, stacks: list[str], **overrides):

@@ -93,6 +93,7 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
     assert f"| PostgreSQL | {results.database.version} |" in report
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 @pytest.mark.parametrize("engine", ["oha", "k6"])
 def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env, engine):
     from pgarena.load.engines import EngineUnavailable, get_engine
@@ -115,6 +116,7 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
     assert rep.errors.total == 0  # every status was 200: only the checks can see the wrong answers
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 def test_tx_cell_checks_the_invariants_and_fails_on_lost_writes(tmp_path, fixture_env):
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "tx", "stacks": ["fixture-good"],
@@ -192,6 +194,7 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     assert again.returncode == 2 and "already complete" in again.stderr
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 def test_a_declared_min_warmup_is_the_least_warmup_before_the_first_cell_of_each_workload(tmp_path, monkeypatch,
                                                                                            fixture_env):
     """Every cell warms until steady (warmup.py); a stack's min_warmup_s only raises the least warm-up."""
@@ -217,6 +220,7 @@ def test_a_declared_min_warmup_is_the_least_warmup_before_the_first_cell_of_each
 
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 def test_a_stack_returning_numeric_as_a_float_is_flagged_and_ranked_among_all_only(tmp_path, monkeypatch, fixture_env):
     from pgarena.analysis.ranking import UNRANKED
     from pgarena.analysis.verdicts import run_verdicts

@@ -16,7 +16,7 @@ from pgarena.results.models import RunResults
 from pgarena.results.store import load, save
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [pytest.mark.postgres, needs_postgres,
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire"),
               pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
 STACK = "fixture-good"
 

@@ -147,7 +147,8 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     stop; `run --resume` then redoes only the missing cells and ends with the uninterrupted run's set."""
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
             "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "1", "--repetitions", "1",
-            "--warmup-cap", "1", "--engine", "k6", "--no-headroom", "--ceiling-seconds", "0", "--results-dir", str(tmp_path), "--run-id", "int",
+            "--warmup-cap", "1", "--engine", "k6", "--no-headroom", "--ceiling-seconds", "0",
+            "--results-dir", str(tmp_path), "--run-id", "int",
             "--schedule", "sequential"]
     # As from a terminal: a test run started in the background by a non-interactive shell inherits SIGINT
     # ignored (POSIX), and Python keeps an ignored SIGINT ignored, so restore the default for the child.

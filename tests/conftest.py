@@ -51,6 +51,20 @@ def fixture_env(monkeypatch):
     return dict(os.environ)
 
 
+@pytest.fixture
+def no_wire(monkeypatch):
+    """Skip the wire observer's second start of each stack (pipeline/wire.py, ~3–6 s per stack and run) in a
+    test that reads no wire profile. Every verification then records why it has none (`wire_unavailable`), as
+    for a stack the observer cannot watch. tests/integration/test_wire.py and test_pipeline.py's report test
+    keep the observer, so its path through the pipeline stays tested."""
+    from pgarena.pipeline import wire
+
+    def not_observed(ctx, stack, info, values, loadable) -> None:
+        wire.mark_unavailable(ctx, stack.id, "not observed in this test (tests/conftest.py: no_wire)")
+
+    monkeypatch.setattr(wire, "observe_second_start", not_observed)
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite the golden files under tests/golden instead of comparing with them")

@@ -18,7 +18,7 @@ from pgarena.results.store import load
 from pgarena.system import cgroups
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def _engine_or_skip(name: str) -> None:
@@ -32,7 +32,8 @@ def _run(tmp_path, engine: str, **overrides):
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": engine, "engine": engine,
         "stacks": ["fixture-good"], "workloads": ["static"], "vus": [8], "arrival_rates": ["20000"],
-        "open_connections": 50, "repetitions": 2, "warmup_s": 1, "duration_s": 2, **overrides})
+        "open_connections": 50, "repetitions": 2, "warmup_s": 1, "duration_s": 2,
+        "warmup_cap_s": 1, **overrides})  # one warm-up window: no assertion reads a steadier one
     lines: list[str] = []
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lines.append)
     results = load(run_dir)

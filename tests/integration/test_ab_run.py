@@ -21,7 +21,7 @@ from pgarena.pipeline.ab import prepare_ab
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [needs_postgres, pytest.mark.postgres]
+pytestmark = [needs_postgres, pytest.mark.postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def _stack(folder, epoch):

@@ -33,6 +33,7 @@ def test_a_users_mistake_is_one_line_and_exit_2(tmp_path, args, needle):
 
 @needs_postgres
 @pytest.mark.postgres
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 def test_copies_of_one_stack_are_measured_and_checked(tmp_path, fixture_env, monkeypatch):
     require_engine("k6")
     config = build_config(project_dir=tmp_path, overrides={

@@ -14,7 +14,7 @@ from pgarena.results.store import load
 from pgarena.verify.variants import PERF_TEST_VARIANTS
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 ENGINES = ["oha", "k6"]
 
 
@@ -26,7 +26,9 @@ def _run(tmp_path, engine: str, stack: str, workloads: list[str], **overrides):
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": f"{stack}-{engine}", "stacks": [stack],
         "workloads": workloads, "users_limits": [5], "perf_test_rows": [2], "vus": [4], "repetitions": 1,
-        "warmup_s": 1.0, "duration_s": 1.5, "engine": engine, "cold_start_requests": 1, **overrides})
+        "warmup_s": 1.0, "duration_s": 1.5, "engine": engine, "cold_start_requests": 1,
+        # nothing measured that no assertion here reads: one warm-up window, no pgbench ceiling, no headroom
+        "warmup_cap_s": 1.0, "ceiling_s": 0, "headroom": False, **overrides})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     return run_dir, load(run_dir)
 

@@ -11,7 +11,7 @@ from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_load_path
 
-pytestmark = [pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def test_a_round_trip_is_a_load_dimension_and_shows_in_the_answers(tmp_path, fixture_env):
@@ -19,7 +19,8 @@ def test_a_round_trip_is_a_load_dimension_and_shows_in_the_answers(tmp_path, fix
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "rtt", "stacks": ["fixture-good"],
         "workloads": ["users"], "users_limits": [5], "vus": [2], "repetitions": 2, "warmup_s": 1.0,
-        "duration_s": 1.5, "cold_start_requests": 1, "db_rtt_ms": ["0", "5ms"], "headroom": False, "ceiling_s": 1})
+        "duration_s": 1.5, "cold_start_requests": 1, "db_rtt_ms": ["0", "5ms"], "headroom": False, "ceiling_s": 1,
+        "warmup_cap_s": 1})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)
     assert results.network is not None and results.network.db_rtt_ms == [0.0, 5.0]

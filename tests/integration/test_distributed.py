@@ -129,13 +129,14 @@ def test_mistakes_are_one_line_and_exit_2(args, needle):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 @pytest.mark.postgres
 @needs_postgres
 def test_a_run_with_two_generators_keeps_tx_consistent_and_reports_each_generator(tmp_path, fixture_env, k6):
     config = build_config(project_dir=tmp_path, overrides={
         "ceiling_s": 0, "headroom": False, "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "gen2",
         "stacks": ["fixture-good"], "workloads": ["tx"], "vus": [4], "repetitions": 2, "warmup_s": 1,
-        "duration_s": 1, "engine": "k6", "generators": 2})
+        "duration_s": 1, "engine": "k6", "generators": 2, "warmup_cap_s": 1})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
     assert cell.status == "ok" and cell.tx_invariants.holds, (cell.error, cell.flags)
@@ -161,7 +162,8 @@ def test_two_generator_namespaces_merge_to_the_sum_and_the_union(tmp_path, fixtu
     config = build_config(project_dir=tmp_path, overrides={
         "ceiling_s": 0, "headroom": False, "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "ns2",
         "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5], "vus": [4], "repetitions": 2,
-        "warmup_s": 1, "duration_s": 1.5, "topology": str(PROJECT_DIR / "examples" / "topology-netns.toml")})
+        "warmup_s": 1, "duration_s": 1.5, "warmup_cap_s": 1,
+        "topology": str(PROJECT_DIR / "examples" / "topology-netns.toml")})
     assert config.engine == "k6"  # chosen for two generators
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)

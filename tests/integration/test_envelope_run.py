@@ -16,13 +16,13 @@ from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 from tests.integration.test_pipeline import FakeOha
 
-pytestmark = [pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def _config(tmp_path: Path, run_id: str, stacks: list[str], **overrides):
     values = {"stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": run_id, "stacks": stacks,
               "workloads": ["users"], "users_limits": [5], "vus": [4], "repetitions": 1, "warmup_s": 0.1,
-              "duration_s": 0.1, "headroom": False}
+              "duration_s": 0.1, "headroom": False, "ceiling_s": 0}  # no assertion here reads the ceiling
     values.update(overrides)
     return build_config(project_dir=tmp_path, overrides=values)
 

@@ -60,7 +60,8 @@ def test_kill_9_leaves_nothing_behind_and_resume_completes(tmp_path, fixture_env
     run_dir = tmp_path / "killed"
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
             "--workloads", "static", "--vus", "1,2,3", "--duration", "1", "--warmup", "1", "--repetitions", "1",
-            "--engine", "k6", "--no-headroom", "--results-dir", str(tmp_path), "--run-id", "killed"]
+            "--warmup-cap", "1", "--engine", "k6", "--no-headroom", "--results-dir", str(tmp_path),
+            "--run-id", "killed"]
     proc = subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:  # a cell finished and the stack still runs: the next cell is running

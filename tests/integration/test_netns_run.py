@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.postgres, needs_postgres,
               pytest.mark.skipif(REASON is not None, reason=f"cannot create network namespaces here: {REASON}")]
 
 SHORT = {"stacks_dir": FIXTURE_STACKS, "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5],
-         "vus": [2], "repetitions": 2, "warmup_s": 1.0, "duration_s": 1.5, "cold_start_requests": 1, "ceiling_s": 0}
+         "vus": [2], "repetitions": 2, "warmup_s": 1.0, "duration_s": 1.5, "cold_start_requests": 1, "ceiling_s": 0,
+         "warmup_cap_s": 1}
 
 
 def test_roles_run_in_their_namespaces_and_leave_nothing(tmp_path, fixture_env, monkeypatch):

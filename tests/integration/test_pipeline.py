@@ -41,7 +41,7 @@ class FakeOha(OhaEngine):
 
 def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeypatch, fixture_env):
     monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
-    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 2,
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 1,  # 3 pgbench runs of 1 s per condition
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": "r1",
         "stacks": ["fixture-good", "fixture-exits", "fixture-typo", "fixture-faulty"],
         "workloads": ["perf-test", "static"], "perf_test_rows": [1], "vus": [1, 4], "repetitions": 2,
@@ -93,6 +93,7 @@ def test_pipeline_records_every_outcome_and_renders_the_report(tmp_path, monkeyp
     assert f"| PostgreSQL | {results.database.version} |" in report
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 @pytest.mark.parametrize("engine", ["oha", "k6"])
 def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env, engine):
     from pgarena.load.engines import EngineUnavailable, get_engine
@@ -104,7 +105,7 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": engine, "stacks": ["fixture-degrading"],
         "workloads": ["users"], "users_limits": [5], "vus": [4], "repetitions": 1, "warmup_s": 1.0,
-        "duration_s": 1.5, "engine": engine})
+        "duration_s": 1.5, "engine": engine, "warmup_cap_s": 1, "headroom": False})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
     rep = cell.repetitions[0]
@@ -115,10 +116,12 @@ def test_wrong_answers_under_load_fail_the_sampled_checks(tmp_path, fixture_env,
     assert rep.errors.total == 0  # every status was 200: only the checks can see the wrong answers
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 def test_tx_cell_checks_the_invariants_and_fails_on_lost_writes(tmp_path, fixture_env):
     config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "tx", "stacks": ["fixture-good"],
-        "workloads": ["tx"], "vus": [4], "repetitions": 2, "warmup_s": 1, "duration_s": 1, "engine": "k6"})
+        "workloads": ["tx"], "vus": [4], "repetitions": 2, "warmup_s": 1, "duration_s": 1, "engine": "k6",
+        "warmup_cap_s": 1, "headroom": False})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
     assert cell.status == "ok" and cell.tx_invariants.holds, (cell.error, cell.flags)
@@ -144,7 +147,8 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     stop; `run --resume` then redoes only the missing cells and ends with the uninterrupted run's set."""
     argv = [sys.executable, "-m", "pgarena", "run", "--stacks-dir", str(FIXTURE_STACKS), "--stacks", "fixture-good",
             "--workloads", "static", "--vus", "1,2,3,4", "--duration", "1", "--warmup", "1", "--repetitions", "1",
-            "--engine", "k6", "--no-headroom", "--ceiling-seconds", "0", "--results-dir", str(tmp_path), "--run-id", "int",
+            "--warmup-cap", "1", "--engine", "k6", "--no-headroom", "--ceiling-seconds", "0",
+            "--results-dir", str(tmp_path), "--run-id", "int",
             "--schedule", "sequential"]
     # As from a terminal: a test run started in the background by a non-interactive shell inherits SIGINT
     # ignored (POSIX), and Python keeps an ignored SIGINT ignored, so restore the default for the child.
@@ -191,6 +195,7 @@ def test_ctrl_c_keeps_finished_cells_stops_everything_and_resume_completes(tmp_p
     assert again.returncode == 2 and "already complete" in again.stderr
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 def test_a_declared_min_warmup_is_the_least_warmup_before_the_first_cell_of_each_workload(tmp_path, monkeypatch,
                                                                                            fixture_env):
     """Every cell warms until steady (warmup.py); a stack's min_warmup_s only raises the least warm-up."""
@@ -216,6 +221,7 @@ def test_a_declared_min_warmup_is_the_least_warmup_before_the_first_cell_of_each
 
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 def test_a_stack_returning_numeric_as_a_float_is_flagged_and_ranked_among_all_only(tmp_path, monkeypatch, fixture_env):
     from pgarena.analysis.ranking import UNRANKED
     from pgarena.analysis.verdicts import run_verdicts

@@ -12,7 +12,7 @@ from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def test_each_pool_size_is_its_own_start_of_the_stack(tmp_path, fixture_env):

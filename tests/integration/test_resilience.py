@@ -11,13 +11,14 @@ from pgarena.report.markdown import render_markdown
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, require_load_path
 
-pytestmark = [pytest.mark.postgres, needs_postgres]
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire")]
 
 
 def test_each_fault_gets_a_timeline_a_recovery_and_the_stack_answers_again(tmp_path, fixture_env, monkeypatch):
     require_load_path("k6")
-    # a shorter window than the profile's: 2 s of baseline, the fault at 3 s, 5 s after it
-    monkeypatch.setattr(resilience, "WINDOW_S", 9.0)
+    # a shorter window than the profile's: 2 s of baseline, the fault at 3 s, 4 s after it (every fault here
+    # ends within 2 s; whether the stack answers again is checked after the window, up to RECOVERY_CHECK_S)
+    monkeypatch.setattr(resilience, "WINDOW_S", 7.0)
     monkeypatch.setattr(resilience, "FAULT_AT_S", 3.0)
     monkeypatch.setattr(resilience, "BASELINE_S", 2.0)
     monkeypatch.setattr(resilience, "STALL_S", 1.0)
@@ -25,7 +26,7 @@ def test_each_fault_gets_a_timeline_a_recovery_and_the_stack_answers_again(tmp_p
     config = build_config(profile="resilience", project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "res", "stacks": ["fixture-good"],
         "vus": [4], "repetitions": 2, "duration_s": 1.5, "cold_start_requests": 1, "headroom": False,
-        "ceiling_s": 0})
+        "ceiling_s": 0, "warmup_cap_s": 1})  # one warm-up window: the peak only sets the faults' rate
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)
     faults = {(r.workload, r.fault): r for r in results.resilience}

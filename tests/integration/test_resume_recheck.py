@@ -16,7 +16,7 @@ from pgarena.results.models import RunResults
 from pgarena.results.store import load, save
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [pytest.mark.postgres, needs_postgres,
+pytestmark = [pytest.mark.postgres, needs_postgres, pytest.mark.usefixtures("no_wire"),
               pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
 STACK = "fixture-good"
 
@@ -51,7 +51,7 @@ def test_an_unchanged_stack_is_checked_briefly_and_a_changed_one_verified_again(
         "stacks_dir": stacks, "results_dir": tmp_path, "run_id": "resumed", "stacks": [STACK],
         "workloads": ["static", "users"], "users_limits": [5], "vus": [1, 2], "repetitions": 1, "warmup_s": 1.0,
         "duration_s": 1.0, "engine": "k6", "cold_start_requests": 1, "headroom": False,
-        "schedule": schedule})
+        "warmup_cap_s": 1.0, "ceiling_s": 0, "schedule": schedule})  # nothing measured that is not asserted
     first_lines: list[str] = []
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test",
                              log=first_lines.append)

@@ -19,7 +19,7 @@ from pgarena.pipeline import runner
 from pgarena.results.store import load
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
-pytestmark = [needs_postgres, pytest.mark.postgres]
+pytestmark = [needs_postgres, pytest.mark.postgres, pytest.mark.usefixtures("no_wire")]
 
 BASE_MS = {"slow": 10.0, "fast": 5.0}
 DRIFT_PER_S = 0.2

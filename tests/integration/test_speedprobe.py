@@ -57,6 +57,7 @@ def test_the_probe_dies_with_its_parent_killed_by_sigkill():
             parent.wait()
 
 
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
 @needs_postgres
 @pytest.mark.postgres
 def test_a_run_stores_the_machine_speed_of_every_window(tmp_path, fixture_env):

@@ -399,7 +399,8 @@ def test_a_run_with_its_stack_on_an_ssh_host(sshd, tmp_path):
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": stacks, "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5], "vus": [2],
         "repetitions": 2, "warmup_s": 1.0, "duration_s": 1.5, "cold_start_requests": 1, "ceiling_s": 0,
-        "headroom": False, "results_dir": tmp_path, "run_id": "remote", "topology": str(tmp_path / "topology.toml")})
+        "headroom": False, "warmup_cap_s": 1, "results_dir": tmp_path, "run_id": "remote",
+        "topology": str(tmp_path / "topology.toml")})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)
     roles = results.topology.roles
@@ -433,7 +434,8 @@ def test_a_generator_on_an_ssh_host_splits_the_load_with_one_here(sshd, tmp_path
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "stacks": ["fixture-good"], "workloads": ["users"], "users_limits": [5],
         "vus": [4], "repetitions": 2, "warmup_s": 1.0, "duration_s": 1.5, "cold_start_requests": 1, "ceiling_s": 0,
-        "headroom": False, "results_dir": tmp_path, "run_id": "farload", "topology": str(tmp_path / "topology.toml")})
+        "headroom": False, "warmup_cap_s": 1, "results_dir": tmp_path, "run_id": "farload",
+        "topology": str(tmp_path / "topology.toml")})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     (cell,) = load(run_dir).cells
     assert cell.status == "ok", (cell.error, cell.flags)

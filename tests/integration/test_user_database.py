@@ -72,7 +72,8 @@ def test_run_against_a_users_database_leaves_its_objects_untouched_and_stores_no
     before = _fingerprint(url)
     argv = [sys.executable, "-m", "pgarena", "run", "--database-url", url, "--stacks-dir", str(FIXTURE_STACKS),
             "--stacks", "fixture-good", "--workloads", "perf-test,users,tx,static", "--rows", "1", "--limits", "5",
-            "--vus", "2", "--duration", "1", "--warmup", "1", "--repetitions", "1", "--engine", "k6",
+            "--vus", "2", "--duration", "1", "--warmup", "1", "--warmup-cap", "1", "--repetitions", "1",
+            "--engine", "k6",
             "--no-headroom", "--ceiling-seconds", "1", "--results-dir", str(tmp_path), "--run-id", "ext"]
     done = subprocess.run(argv, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -41,7 +41,7 @@ def test_a_run_observes_a_second_start_and_measures_the_stack_direct(tmp_path, f
     config = build_config(project_dir=tmp_path, overrides={
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "wire-run", "stacks": ["fixture-good"],
         "workloads": ["users"], "users_limits": [5], "vus": [2], "repetitions": 1, "warmup_s": 1.0,
-        "duration_s": 1.0, "cold_start_requests": 1, "headroom": False, "ceiling_s": 0})
+        "duration_s": 1.0, "cold_start_requests": 1, "headroom": False, "ceiling_s": 0, "warmup_cap_s": 1})
     lines: list[str] = []
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lines.append)
     results = load(run_dir)

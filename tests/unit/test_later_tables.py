@@ -41,7 +41,8 @@ def _cell(stack: str, workload: str, parameter: int | None) -> Cell:
 
 
 def _run(monkeypatch, later: LaterTables | None, engine: str = "oha"):
-    config = SimpleNamespace(later_tables=later, regression_margin=None, engine=engine, rewarm_seconds=1.0, warmup_s=1.0,
+    config = SimpleNamespace(later_tables=later, regression_margin=None,
+                             engine=engine, rewarm_seconds=1.0, warmup_s=1.0,
                              model_copy=lambda update: SimpleNamespace(rewarm_seconds=max(
                                  update["rewarm_s"], 1.0 if engine == "k6" else 0.0)))
     cells = {s: [_cell(s, "perf-test", 1), _cell(s, "users", 20), _cell(s, "static", None)] for s in ("a", "b")}

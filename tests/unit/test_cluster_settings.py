@@ -12,7 +12,7 @@ from pgarena.config.stackdef import DatabaseSpec, RunSpec, Stack, StackDef
 from pgarena.db.cluster import ClusterSettings, merge_cluster_settings
 from pgarena.db.postgres import PostgresError
 from pgarena.pipeline.context import RunError
-from pgarena.pipeline.plan import cluster_settings, ports_in_use, stack_schemas
+from pgarena.pipeline.plan import cluster_settings, fixed_port_in_rtt_run, ports_in_use, stack_schemas
 from pgarena.stack.launch import resolve_health_path
 
 
@@ -108,3 +108,15 @@ def test_a_default_run_marks_a_stack_whose_fixed_port_is_taken_unavailable_not_t
     assert ports_in_use(default_run, [fixed], taken=lambda port: False)[0].available
     named = build_config(project_dir=tmp_path, overrides={"stacks": ["seed-app"]})
     assert ports_in_use(named, [fixed], taken=lambda port: True)[0].available  # named: the run says why it stops
+
+
+def test_a_stack_with_a_fixed_database_port_is_left_out_of_a_round_trip_run(tmp_path):
+    """seed 000's apps connect to 5432 whatever address pgarena gives them, so --db-rtt's proxy is never in their
+    path: their cells would carry a round trip they never crossed."""
+    fixed, free = _stack("seed-app", DatabaseSpec(port=5432)), _stack("b")
+    rtt_run = build_config(project_dir=tmp_path, overrides={"db_rtt_ms": [0, 2]})
+    marked = fixed_port_in_rtt_run(rtt_run, [fixed, free])
+    assert [s.available for s in marked] == [False, True]
+    assert marked[0].unavailable_reason == ("not in a --db-rtt run: its [database] port 5432 is fixed, so it would "
+                                            "reach PostgreSQL directly, not through the round-trip proxy")
+    assert fixed_port_in_rtt_run(build_config(project_dir=tmp_path), [fixed])[0].available  # no --db-rtt: kept

@@ -85,6 +85,23 @@ def cluster_settings(config: RunConfig, stacks: list[Stack]) -> ClusterSettings:
         raise RunError(str(exc)) from None
 
 
+def fixed_port_in_rtt_run(config: RunConfig, stacks: list[Stack]) -> list[Stack]:
+    """The stacks, those whose `[database] port` is fixed marked unavailable in a `--db-rtt` run: such an app
+    connects to that port, not to the round-trip proxy's (seed 000's apps, on 5432), so its cells would be
+    labelled with a round trip their requests never crossed."""
+    if not config.db_rtt_ms:
+        return stacks
+    marked = []
+    for stack in stacks:
+        port = stack.definition.database.port if stack.definition.database is not None else None
+        if stack.available and stack.target_url is None and port is not None:
+            stack = replace(stack, unavailable_reason=(
+                f"not in a --db-rtt run: its [database] port {port} is fixed, so it would reach PostgreSQL directly, "
+                "not through the round-trip proxy"))
+        marked.append(stack)
+    return marked
+
+
 def ports_in_use(config: RunConfig, stacks: list[Stack], taken=port_taken) -> list[Stack]:
     """The stacks, those of a default selection (no --stacks) whose `[database] port` is taken here marked
     unavailable with the reason: an app written elsewhere that fixes the managed cluster's port (seed 000's, on

@@ -45,6 +45,7 @@ from pgarena.pipeline.plan import (
     cluster_settings,
     config_error_info,
     plan_cells,
+    fixed_port_in_rtt_run,
     ports_in_use,
     select_stacks,
     stack_info,
@@ -165,7 +166,7 @@ def execute(
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
-    stacks = ports_in_use(config, stacks)
+    stacks = fixed_port_in_rtt_run(config, ports_in_use(config, stacks))
     settings = cluster_settings(config, stacks)
     engine = get_engine(config.engine) if kind == "run" else None
     if engine is not None:

@@ -81,8 +81,8 @@ def _ctx() -> SimpleNamespace:
 
 
 def test_a_stack_with_a_fixed_database_port_is_not_observed_and_says_why():
-    fixed = SimpleNamespace(definition=SimpleNamespace(database=SimpleNamespace(port=5432)))
-    free = SimpleNamespace(definition=SimpleNamespace(database=None))
+    fixed = SimpleNamespace(database_port=5432)  # Stack.database_port: stack.toml `[database] port`
+    free = SimpleNamespace(database_port=None)
     reason = unobservable(_ctx(), fixed)  # type: ignore[arg-type]
     assert reason is not None and "[database] port = 5432" in reason
     assert unobservable(_ctx(), free) is None  # type: ignore[arg-type]

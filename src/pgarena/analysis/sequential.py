@@ -123,7 +123,6 @@ def detectable_ratio(window_log_sd: float, rounds: int, claims: int, level: floa
     return math.exp(half_width(rounds, 2 * window_log_sd**2, alpha))
 
 
-
 @dataclass(frozen=True)
 class TableFit:
     """The two-way fit of one table's windows (module docstring), on ln(2xx/s) corrected for speed."""
@@ -231,7 +230,6 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
     windows = sum(v is not None for vals in y.values() for v in vals)
     return TableFit(y=y, effect=mu, variance=variance, df=max(df, 0), slope=slope, windows=windows,
                     raw_variance=raw_variance)
-
 
 
 @dataclass(frozen=True)

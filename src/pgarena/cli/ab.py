@@ -22,10 +22,10 @@ from pgarena.cli.options import (
 )
 from pgarena.pipeline.context import RunError
 from pgarena.pipeline.runner import new_run_id
+from pgarena.results.store import load
 
 AB_PROFILE = "ab"
 """`pgarena ab`'s profile when it names none: the budget, not a cap of rounds, ends it."""
-from pgarena.results.store import load
 
 
 def ab(

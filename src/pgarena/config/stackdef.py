@@ -271,6 +271,12 @@ class Stack:
         return self.unavailable_reason is None
 
     @property
+    def database_port(self) -> int | None:
+        """The database port the app fixes (stack.toml `[database] port`: it connects there, whatever address
+        pgarena gives it); None: it connects where pgarena says."""
+        return self.definition.database.port if self.definition.database is not None else None
+
+    @property
     def answer(self) -> AnswerShape | None:
         """The stack's declared answer shape (stack.toml `[answer]`), None for the contract's own."""
         return self.definition.answer.shape if self.definition.answer is not None else None

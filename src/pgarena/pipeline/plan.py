@@ -93,7 +93,7 @@ def fixed_port_in_rtt_run(config: RunConfig, stacks: list[Stack]) -> list[Stack]
         return stacks
     marked = []
     for stack in stacks:
-        port = stack.definition.database.port if stack.definition.database is not None else None
+        port = stack.database_port
         if stack.available and stack.target_url is None and port is not None:
             stack = replace(stack, unavailable_reason=(
                 f"not in a --db-rtt run: its [database] port {port} is fixed, so it would reach PostgreSQL directly, "
@@ -111,7 +111,7 @@ def ports_in_use(config: RunConfig, stacks: list[Stack], taken=port_taken) -> li
         return stacks
     marked = []
     for stack in stacks:
-        port = stack.definition.database.port if stack.definition.database is not None else None
+        port = stack.database_port
         if stack.available and stack.target_url is None and port is not None and taken(port):
             stack = replace(stack, unavailable_reason=f"unavailable here: its [database] port {port} is in use on "
                                                       "this machine (name it with --stacks once the port is free)")

@@ -44,8 +44,8 @@ from pgarena.pipeline.placement import Placement, PlacementError
 from pgarena.pipeline.plan import (
     cluster_settings,
     config_error_info,
-    plan_cells,
     fixed_port_in_rtt_run,
+    plan_cells,
     ports_in_use,
     select_stacks,
     stack_info,

@@ -34,9 +34,9 @@ def unobservable(ctx: RunContext, stack: Stack | None = None) -> str | None:
     """Why this run's stacks, or this one, cannot be observed (None: they can)."""
     if ctx.placement.kind("stack") != "local" or ctx.placement.address("stack") != "127.0.0.1":
         return "the stack runs on another host or in a namespace; the observer listens on this loopback only"
-    database = stack.definition.database if stack is not None else None
-    if database is not None and database.port is not None:
-        return (f"its database port is fixed ([database] port = {database.port}): the app connects there, not to "
+    port = stack.database_port if stack is not None else None
+    if port is not None:
+        return (f"its database port is fixed ([database] port = {port}): the app connects there, not to "
                 "the address pgarena gives it, so its connections cannot go through the observer")
     return None
 

@@ -104,7 +104,7 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="ab",
             description=("`pgarena ab`: two versions of one stack on perf-test (1 row) and users (20) at 50 VUs, in "
-                         "interleaved rounds until head/base clears the regression floor in both or the 15-minute "
+                         "interleaved rounds until head/base clears the regression floor in both or the 30-minute "
                          "budget (builds included) is spent"),
             warmup_s=1,
             warmup_cap_s=10,
@@ -112,7 +112,9 @@ PROFILES: dict[str, Profile] = {
             repetitions=3,
             max_repetitions=400,  # the budget, not a cap, ends an A/B: a self-A/B needs ~100 rounds at log-sd 0.14
             cell_budget_s=800,
-            budget_s=15 * 60,
+            # two identical builds at the per-round log-sd seen here (0.03–0.18 by table) need up to ~200 rounds
+            # of the two tables to clear a 5 % floor, ~23 min (docs/authors.md); most settle in 4–10 min
+            budget_s=30 * 60,
             vus=[50],
             perf_test_rows=[1],
             users_limits=[20],

@@ -100,10 +100,12 @@ def test_a_stack_marked_unobservable_gets_the_reason_on_each_workload_and_one_lo
     lines: list[str] = []
     profiled = _verification(wl.TX)
     ctx = SimpleNamespace(results=SimpleNamespace(verifications=[_verification(wl.PERF_TEST), profiled]),
-                          log=lines.append)
+                          log=lines.append, config=SimpleNamespace(wire_under_load=True))
     observer = _Observer([[_connection(0, 0)], [_connection(20, 20)]])
     with _answering_client() as client:  # tx has its profile: the reason is not written over it
         observe_into(profiled, client, None, observer, seed=1)  # type: ignore[arg-type]
     mark_unavailable(ctx, "seed000-go-pgx", "its database port is fixed")  # type: ignore[arg-type]
     assert [v.wire_unavailable for v in ctx.results.verifications] == ["its database port is fixed", None]
     assert lines == ["[seed000-go-pgx] on the wire: not measured: its database port is fixed"]
+    # --wire-under-load was asked: neither workload has an under-load profile, both say why
+    assert [v.wire_under_load_unavailable for v in ctx.results.verifications] == ["its database port is fixed"] * 2

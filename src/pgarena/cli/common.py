@@ -71,6 +71,8 @@ OPTION_OF_FIELD = {
     "generators": "--generators",
     "pool_sizes": "--pool-size",
     "targets": "--target",
+    "wire_under_load": "--wire-under-load", "wire_load_s": "--wire-load-seconds",
+    "wire_load_max_requests": "--wire-load-requests",
 }
 """RunConfig field → the command-line option that sets it, so that errors name what the user typed."""
 

@@ -31,6 +31,7 @@ from pgarena.cli.options import (
     name_list,
     target_urls,
 )
+from pgarena.config.defaults import DEFAULT_WIRE_LOAD_MAX_REQUESTS, DEFAULT_WIRE_LOAD_S
 from pgarena.config.profiles import DEFAULT_PROFILE
 from pgarena.pipeline.context import RunError
 from pgarena.pipeline.runner import load_for_resume
@@ -98,6 +99,16 @@ def run(
     topology: Annotated[Optional[Path], typer.Option(
         "--topology", help="a topology file: which host (local, a network namespace, an SSH destination) each "
                            "role lives on, e.g. examples/topology-netns.toml (docs/topology.md)")] = None,
+    wire_under_load: Annotated[bool, typer.Option(
+        "--wire-under-load", help="after the wire observer's bursts on each stack's second, unmeasured start, also "
+                                  "load each workload through it at its highest VU count for a few seconds: round "
+                                  "trips, messages, bytes, statements and the pool's connections under load, beside "
+                                  "the bursts' (no measured figure goes through the observer)")] = False,
+    wire_load_seconds: Annotated[Optional[float], typer.Option(
+        help=f"--wire-under-load: seconds of load per workload (default {DEFAULT_WIRE_LOAD_S:g})")] = None,
+    wire_load_requests: Annotated[Optional[int], typer.Option(
+        help=f"--wire-under-load: most requests per workload, the generator's rate being this over the seconds "
+             f"(default {DEFAULT_WIRE_LOAD_MAX_REQUESTS:,})")] = None,
     workers: Annotated[Optional[int], typer.Option(help="worker processes/threads per stack")] = None,
     generator_cpus: Annotated[Optional[str], typer.Option(help="CPUs of the load generator, e.g. 0")] = None,
     server_cpus: Annotated[Optional[str], typer.Option(help="CPUs of stack + PostgreSQL, e.g. 1")] = None,
@@ -167,6 +178,7 @@ def run(
         allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,
         db_name=db_name, postgres_bin=postgres_bin, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
         schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline, generators=generators,
-        targets=target_urls(target),
+        targets=target_urls(target), wire_under_load=wire_under_load or None, wire_load_s=wire_load_seconds,
+        wire_load_max_requests=wire_load_requests,
     )
     print_outputs(record_history(execute_run(config, "run"), history_url))

@@ -57,6 +57,14 @@ K6_MIN_WINDOW_S = 1.0
 """k6's constant-VUs executor refuses shorter durations."""
 MAX_GENERATORS = 64
 """Most k6 processes per window (--generators)."""
+DEFAULT_WIRE_LOAD_S = 3.0
+"""--wire-under-load: seconds of load through the wire observer per workload (--wire-load-seconds)."""
+MAX_WIRE_LOAD_S = 60.0
+"""The longest of those windows: the second start's load is a sample, not a measurement."""
+DEFAULT_WIRE_LOAD_MAX_REQUESTS = 10_000
+"""--wire-under-load: most requests of one such window (--wire-load-requests): the generator's arrival rate is
+this over the window, so the observer's counters (one entry per distinct statement text: a simple-protocol driver
+sends its values inside the text) stay bounded."""
 
 
 def default_cpu_sets() -> tuple[list[int], list[int]]:

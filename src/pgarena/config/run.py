@@ -23,10 +23,13 @@ from pgarena.config.defaults import (
     DEFAULT_POOL_SIZE,
     DEFAULT_SCHEDULE,
     DEFAULT_WARMUP_CAP_S,
+    DEFAULT_WIRE_LOAD_MAX_REQUESTS,
+    DEFAULT_WIRE_LOAD_S,
     DEFAULT_WORKLOADS,
     K6_MIN_WINDOW_S,
     MAX_GENERATORS,
     MAX_POOL_SIZE,
+    MAX_WIRE_LOAD_S,
     PERF_TEST_MAX_ROWS,
     RUN_ID_PATTERN,
     USERS_MAX_LIMIT,
@@ -172,6 +175,11 @@ class RunConfig(BaseModel):
     generators: int = Field(1, ge=1, le=MAX_GENERATORS, description=(
         "k6 processes driving each window, each one execution segment of the load, merged exactly "
         "(load/distributed.py); 1 = the single generator"))
+    wire_under_load: bool = Field(False, description="the wire observer also under load (pipeline/wireload.py)")
+    wire_load_s: float = _seconds("wire_load_s", DEFAULT_WIRE_LOAD_S, ge=K6_MIN_WINDOW_S, le=MAX_WIRE_LOAD_S,
+                                  description="--wire-under-load: seconds of load per workload")
+    wire_load_max_requests: int = Field(DEFAULT_WIRE_LOAD_MAX_REQUESTS, ge=1, le=1_000_000,
+                                        description="--wire-under-load: most requests per workload")
     targets: dict[str, str] = Field(default_factory=dict, description=(
         "remote targets (--target ID=URL): stack id → base URL of a stack deployed elsewhere, verified and loaded "
         "but neither built, started nor stopped by pgarena (config/targets.py); empty: local stacks"))
@@ -348,6 +356,13 @@ class RunConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _wire_load_needs_a_stack_here(self) -> RunConfig:
+        if self.wire_under_load and (where := "--target" if self.targets else "--netns" if self.netns else None):
+            raise ValueError(f"--wire-under-load with {where}: the wire observer sits on this machine's loopback "
+                             "between a stack pgarena starts and PostgreSQL")
+        return self
+
+    @model_validator(mode="after")
     def _repetition_bounds(self) -> RunConfig:
         if self.max_repetitions < self.repetitions:
             raise ValueError(f"max_repetitions ({self.max_repetitions}) is below repetitions ({self.repetitions})")
@@ -417,7 +432,6 @@ class RunConfig(BaseModel):
         if data.get("targets"):
             data["targets"] = {k: redact_secrets(v) for k, v in data["targets"].items()}
         return data
-
 
 
 def workload_parameters(config: RunConfig, workload: str) -> list[int | None]:

@@ -30,10 +30,8 @@ from pgarena.load.summary import keep_repeating
 from pgarena.load.window import (
     _workload_stem,
     cell_label,
-    load_spec,
+    request_spec,
     run_window,
-    variants_file,
-    write_tx_bodies,
 )
 from pgarena.load.windowrecord import Window, window_cpu_seconds
 from pgarena.results.models import Cell, Repetition, SloPoint, SloSearchResult, Warmup
@@ -52,22 +50,18 @@ def _prepare_variants(cell: Cell, *, engine: Engine, config: RunConfig, db: Data
     requests are drawn per window) and, for tx, the accounts the generator's bodies touch.
 
     Every read variant is sent once and judged whole before the warm-up; a wrong one flags the cell."""
-    rate = cell.arrival_rate if cell.model == "open" else None
-    if cell.workload == wl.TX:
-        bodies_file = write_tx_bodies(raw_dir, cell.stack, label)
-        bodies = [line for line in bodies_file.read_bytes().split(b"\n") if line]
+    spec = request_spec(cell.workload, cell.parameter, stack=cell.stack, label=label, raw_dir=raw_dir,
+                        base_url=base_url, routes=routes, connections=cell.vus, config=config,
+                        rate=cell.arrival_rate if cell.model == "open" else None)
+    if spec.bodies_file is not None:  # tx
+        bodies = [line for line in spec.bodies_file.read_bytes().split(b"\n") if line]
         cell.variants = len(set(bodies))
-        spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
-                         config=config, rate=rate, bodies_file=bodies_file)
         return spec, [], variants.tx_aids(bodies)
     key = (cell.workload, cell.parameter)
     cases = cache[key] if cache is not None and key in cache else variants.read_variants(db, cell.workload,
                                                                                          cell.parameter)
     if cache is not None:
         cache[key] = cases
-    urls_file = variants_file(raw_dir, label, cell.workload, cell.parameter, base_url, routes)
-    spec = load_spec(cell.workload, cell.parameter, base_url=base_url, routes=routes, connections=cell.vus,
-                     config=config, rate=rate, urls_file=urls_file)
     cell.variants = len(cases)
     cell.variants_failed, cell.variants_failure = check_variants(
         base_url, cell.workload, cases, engine.request_headers(spec), config.http_timeout_s, routes, known_wrong,
@@ -343,10 +337,8 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
     raw_dir.mkdir(parents=True, exist_ok=True)
     name = wl.PARAMETER_NAMES[workload]
     label = f"{_workload_stem(workload, parameter)}-slo"
-    bodies = write_tx_bodies(raw_dir, stack, label) if workload == wl.TX else None
-    base = load_spec(workload, parameter, base_url=base_url, routes=routes, connections=config.open_connections,
-                     config=config, bodies_file=bodies,
-                     urls_file=variants_file(raw_dir, label, workload, parameter, base_url, routes))
+    base = request_spec(workload, parameter, stack=stack, label=label, raw_dir=raw_dir, base_url=base_url,
+                        routes=routes, connections=config.open_connections, config=config)
     target = SloTarget(p99_ms=config.slo_p99_ms, max_error_rate=config.slo_max_error_rate)
     points: list[SloPoint] = []
 

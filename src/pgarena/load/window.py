@@ -42,6 +42,17 @@ def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, route
                     urls_file=urls_file)
 
 
+def request_spec(workload: str, parameter: int | None, *, stack: str, label: str, raw_dir: Path, base_url: str,
+                 routes: dict[str, str], connections: int, config: RunConfig, rate: float | None = None) -> LoadSpec:
+    """The load spec of a cell with the request files its windows use, written to `raw_dir` under `label`: tx's
+    random transactions (`write_tx_bodies`) or a read workload's variant URLs (`variants_file`)."""
+    if workload == wl.TX:
+        return load_spec(workload, parameter, base_url=base_url, routes=routes, connections=connections,
+                         config=config, rate=rate, bodies_file=write_tx_bodies(raw_dir, stack, label))
+    return load_spec(workload, parameter, base_url=base_url, routes=routes, connections=connections, config=config,
+                     rate=rate, urls_file=variants_file(raw_dir, label, workload, parameter, base_url, routes))
+
+
 def variants_file(raw_dir: Path, label: str, workload: str, parameter: int | None, base_url: str,
                   routes: dict[str, str]) -> Path | None:
     """The URL file of a workload's variants (None: a single request, nothing to vary)."""

@@ -1,12 +1,13 @@
-"""Where the wire observer (issue 25) sits in a run: between a verified stack and PostgreSQL, never under load.
+"""Where the wire observer (issue 25) sits in a run: between a verified stack and PostgreSQL, never in a measured
+window.
 
 `pgarena verify` (no load follows): the stack's one start connects to PostgreSQL through the observer, and its
 verification ends, per workload, with the observer's bursts (verify/wire.py). `pgarena run`: the stack that
 is measured never sees the observer; after its verification pgarena starts it a second time, briefly, on
-another port with the observer as its database, sends the bursts, and stops it (`observe_second_start`), so
-the observer's own cost (a hop of a few tens of µs per round trip, its CPU) stays off every figure. Not on
-an SSH or namespaced stack (the observer listens on this machine's loopback): the workload then records why
-(`wire_unavailable`). The observer always connects to PostgreSQL directly, never through --db-rtt's proxy:
+another port with the observer as its database, sends the bursts (and, with --wire-under-load, a few seconds
+of load per workload: pipeline/wireload.py), and stops it (`observe_second_start`), so the observer's own cost
+(a hop of about 0.1 ms per round trip, its CPU) stays off every figure. Not on an SSH or namespaced stack
+(the observer listens on this machine's loopback): the workload then records why (`wire_unavailable`). The observer always connects to PostgreSQL directly, never through --db-rtt's proxy:
 round trips are counted, not timed, and the second start of a --db-rtt run is what the round-trip model
 (analysis/wiremodel.py) reads.
 """
@@ -20,6 +21,7 @@ from pgarena.config.run import workload_parameters
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.contract import workloads as wl
 from pgarena.db.postgres import Database, free_port
+from pgarena.pipeline import wireload
 from pgarena.pipeline.context import RunContext
 from pgarena.results.models import StackInfo, WorkloadVerification
 from pgarena.results.store import save
@@ -69,7 +71,9 @@ def log_profile(ctx: RunContext, verification: WorkloadVerification) -> None:
 
 
 def mark_unavailable(ctx: RunContext, stack_id: str, reason: str) -> None:
-    """Record on every verified workload of the stack why it has no wire profile (and log it once)."""
+    """Record on every verified workload of the stack why it has no wire profile, and no under-load one when
+    asked (and log it once)."""
+    wireload.mark_unavailable(ctx, stack_id, reason)
     marked = [v for v in ctx.results.verifications if v.stack == stack_id and v.wire is None]
     for verification in marked:
         verification.wire_unavailable = reason
@@ -109,10 +113,12 @@ def observe_second_start(ctx: RunContext, stack: Stack, info: StackInfo, values:
         ctx.log(f"[{stack.id}] on the wire: a second start through the observer, {', '.join(workloads)}")
         config = ctx.config
         scenarios = {w: workload_parameters(config, w) for w in wl.SCENARIOS}
-        observe_workloads(ctx.results.verifications, stack.id, workloads, base_url, observer,
-                          parameters={w: burst_parameter(w, config.perf_test_rows, config.users_limits, scenarios)
-                                      for w in workloads},
+        parameters = {w: burst_parameter(w, config.perf_test_rows, config.users_limits, scenarios) for w in workloads}
+        observe_workloads(ctx.results.verifications, stack.id, workloads, base_url, observer, parameters=parameters,
                           timeout_s=config.http_timeout_s, routes=dict(definition.routes), seed=TX_VERIFY_SEED + 2)
+        if config.wire_under_load:
+            wireload.observe_under_load(ctx, stack.id, workloads, observer, base_url=base_url,
+                                        routes=dict(definition.routes), parameters=parameters)
     for verification in ctx.results.verifications:
         if verification.stack == stack.id:
             log_profile(ctx, verification)

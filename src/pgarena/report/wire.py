@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pgarena.analysis.wiremodel import AGREEMENT, round_trip_model
 from pgarena.report.markup import table
-from pgarena.results.models import RunResults, WorkloadVerification
+from pgarena.results.models import RunResults
+from pgarena.results.wire import WireProfile
 
 MESSAGES = ("Query", "Parse", "Bind", "Describe", "Execute", "Sync", "Flush", "Close")
 """The client message types shown, in this order (the others are in results.json)."""
@@ -22,24 +23,18 @@ def _messages(counts: dict[str, float]) -> str:
     return " · ".join(f"{name} {_number(counts[name])}" for name in MESSAGES if counts.get(name))
 
 
-def _added(v: WorkloadVerification) -> str:
-    w = v.wire
-    assert w is not None
+def _added(w: WireProfile) -> str:
     parts = [f"{label} {_number(w.added_per_request(kind))}" for kind, label in
              (("transaction", "tx control"), ("session", "session")) if w.added_per_request(kind)]
     return ", ".join(parts) or "none"
 
 
-def _prepared(v: WorkloadVerification) -> str:
-    w = v.wire
-    assert w is not None
+def _prepared(w: WireProfile) -> str:
     return (f"{_number(w.prepared_per_request)} / {_number(w.reused_per_request)} / "
             f"{_number(w.unnamed_parses_per_request)}")
 
 
-def _pipelining(v: WorkloadVerification) -> str:
-    w = v.wire
-    assert w is not None
+def _pipelining(w: WireProfile) -> str:
     within = f"yes ({_number(w.pipelined_flights_per_request)} flights/request)" if w.pipelined else "no"
     return within + ("; **across requests**" if w.across_requests else "")
 
@@ -67,13 +62,23 @@ def _statement_lines(results: RunResults) -> list[str]:
     return lines
 
 
+LOAD_HEADERS = ("Stack", "Workload", "Load", "Round trips (burst → load)", "Statements (burst → load)",
+                "Messages sent", "Bytes → / ←", "Prepared / reused / unnamed", "Pipelined", "Added statements",
+                "Connections opened / closed / most open")
+LOAD_INTRO = (
+    "Under load (`--wire-under-load`): the same figures per request over a few seconds of load at each workload's "
+    "highest VU count (the run's generator sending the measured cells' requests, its rate capped so that a window "
+    "sends at most its request cap), from the stack's second, unmeasured start through the observer, never from "
+    "a measured window; the observer adds a hop of about 0.1 ms per round trip there (docs/verification.md, "
+    "\"The observer's own cost\"). *Connections*: opened and closed during the load (pool churn) and the most "
+    "open at once; *across requests* here: a flight carried more statements than any request of the burst.")
 WIRE_HEADERS = ("Stack", "Workload", "Round trips", "Statements", "Messages sent", "Bytes → / ←",
                 "Prepared / reused / unnamed", "Pipelined", "Added statements", "Driver (notes)")
 MODEL_HEADERS = ("Stack", "Workload", "VUs", "Round trip (added)", "Round trips/request", "Predicted loss",
                  "Measured loss", "Agree")
 INTRO = (
     "What each driver sent to PostgreSQL per request, read by the wire observer (a PostgreSQL protocol proxy "
-    "on pgx's pgproto3) over a burst of requests sent one at a time in verification, never under load. "
+    "on pgx's pgproto3) over a burst of requests sent one at a time in verification, never in a measured window. "
     "A *round trip* is a time the driver had to wait for the server before it could go on (connection "
     "set-up excluded); *prepared / reused / unnamed*: Parse of a named statement, Bind of a named statement "
     "bound before, Parse of the unnamed one; *pipelined*: a flight carried more than one statement; "
@@ -101,7 +106,37 @@ def wire_rows(results: RunResults) -> list[tuple[str, ...]]:
         rows.append((v.stack, v.workload, _number(w.round_trips_per_request), _number(w.statements_per_request),
                      _messages(w.client_messages_per_request),
                      f"{w.bytes_to_server_per_request:,.0f} / {w.bytes_to_client_per_request:,.0f}",
-                     _prepared(v), _pipelining(v), _added(v), f"{driver}{' — ' + notes if notes else ''}"))
+                     _prepared(w), _pipelining(w), _added(w), f"{driver}{' — ' + notes if notes else ''}"))
+    return rows
+
+
+def _load(w: WireProfile) -> str:
+    load = w.load
+    assert load is not None
+    capped = f", the cap of {load.request_cap:,}" if w.capped else ""
+    return f"{load.vus} VUs · {load.duration_seconds:g} s · {w.requests:,} requests{capped} ({load.engine})"
+
+
+def _beside(burst: WireProfile | None, load: WireProfile, figure: str) -> str:
+    """'burst → load' of one per-request figure ('–' for a burst not measured)."""
+    return f"{_number(getattr(burst, figure)) if burst else '–'} → {_number(getattr(load, figure))}"
+
+
+def load_rows(results: RunResults) -> list[tuple[str, ...]]:
+    """Per stack and workload with an under-load profile (LOAD_HEADERS): how it was loaded, its figures with
+    the burst's round trips and statements beside them, and what its pool did."""
+    rows = []
+    for v in sorted(results.verifications, key=lambda v: (v.workload, v.stack)):
+        w, burst = v.wire_under_load, v.wire
+        if w is None or w.load is None:
+            continue
+        pool = f" (pool {w.load.pool_size})" if w.load.pool_size is not None else ""
+        rows.append((v.stack, v.workload, _load(w), _beside(burst, w, "round_trips_per_request"),
+                     _beside(burst, w, "statements_per_request"),
+                     _messages(w.client_messages_per_request),
+                     f"{w.bytes_to_server_per_request:,.0f} / {w.bytes_to_client_per_request:,.0f}",
+                     _prepared(w), _pipelining(w), _added(w),
+                     f"{w.connections_opened} / {w.load.connections_closed} / {w.load.peak_open_connections}{pool}"))
     return rows
 
 
@@ -118,11 +153,26 @@ def _missing(results: RunResults) -> list[str]:
                    if v.wire is None and v.wire_unavailable})
 
 
+def _missing_under_load(results: RunResults) -> list[str]:
+    """'stack · workload (why)' for every workload asked for an under-load profile that has none."""
+    return sorted(f"{v.stack} · {v.workload} ({v.wire_under_load_unavailable})" for v in results.verifications
+                  if v.wire_under_load is None and v.wire_under_load_unavailable)
+
+
+def _under_load(results: RunResults) -> list[str]:
+    """The under-load table and what was not measured under load (nothing when it was not asked)."""
+    rows, missing = load_rows(results), _missing_under_load(results)
+    parts = [LOAD_INTRO, table(LOAD_HEADERS, rows, "lllrrllllll")] if rows else []
+    if missing:
+        parts += ([] if rows else [LOAD_INTRO]) + ["Not measured under load: " + "; ".join(missing) + "."]
+    return parts
+
+
 def section(results: RunResults) -> str:
     """The whole Markdown section ('' when no workload has a wire profile)."""
-    if not any(v.wire for v in results.verifications):
+    if not any(v.wire or v.wire_under_load for v in results.verifications):
         return ""
-    parts = [INTRO, table(WIRE_HEADERS, wire_rows(results), "llrrllllll")]
+    parts = [INTRO, table(WIRE_HEADERS, wire_rows(results), "llrrllllll"), *_under_load(results)]
     lines = _statement_lines(results)
     if lines:
         parts.append("Statements the drivers added:\n\n" + "\n".join(lines))
@@ -139,4 +189,5 @@ def payload(results: RunResults) -> dict:
     return {"intro": INTRO, "headers": list(WIRE_HEADERS), "rows": [list(r) for r in wire_rows(results)],
             "statements": [line[2:] for line in _statement_lines(results)], "model_intro": MODEL_INTRO,
             "model_headers": list(MODEL_HEADERS), "model_rows": [list(r) for r in model_rows(results)],
-            "missing": _missing(results)}
+            "missing": _missing(results), "load_intro": LOAD_INTRO, "load_headers": list(LOAD_HEADERS),
+            "load_rows": [list(r) for r in load_rows(results)], "load_missing": _missing_under_load(results)}

@@ -3,6 +3,8 @@
 Recorded in verification, over a burst of requests sent one at a time (so each figure divides by the burst's
 requests), then a concurrent burst that shows whether a driver puts statements of several requests into one
 flight (pipelining or batching across requests: the fairness flag). See wire/main.go for the definitions.
+With `--wire-under-load`, a second profile of the same shape covers a few seconds of load at the run's highest
+VU count (its `load` says how it was driven; pipeline/wireload.py): what a pool does when it is busy.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+CAP_REACHED = 0.95
+"""Share of an under-load window's request cap from which the cap, not the stack, set the pace."""
 
 StatementKind = Literal["workload", "transaction", "session"]
 """`workload`: the request's own statements; `transaction`: BEGIN, COMMIT, ROLLBACK, SAVEPOINT and the like;
@@ -26,6 +31,25 @@ class WireStatement(BaseModel):
     text: str = Field(description="the statement as sent (up to 400 characters)")
     kind: StatementKind
     per_request: float = Field(description="executions per request of the burst")
+
+
+class WireLoad(BaseModel):
+    """How the interval of an under-load profile was driven and what the stack's pool did in it (the
+    stack's second, unmeasured start, through the observer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: str = Field(description="the run's load generator (oha or k6)")
+    vus: int = Field(description="requests in flight at most: the workload's highest closed-model VU count")
+    parameter: int | None = Field(None, description="the workload's parameter (the burst's)")
+    duration_seconds: float = Field(description="the generator's window")
+    request_cap: int = Field(description=(
+        "most requests of the window: the generator's arrival rate is this over the window, so a stack faster "
+        "than that saw fewer than `vus` requests in flight"))
+    pool_size: int | None = Field(None, description="the PGARENA_POOL_SIZE the second start was given")
+    peak_open_connections: int = Field(description="most connections to PostgreSQL open at once in the window")
+    connections_closed: int = Field(0, description="connections the stack closed in the window (pool churn, "
+                                                   "with the profile's `connections_opened`)")
 
 
 class WireProfile(BaseModel):
@@ -62,10 +86,20 @@ class WireProfile(BaseModel):
     statements: list[WireStatement] = Field(default_factory=list)
     observer_cpu_seconds: float | None = Field(None, description="the observer's own CPU during both bursts")
     unobservable_connections: int = Field(0, description="encrypted connections the observer could not read")
+    load: WireLoad | None = Field(None, description=(
+        "an under-load profile (`--wire-under-load`): how its interval was driven; its `requests` are the "
+        "generator's completed requests, `concurrent_*` stay unset and `across_requests` compares the load's "
+        "peak statements per flight with the sequential burst's; None: a burst profile"))
 
     def added_per_request(self, kind: StatementKind) -> float:
         """Executions per request of statements of one kind (transaction control, session resets)."""
         return sum(s.per_request for s in self.statements if s.kind == kind)
+
+    @property
+    def capped(self) -> bool:
+        """An under-load profile whose generator reached its request cap (`CAP_REACHED` of it): the stack was
+        faster than the cap's rate, so it had fewer than `load.vus` requests in flight."""
+        return self.load is not None and self.requests >= CAP_REACHED * self.load.request_cap
 
     @property
     def pipelined(self) -> bool:

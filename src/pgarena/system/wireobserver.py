@@ -5,8 +5,8 @@
 from the Go module proxy, pinned by wire/go.sum). `WireObserver` runs it as a context manager: it listens on
 a free loopback port (`listen_host`, `listen_port`: what the stack is given as its database) and forwards to
 `upstream`; `snapshot()` reads every connection's cumulative counters (see wire/main.go for what is counted
-and how a round trip is defined). `cpu_seconds()` is the observer's own CPU, so that it is never counted as
-the stack's.
+and how a round trip is defined), `read()` the same with the connections open at once. `cpu_seconds()` is
+the observer's own CPU, so that it is never counted as the stack's.
 """
 
 from __future__ import annotations
@@ -90,14 +90,19 @@ class WireObserver:
         self._client = httpx.Client(timeout=SNAPSHOT_TIMEOUT_S)
         return self
 
-    def snapshot(self) -> list[dict[str, Any]]:
-        """Every connection's cumulative counters so far (wire/main.go `Connection`); the peaks in them are
-        since the previous snapshot."""
+    def read(self) -> dict[str, Any]:
+        """The whole /snapshot document: `connections` (as `snapshot()`), `open_connections` (open now) and
+        `peak_open_connections` (most open at once since the previous read or snapshot)."""
         if self._client is None:
             raise WireObserverUnavailable("the wire observer is not running")
         response = self._client.get(f"{self.control_url}/snapshot")
         response.raise_for_status()
-        return response.json()["connections"]
+        return response.json()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Every connection's cumulative counters so far (wire/main.go `Connection`); the peaks in them are
+        since the previous snapshot."""
+        return self.read()["connections"]
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds the observer has used (its last reading once stopped)."""

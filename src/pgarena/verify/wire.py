@@ -5,7 +5,8 @@ and counts every protocol message. For each workload pgarena reads the observer'
 `WIRE_REQUESTS` requests one at a time (the per-request figures divide by them), reads them again, then sends
 `CONCURRENT_REQUESTS` requests from `CONCURRENT_CLIENTS` threads: a stack whose connections then carry more
 statements in one flight than any single request sends pipelines or batches across requests (flagged, see
-contract/flags.PIPELINES_ACROSS_REQUESTS).
+contract/flags.PIPELINES_ACROSS_REQUESTS). `load_profile` turns two reads around a window of load
+(`--wire-under-load`, pipeline/wireload.py) into the same figures per request of the load.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import httpx
 
 from pgarena.contract import workloads as wl
 from pgarena.results.models import WorkloadVerification
-from pgarena.results.wire import StatementKind, WireProfile, WireStatement
+from pgarena.results.wire import StatementKind, WireLoad, WireProfile, WireStatement
 from pgarena.system.wireobserver import WireObserver, WireObserverUnavailable
 from pgarena.verify.http import http_client
 from pgarena.verify.rows import send as send_request
@@ -30,6 +31,9 @@ CONCURRENT_REQUESTS = 32
 """Requests of the concurrent burst."""
 CONCURRENT_CLIENTS = 8
 """Threads sending the concurrent burst."""
+LOAD_STATEMENTS = 20
+"""Statement texts an under-load profile keeps one by one (the most executed); the rest are summed per kind
+(a simple-protocol driver sends its values inside the text, so each request may bring texts of its own)."""
 
 TRANSACTION = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE)\b", re.I)
 WORKLOAD_OBJECTS = re.compile(r"\b(perf_\w+|users|posts|pgbench_\w+)\b", re.I)
@@ -109,6 +113,35 @@ def profile(before: Sequence[dict], after: Sequence[dict], *, requests: int, ans
                     for text, count in sorted(executed.items(), key=lambda kv: -kv[1])],
         observer_cpu_seconds=observer_cpu_seconds,
         unobservable_connections=sum(not c.get("observable", True) for c in after))
+
+
+def _folded(statements: Sequence[WireStatement], keep: int) -> list[WireStatement]:
+    """The `keep` most executed statements, then one entry per kind summing the others (none: unchanged)."""
+    rest: dict[StatementKind, tuple[int, float]] = {}
+    for s in statements[keep:]:
+        texts, count = rest.get(s.kind, (0, 0.0))
+        rest[s.kind] = (texts + 1, count + s.per_request)
+    return [*statements[:keep], *(WireStatement(text=f"({texts:,} other {kind} statement texts)", kind=kind,
+                                                per_request=round(count, 3)) for kind, (texts, count) in rest.items())]
+
+
+def load_profile(before: dict[str, Any], after: dict[str, Any], *, requests: int, answered: int, load: WireLoad,
+                 burst_peak_statements: int | None, observer_cpu_seconds: float | None = None) -> WireProfile:
+    """The per-request figures of a window of load between two observer reads (`WireObserver.read()`, the
+    first one resetting the peaks), `requests` being the generator's completed requests (`answered`: their
+    2xx). `load` says how the window was driven; its pool figures are filled in here: the most connections
+    open at once and the connections closed in the window. Statements of several requests shared a flight
+    (`across_requests`) when a flight carried more than `burst_peak_statements`, the most one request sent
+    in one flight in the sequential burst (None: not known, not judged)."""
+    base = profile(before["connections"], after["connections"], requests=requests, answered=answered,
+                   observer_cpu_seconds=observer_cpu_seconds)
+    was_open = {c["id"] for c in before["connections"] if not c.get("closed")}
+    seen = {c["id"] for c in before["connections"]}
+    closed = sum(bool(c.get("closed")) and (c["id"] in was_open or c["id"] not in seen) for c in after["connections"])
+    across = burst_peak_statements is not None and base.peak_statements_per_flight > burst_peak_statements
+    pool = {"peak_open_connections": after["peak_open_connections"], "connections_closed": closed}
+    return base.model_copy(update={"load": load.model_copy(update=pool), "across_requests": across,
+                                   "statements": _folded(base.statements, LOAD_STATEMENTS)})
 
 
 def observe(observer: WireObserver, send: Callable[[int], bool], *, requests: int = WIRE_REQUESTS,

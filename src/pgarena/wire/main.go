@@ -16,8 +16,9 @@
 // -ready names a file the observer writes, once both addresses listen, as {"listen": ..., "control": ...};
 // -record names a file that gets every message as one line "<connection> <C|S> <hex of the whole message>"
 // (C: from the client; the startup packets are not recorded), the fixtures of the unit tests.
-// GET /snapshot on the control address returns every connection's cumulative counters as JSON; the peaks
-// (statements per flight, unanswered sync points) are reset by each snapshot, so that a caller can read the
+// GET /snapshot on the control address returns every connection's cumulative counters as JSON, with the
+// connections open now and the most open at once since the previous snapshot; the peaks (statements per
+// flight, unanswered sync points, open connections) are reset by each snapshot, so that a caller can read the
 // peak of one phase.
 package main
 
@@ -95,6 +96,8 @@ type registry struct {
 	mu       sync.Mutex
 	next     int64
 	conns    []*Connection
+	open     int64 // connections open now
+	peakOpen int64 // most open at once since the last snapshot
 	recordMu sync.Mutex
 	record   io.Writer // nil: nothing recorded
 }
@@ -319,7 +322,12 @@ func (r *registry) serve(clientConn net.Conn, upstream string) {
 	r.next++
 	conn := newConnection(r.next)
 	r.conns = append(r.conns, conn)
+	r.open++
+	if r.open > r.peakOpen {
+		r.peakOpen = r.open
+	}
 	r.mu.Unlock()
+	defer func() { r.mu.Lock(); r.open--; r.mu.Unlock() }()
 	defer func() { conn.mu.Lock(); conn.Closed = true; conn.mu.Unlock() }()
 	fromClient := bufio.NewReaderSize(clientConn, 64*1024)
 	readable, err := startup(fromClient, server, clientConn)
@@ -349,6 +357,8 @@ func (r *registry) serve(clientConn net.Conn, upstream string) {
 func (r *registry) snapshot(w http.ResponseWriter, _ *http.Request) {
 	r.mu.Lock()
 	conns := append([]*Connection(nil), r.conns...)
+	open, peakOpen := r.open, r.peakOpen
+	r.peakOpen = r.open
 	r.mu.Unlock()
 	out := make([]json.RawMessage, 0, len(conns))
 	for _, c := range conns {
@@ -363,7 +373,8 @@ func (r *registry) snapshot(w http.ResponseWriter, _ *http.Request) {
 		out = append(out, data)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"connections": out})
+	_ = json.NewEncoder(w).Encode(map[string]any{"connections": out, "open_connections": open,
+		"peak_open_connections": peakOpen})
 }
 
 func main() {

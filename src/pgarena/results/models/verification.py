@@ -91,6 +91,11 @@ class WorkloadVerification(Record):
         "'envelope \"data\", camelCase keys' (the cells are flagged answer-mapped); None: answers judged as sent"))
     wire: WireProfile | None = Field(None, description="what the driver sent to PostgreSQL (results/wire.py)")
     wire_unavailable: str | None = Field(None, description="why there is no wire profile")
+    wire_under_load: WireProfile | None = Field(None, description=(
+        "`--wire-under-load`: the same figures over a few seconds of load at the highest VU count, from the "
+        "stack's second, unmeasured start (its `load` says how it was driven); None: not asked, or not measured"))
+    wire_under_load_unavailable: str | None = Field(None, description=(
+        "why there is no under-load profile although one was asked for"))
 
     @property
     def wrong_columns(self) -> list[str]:

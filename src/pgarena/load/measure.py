@@ -28,7 +28,7 @@ from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.slo import LevelResult, SloTarget, search_max_sustainable
 from pgarena.load.summary import keep_repeating
 from pgarena.load.window import (
-    _workload_stem,
+    workload_stem,
     cell_label,
     request_spec,
     run_window,
@@ -336,7 +336,7 @@ def search_sustainable(*, stack: str, workload: str, parameter: int | None, peak
     raw_dir = run_dir / "raw" / stack
     raw_dir.mkdir(parents=True, exist_ok=True)
     name = wl.PARAMETER_NAMES[workload]
-    label = f"{_workload_stem(workload, parameter)}-slo"
+    label = f"{workload_stem(workload, parameter)}-slo"
     base = request_spec(workload, parameter, stack=stack, label=label, raw_dir=raw_dir, base_url=base_url,
                         routes=routes, connections=config.open_connections, config=config)
     target = SloTarget(p99_ms=config.slo_p99_ms, max_error_rate=config.slo_max_error_rate)

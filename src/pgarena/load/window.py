@@ -18,7 +18,7 @@ from pgarena.system.children import run_measured
 from pgarena.verify import variants
 
 
-def _workload_stem(workload: str, parameter: int | None) -> str:
+def workload_stem(workload: str, parameter: int | None) -> str:
     """'perf-test-rows100', 'static': the start of every raw-output file name."""
     return workload if parameter is None else f"{workload}-{wl.PARAMETER_NAMES[workload]}{parameter}"
 
@@ -26,7 +26,7 @@ def _workload_stem(workload: str, parameter: int | None) -> str:
 def cell_label(cell: Cell) -> str:
     """File-name stem of a cell's raw outputs."""
     level = f"vus{cell.vus}" if cell.model == "closed" else f"rate{cell.arrival_rate:.0f}"
-    return f"{_workload_stem(cell.workload, cell.parameter)}-{level}"
+    return f"{workload_stem(cell.workload, cell.parameter)}-{level}"
 
 
 def load_spec(cell_workload: str, parameter: int | None, *, base_url: str, routes: dict[str, str],

@@ -24,7 +24,7 @@ import httpx
 from pgarena.config.run import workload_vus
 from pgarena.load.engines import EngineUnavailable
 from pgarena.load.engines.base import EngineOutputError
-from pgarena.load.window import _workload_stem, request_spec, run_window
+from pgarena.load.window import workload_stem, request_spec, run_window
 from pgarena.pipeline.context import RunContext
 from pgarena.results.models import WorkloadVerification
 from pgarena.results.wire import WireLoad
@@ -54,7 +54,7 @@ def load_one(ctx: RunContext, verification: WorkloadVerification, observer: Wire
     seconds, cap = config.wire_load_s, config.wire_load_max_requests
     raw_dir = ctx.run_dir / "raw" / verification.stack
     raw_dir.mkdir(parents=True, exist_ok=True)
-    label = f"wire-{_workload_stem(workload, parameter)}-vus{vus}"
+    label = f"wire-{workload_stem(workload, parameter)}-vus{vus}"
     spec = request_spec(workload, parameter, stack=verification.stack, label=label, raw_dir=raw_dir,
                         base_url=base_url, routes=routes, connections=vus, config=config, rate=cap / seconds)
     burst = verification.wire

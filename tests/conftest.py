@@ -51,17 +51,17 @@ def template_pgdata(tmp_path_factory):
     environment) is a copy of a template with its workloads' data, built once per kind (db/template.py):
     initdb and the data load, pgbench's 1,000,000 tx rows included, cost seconds per run. The product's default
     (no template) stays tested: tests/integration/test_postgres.py starts clusters without one, and every
-    template is built by that path."""
+    template is built by that path. Set PGARENA_TEMPLATE_PGDATA before the session to choose: empty, no
+    templates (every run as the product makes it); a folder, templates kept there across sessions."""
     from pgarena.db.template import TEMPLATES_VARIABLE
 
-    saved = os.environ.get(TEMPLATES_VARIABLE)
+    if TEMPLATES_VARIABLE in os.environ:
+        yield None
+        return
     folder = tmp_path_factory.mktemp("pgdata-templates")
     os.environ[TEMPLATES_VARIABLE] = str(folder)
     yield folder
-    if saved is None:
-        os.environ.pop(TEMPLATES_VARIABLE, None)
-    else:
-        os.environ[TEMPLATES_VARIABLE] = saved
+    os.environ.pop(TEMPLATES_VARIABLE, None)
     shutil.rmtree(folder, ignore_errors=True)  # ~200 MB per template with tx
 
 

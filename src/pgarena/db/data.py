@@ -22,13 +22,14 @@ def packaged_sql(name: str) -> str:
     return resources.files("pgarena").joinpath("sql", name).read_text(encoding="utf-8")
 
 
-SQL_PARTS = ("perf_test.sql", "users.sql", "posts.sql", "scenarios.sql")
 TX_PART = "pgbench"
-"""The pieces of workload data: the packaged SQL files (src/pgarena/sql) and pgbench's TPC-B tables."""
+"""The data part of tx: pgbench's TPC-B tables (the other parts are packaged SQL files, src/pgarena/sql)."""
+TX_STEPS = "dtGvp"
+"""pgbench -i's steps for the tx data (load_tx_data)."""
 
 
 def data_parts(workloads: Sequence[str]) -> tuple[str, ...]:
-    """The pieces of data `workloads` need, in load order (SQL_PARTS' files, then TX_PART for tx): two
+    """The pieces of data `workloads` need, in load order (SQL files, then TX_PART for tx): two
     workload lists with the same parts leave the same objects in schema `pgarena`."""
     nested = any(name in workloads for name in ("graphql-nested", "users-posts"))
     wanted = {
@@ -100,10 +101,6 @@ def client_versions() -> dict[str, str]:
     except PostgresError as exc:
         return {"pgbench --version": f"not available: {exc}"}
     return {"pgbench --version": first_line([binary, "--version"]) or "not available"}
-
-
-TX_STEPS = "dtGvp"
-"""pgbench -i's steps for the tx data (load_tx_data)."""
 
 
 def load_tx_data(db: Database, scale: int) -> None:

@@ -7,6 +7,7 @@ CI must say what it did not test (see `pytest_sessionfinish`).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -42,6 +43,26 @@ def managed_db(tmp_path_factory):
     with provide_database(workdir, database_url=None, cpus=None) as db:
         load_workload_data(db, ["perf-test", "users", "static", "tx", "graphql"])
         yield db
+
+
+@pytest.fixture(scope="session", autouse=True)
+def template_pgdata(tmp_path_factory):
+    """Every managed cluster a run of this session starts (in-process or through the CLI, which inherits the
+    environment) is a copy of a template with its workloads' data, built once per kind (db/template.py):
+    initdb and the data load, pgbench's 1,000,000 tx rows included, cost seconds per run. The product's default
+    (no template) stays tested: tests/integration/test_postgres.py starts clusters without one, and every
+    template is built by that path. Set PGARENA_TEMPLATE_PGDATA before the session to choose: empty, no
+    templates (every run as the product makes it); a folder, templates kept there across sessions."""
+    from pgarena.db.template import TEMPLATES_VARIABLE
+
+    if TEMPLATES_VARIABLE in os.environ:
+        yield None
+        return
+    folder = tmp_path_factory.mktemp("pgdata-templates")
+    os.environ[TEMPLATES_VARIABLE] = str(folder)
+    yield folder
+    os.environ.pop(TEMPLATES_VARIABLE, None)
+    shutil.rmtree(folder, ignore_errors=True)  # ~200 MB per template with tx
 
 
 @pytest.fixture

@@ -46,6 +46,35 @@ def test_managed_cluster_starts_configured_and_is_removed(tmp_path):
     assert "database system is ready" in (workdir / "postgres.log").read_text()
 
 
+def test_a_cluster_copied_from_a_template_has_the_data_its_own_passwords_and_settings(tmp_path):
+    """Two runs' clusters from one template (db/template.py): the first builds it (initdb and the data load, the
+    product's path), both copy it; each has the workloads' data without loading it, its own port and random
+    passwords (the other's do not log in), and the template stays a stopped cluster with initdb's settings."""
+    templates, workloads = tmp_path / "templates", ["users", "perf-test"]
+    with provide_database(tmp_path / "a", database_url=None, cpus=None, workloads=workloads,
+                          templates=templates) as first:
+        with provide_database(tmp_path / "b", database_url=None, cpus=None, workloads=workloads,
+                              templates=templates) as second:
+            assert first.preloaded == second.preloaded == {"perf_test.sql", "users.sql"}
+            assert first.port != second.port and first.password != second.password
+            assert first.admin_url != second.admin_url
+            for db in (first, second):
+                load_workload_data(db, workloads)  # a no-op: the copy holds the data
+                with psycopg.connect(db.url) as conn:  # the stacks' role, by its new password over TCP
+                    assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == 10000
+                    assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'perf_test'").fetchone()[0] == 1
+                _, settings = server_facts(db)
+                assert settings["port"] == str(db.port) and settings["shared_preload_libraries"] == "pg_stat_statements"
+            swapped = first.url.replace(f":{first.password}@", f":{second.password}@")
+            for url in (swapped, first.admin_url.replace(f":{first.port}/", f":{second.port}/")):
+                with pytest.raises(psycopg.OperationalError):  # one cluster's password never opens the other
+                    psycopg.connect(url, connect_timeout=5)
+    (folder,) = [p for p in templates.iterdir() if p.is_dir()]
+    conf = (folder / "data" / "postgresql.conf").read_text()
+    assert "pgarena settings profile" not in conf and not (folder / "data" / "postmaster.pid").exists()
+    assert (folder / "template.json").is_file()
+
+
 def test_cluster_is_stopped_when_the_body_raises(tmp_path):
     with pytest.raises(RuntimeError):
         with provide_database(tmp_path / "run", database_url=None, cpus=None) as db:

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -21,7 +21,8 @@ import psutil
 import psycopg
 from psycopg import sql as pgsql
 
-from pgarena.db import namespace
+from pgarena.db import namespace, template
+from pgarena.db.data import data_parts, load_workload_data
 from pgarena.db.namespace import NamespaceConflict
 from pgarena.db.postgres import (
     APP_DATABASE,
@@ -41,6 +42,8 @@ ALTERNATE_ADMIN_USER = "pgarena_admin"
 """The managed cluster's superuser when the stacks' role is asked to be called `postgres`."""
 
 SETTINGS_PROFILE_NAME = "pgarena-default"
+SETTINGS_MARKER = "\n# pgarena settings profile: "
+"""Where pgarena's settings begin in a managed cluster's postgresql.conf (appended after initdb's)."""
 SETTINGS_PROFILE: dict[str, str] = {
     "max_connections": "200",
     "shared_buffers": "256MB",
@@ -158,8 +161,9 @@ class ManagedCluster:
         return _run_as(self.os_user, [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args], timeout=timeout,
                        prefix=self.place.argv_prefix)
 
-    def start(self) -> Database:
-        """Create, configure and start the cluster; return how to reach it."""
+    def start(self, template: Path | None = None) -> Database:
+        """Create, configure and start the cluster; return how to reach it. `template`: the data directory of a
+        stopped cluster made like this one (db/template.py) to copy instead of running initdb."""
         if self.fixed_port and port_taken(self.port):
             raise PostgresError(f"the managed database's port {self.port} is already in use on 127.0.0.1")
         if self.os_user:
@@ -182,24 +186,10 @@ class ManagedCluster:
         self._chown(Path(self._socket_dir))
         if self.registry is not None:  # before the server exists: a kill from here on leaves it findable
             self.registry.track_postgres(self.data_dir, self._socket_dir)
-        pwfile = Path(tempfile.mkstemp(prefix="pgarena-pw-")[1])
-        try:
-            pwfile.write_text(self.admin_password + "\n")
-            self._chown(pwfile)
-            init = _run_as(
-                self.os_user,
-                [
-                    str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", self.admin_user,
-                    "--auth-local=peer" if self.os_user else "--auth-local=trust",
-                    "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C.UTF-8",
-                    "--no-sync",  # a throwaway cluster: skip fsync of the template files (~5 s here)
-                ],
-                timeout=300,
-            )
-        finally:
-            pwfile.unlink(missing_ok=True)
-        if init.returncode != 0:
-            raise PostgresError(f"initdb failed: {(init.stderr or init.stdout).strip()[-500:]}")
+        if template is None:
+            self._initdb()
+        else:
+            self._copy(template)
         settings = {
             **SETTINGS_PROFILE,
             "port": str(self.port),
@@ -209,7 +199,7 @@ class ManagedCluster:
         if self.max_connections and self.max_connections > int(SETTINGS_PROFILE["max_connections"]):
             settings["max_connections"] = str(self.max_connections)  # stacks running together (interleaved)
         with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
-            conf.write("\n# pgarena settings profile: " + SETTINGS_PROFILE_NAME + "\n")
+            conf.write(SETTINGS_MARKER + SETTINGS_PROFILE_NAME + "\n")
             for key, value in settings.items():
                 if key in ("shared_preload_libraries", "pg_stat_statements.track", "timezone", "log_timezone",
                            "log_line_prefix"):
@@ -251,6 +241,41 @@ class ManagedCluster:
             log_path=self.log_path,
             restart=self.restart,
         )
+
+    def _initdb(self) -> None:
+        """A new data directory by initdb: the admin role with `admin_password`, peer/trust on the socket."""
+        pwfile = Path(tempfile.mkstemp(prefix="pgarena-pw-")[1])
+        try:
+            pwfile.write_text(self.admin_password + "\n")
+            self._chown(pwfile)
+            init = _run_as(
+                self.os_user,
+                [
+                    str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", self.admin_user,
+                    "--auth-local=peer" if self.os_user else "--auth-local=trust",
+                    "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C.UTF-8",
+                    "--no-sync",  # a throwaway cluster: skip fsync of the template files (~5 s here)
+                ],
+                timeout=300,
+            )
+        finally:
+            pwfile.unlink(missing_ok=True)
+        if init.returncode != 0:
+            raise PostgresError(f"initdb failed: {(init.stderr or init.stdout).strip()[-500:]}")
+
+    def _copy(self, template: Path) -> None:
+        """The data directory as a copy of `template` (owner and modes kept), its admin role given this cluster's
+        own password in single-user mode (the template's was another's); the stacks' role gets its password in
+        start(), as on a new cluster."""
+        copied = subprocess.run(["cp", "-a", str(template), str(self.data_dir)], capture_output=True, text=True)
+        if copied.returncode != 0:
+            raise PostgresError(f"cannot copy the template data directory {template}: {copied.stderr.strip()}")
+        statement = f"ALTER ROLE \"{self.admin_user}\" PASSWORD '{self.admin_password}'\n"
+        done = _run_as(self.os_user, [str(self.bin_dir / "postgres"), "--single", "-D", str(self.data_dir), "postgres"],
+                       input=statement, timeout=120)
+        if done.returncode != 0:
+            raise PostgresError(f"cannot set the admin password on the copied template: "
+                                f"{(done.stderr or done.stdout).strip()[-500:]}")
 
     def restart(self) -> int:
         """`pg_ctl restart -m fast` (the server's own options, its log kept), the new postmaster pinned like the
@@ -307,6 +332,32 @@ def port_taken(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def template_for(root: Path, like: ManagedCluster, workloads: Sequence[str]) -> Path:
+    """The data directory of a template (db/template.py) for clusters like `like` holding `workloads`' data in
+    `root`: the one there, or one built now (a managed cluster made and loaded as always, stopped cleanly)."""
+    parts = data_parts(workloads)
+    described = template.facts(bin_dir=like.bin_dir, os_user=like.os_user, admin_user=like.admin_user,
+                               app_user=like.app_user, app_database=like.app_database, parts=parts)
+    key = template.key_of(described)
+    found = template.ready(root, key)
+    if found is not None:
+        return found
+    with template.building(root, key):
+        found = template.ready(root, key)
+        if found is not None:
+            return found
+        workdir = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=root))
+        builder = ManagedCluster(workdir, bin_dir=like.bin_dir,
+                                 settings=ClusterSettings(user=like.app_user, name=like.app_database))
+        try:
+            try:
+                load_workload_data(builder.start(), workloads)
+            finally:
+                builder.stop(keep_data=True)
+            return template.publish(root, key, builder.data_dir, described, SETTINGS_MARKER)
+        finally:
+            shutil.rmtree(builder.home, ignore_errors=True)
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 @contextmanager
@@ -314,13 +365,15 @@ def provide_database(
     workdir: Path, *, database_url: str | None, cpus: Sequence[int] | None, bin_dir: Path | None = None,
     admin_url: str | None = None, allow_overwrite: bool = False, settings: ClusterSettings | None = None,
     max_connections: int | None = None, registry: PidRegistry | None = None, place: Place | None = None,
-    app_password: str | None = None,
+    app_password: str | None = None, workloads: Sequence[str] = (), templates: Path | None = None,
 ) -> Iterator[Database]:
     """Yield a Database; a managed cluster is stopped and removed on the way out, whatever happened.
 
     `max_connections` raises the managed cluster's limit above the settings profile's (never lowers it);
     `registry` records the managed cluster so that a killed run's server is found and stopped (reaper.py).
     `app_password`: with `database_url`, the password pgarena's role gets there (None: a random one).
+    `workloads` with `templates` (default: the folder PGARENA_TEMPLATE_PGDATA names, a test/dev aid): the managed
+    cluster is a copy of a template holding their data (`Database.preloaded`), built there first if missing.
     """
     if database_url:
         yield external_database(database_url, admin_url=admin_url, allow_overwrite=allow_overwrite,
@@ -328,8 +381,13 @@ def provide_database(
         return
     cluster = ManagedCluster(workdir, bin_dir=find_bin_dir(bin_dir), cpus=cpus, settings=settings,
                              max_connections=max_connections, registry=registry, place=place)
+    root = templates or template.templates_from_environment()
     try:
-        yield cluster.start()
+        if root is not None and workloads:
+            source = template_for(root, cluster, workloads)
+            yield replace(cluster.start(source), preloaded=frozenset(data_parts(workloads)))
+        else:
+            yield cluster.start()
     finally:
         cluster.stop()
 

@@ -22,13 +22,46 @@ def packaged_sql(name: str) -> str:
     return resources.files("pgarena").joinpath("sql", name).read_text(encoding="utf-8")
 
 
+TX_PART = "pgbench"
+"""The data part of tx: pgbench's TPC-B tables (the other parts are packaged SQL files, src/pgarena/sql)."""
+TX_STEPS = "dtGvp"
+"""pgbench -i's steps for the tx data (load_tx_data)."""
+
+
+def data_parts(workloads: Sequence[str]) -> tuple[str, ...]:
+    """The pieces of data `workloads` need, in load order (SQL files, then TX_PART for tx): two
+    workload lists with the same parts leave the same objects in schema `pgarena`."""
+    nested = any(name in workloads for name in ("graphql-nested", "users-posts"))
+    wanted = {
+        "perf_test.sql": "perf-test" in workloads,
+        "users.sql": nested or "users" in workloads or "graphql" in workloads,
+        "posts.sql": nested,
+        "scenarios.sql": any(name.startswith("perf-") and name != "perf-test" for name in workloads),
+        TX_PART: "tx" in workloads,
+    }
+    return tuple(part for part, needed in wanted.items() if needed)
+
+
+def data_definition(parts: Sequence[str]) -> str:
+    """What defines `parts`' data, as text: each SQL file's content and pgbench's scale and steps (a cached
+    copy of the data is valid while this text is unchanged: db/template.py)."""
+    from pgarena.contract.workloads import TX_SCALE
+
+    return "\n".join(f"-- {part}\n" + (packaged_sql(part) if part != TX_PART else
+                                         f"pgbench -i -s {TX_SCALE} -I {TX_STEPS}") for part in parts)
+
+
 def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
     """Create the extensions and, in schema `pgarena`, the objects each workload needs (idempotent).
 
     Nothing outside that schema is dropped or replaced: a user's `public.users` or `public.perf_test`
     stays as it was. An extension missing on a user's server is created there (in schema `pgarena`)
-    if pgarena's role may; otherwise accounting says it is unavailable and why.
+    if pgarena's role may; otherwise accounting says it is unavailable and why. A managed cluster copied from
+    a template that holds these workloads' data (`db.preloaded`, db/template.py) is left as it is.
     """
+    parts = data_parts(workloads)
+    if db.preloaded and set(parts) <= db.preloaded:
+        return
     with db.connect() as conn:
         for extension in ("pg_stat_statements", "uuid-ossp"):
             try:
@@ -36,18 +69,12 @@ def load_workload_data(db: Database, workloads: Sequence[str]) -> None:
             except psycopg.Error as exc:
                 if db.managed:
                     raise PostgresError(f"cannot create extension {extension}: {exc}") from None
-        if "perf-test" in workloads:
-            conn.execute(packaged_sql("perf_test.sql"))
-        nested = any(name in workloads for name in ("graphql-nested", "users-posts"))
-        if nested or "users" in workloads or "graphql" in workloads:
-            conn.execute(packaged_sql("users.sql"))
-        if nested:
-            conn.execute(packaged_sql("posts.sql"))
-        if any(name.startswith("perf-") and name != "perf-test" for name in workloads):
-            conn.execute(packaged_sql("scenarios.sql"))
+        for part in parts:
+            if part != TX_PART:
+                conn.execute(packaged_sql(part))
         conn.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
             pgsql.Identifier(namespace.SCHEMA), pgsql.Identifier(db.user)))
-    if "tx" in workloads:
+    if TX_PART in parts:
         from pgarena.contract.workloads import TX_SCALE
 
         load_tx_data(db, TX_SCALE)
@@ -83,7 +110,7 @@ def load_tx_data(db: Database, scale: int) -> None:
     NOTE: pgbench names its tables unqualified; with the search path `pgarena` alone its `DROP TABLE IF
     EXISTS pgbench_*` can only reach pgarena's own tables, never a user's `public.pgbench_accounts`.
     """
-    argv = [pgbench_binary(), "-i", "-s", str(scale), "-I", "dtGvp", "-q",
+    argv = [pgbench_binary(), "-i", "-s", str(scale), "-I", TX_STEPS, "-q",
             "-h", db.host, "-p", str(db.port), "-U", db.user, db.name]
     env = {**os.environ, "PGPASSWORD": db.password, "PGOPTIONS": f"-c search_path={namespace.SCHEMA}"}
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)

@@ -121,6 +121,9 @@ class Database:
     """Managed cluster: its server log (`log_line_prefix` names each session's role: serverlog.py reads it)."""
     restart: Callable[[], int] | None = field(default=None, compare=False, repr=False)
     """Managed cluster: `pg_ctl restart -m fast`, returning the new postmaster's pid (resilience runs)."""
+    preloaded: frozenset[str] = frozenset()
+    """Managed cluster copied from a template (db/template.py): the data parts (db/data.py `data_parts`) it
+    already holds, which load_workload_data does not load again."""
 
     @property
     def url(self) -> str:

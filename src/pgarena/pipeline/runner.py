@@ -241,7 +241,8 @@ def execute(
                 admin_url=config.admin_database_url, allow_overwrite=config.allow_overwrite,
                 settings=settings, max_connections=max_connections, registry=registry, bin_dir=config.postgres_bin,
                 place=placement.database_place(),
-                app_password=config.db_password if config.targets else None))  # the password targets log in with
+                app_password=config.db_password if config.targets else None,  # the password targets log in with
+                workloads=config.workloads))
             with db.connect() as conn:
                 refusal = pools_refusal(*connection_limit(conn), largest_pool, together)
             if refusal is not None and runnable:

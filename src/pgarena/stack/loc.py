@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pygount import SourceAnalysis
-
 from pgarena.results.models import LinesOfCode
 
 
@@ -18,6 +16,8 @@ def count(directory: Path, globs: list[str]) -> LinesOfCode | None:
     files = sorted({path for pattern in globs for path in directory.glob(pattern) if path.is_file()})
     if not files:
         return None
+    from pygount import SourceAnalysis  # here, not at the top: ~0.2 s of every CLI start
+
     by_language: dict[str, int] = {}
     for path in files:
         analysis = SourceAnalysis.from_file(str(path), directory.name)

@@ -25,12 +25,12 @@ from pgarena.system.ssh.transport import (
     text_of,
 )
 
-DEFAULT_EXCLUDES = ("/bin/", "/.venv/", "/node_modules/", "/target/", "__pycache__/", "/.git/")
+DEFAULT_EXCLUDES = ("/bin/", "/.venv", "/node_modules/", "/target/", "__pycache__/", "/.git/")
 """Build outputs never copied to a host, in .gitignore syntax relative to the stack folder.
 
-NOTE: the same as the project's .gitignore says for `stacks/*/` (bin/, .venv/, node_modules/, target/,
-__pycache__/), plus .git; a stack's own .gitignore adds more (`stack_excludes`). tests/unit/test_ssh.py checks
-that they agree."""
+NOTE: the same as the project's .gitignore says for `stacks/*/` (bin/, .venv — a folder, or the Python stacks'
+link into pgarena's tool cache, hence no trailing slash —, node_modules/, target/, __pycache__/), plus .git; a
+stack's own .gitignore adds more (`stack_excludes`). tests/unit/test_ssh.py checks that they agree."""
 
 
 @dataclass(frozen=True)

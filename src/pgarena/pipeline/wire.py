@@ -7,9 +7,9 @@ is measured never sees the observer; after its verification pgarena starts it a 
 another port with the observer as its database, sends the bursts (and, with --wire-under-load, a few seconds
 of load per workload: pipeline/wireload.py), and stops it (`observe_second_start`), so the observer's own cost
 (a hop of about 0.1 ms per round trip, its CPU) stays off every figure. Not on an SSH or namespaced stack
-(the observer listens on this machine's loopback): the workload then records why (`wire_unavailable`). The observer always connects to PostgreSQL directly, never through --db-rtt's proxy:
-round trips are counted, not timed, and the second start of a --db-rtt run is what the round-trip model
-(analysis/wiremodel.py) reads.
+(the observer listens on this machine's loopback): the workload then records why (`wire_unavailable`). The
+observer always connects to PostgreSQL directly, never through --db-rtt's proxy: round trips are counted, not
+timed, and the second start of a --db-rtt run is what the round-trip model (analysis/wiremodel.py) reads.
 """
 
 from __future__ import annotations

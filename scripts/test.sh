@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite in two phases, arguments (`make test ARGS='-k wire'`) passed to both.
-#   1. every test that measures nothing, two at a time (pytest-xdist, one module per worker at a time;
+#   1. every test that measures nothing, two at a time (pytest-xdist; a module goes to one worker whole, and
 #      tests/conftest.py TOGETHER keeps the network-namespace modules on one worker);
 #   2. the tests whose assertion reads a measured time, rate or order (tests/conftest.py SERIAL), alone.
 # Both phases copy their managed clusters from one template folder (db/template.py), removed at the end unless
@@ -18,7 +18,7 @@ fi
 workers="${PGARENA_TEST_WORKERS:-2}"
 started=$(date +%s)
 echo "== phase 1 of 2: the tests that measure nothing, $workers at a time"
-.venv/bin/python -m pytest -q -ra --durations=15 -n "$workers" --dist loadgroup -m "not serial" "$@"
+.venv/bin/python -m pytest -q -ra --durations=15 -n "$workers" -m "not serial" "$@"
 first=$?
 echo "== phase 2 of 2: the tests that read a measured time, rate or order, alone"
 .venv/bin/python -m pytest -q -ra --durations=15 -m serial "$@"

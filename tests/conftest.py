@@ -137,19 +137,36 @@ runs them after the others, alone on the machine (scripts/test.sh); the rest run
 TOGETHER: dict[str, str] = {path: "netns" for path in (
     "tests/integration/test_netns.py", "tests/integration/test_netns_run.py", "tests/integration/test_distributed.py",
     "tests/integration/test_ssh.py")}
-"""Modules that must not run beside each other (one xdist group, one worker): they create network namespaces, and
-test_netns_run.py compares the host's whole list of them before and after its run. Every other module is a group
-of its own, so a module's fixtures are built once."""
+"""Modules that must not run beside each other (one scheduling unit, one worker): they create network namespaces,
+and test_netns_run.py compares the host's whole list of them before and after its run. Every other module is a
+unit of its own, so a module's fixtures are built once."""
+
+
+def scheduling_unit(nodeid: str) -> str:
+    """The unit pytest-xdist sends to one worker whole: the test's module, or its TOGETHER group."""
+    module = nodeid.split("::")[0]
+    return TOGETHER.get(module, module)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark the SERIAL tests `serial` and put every test in its module's xdist group (TOGETHER merges some)."""
+    """Mark the SERIAL tests `serial` (a module, or one test by its node id without parameters)."""
     for item in items:
-        module = item.nodeid.split("::")[0]
-        if module in SERIAL or item.nodeid.split("[")[0] in SERIAL:
+        if item.nodeid.split("::")[0] in SERIAL or item.nodeid.split("[")[0] in SERIAL:
             item.add_marker(pytest.mark.serial)
-        item.add_marker(pytest.mark.xdist_group(TOGETHER.get(module, module)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `-n`, whole scheduling units to a worker. (xdist's own `--dist loadgroup` reads an `xdist_group` mark
+    by rewriting `item._nodeid`, which pytest 9.2 no longer reads: its groups were split across workers.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scheduling_unit(nodeid)
+
+    return ByUnit(config, log)
 
 
 CI_TRUE_VALUES = ("true", "1", "yes")

@@ -9,7 +9,7 @@ bench: setup
 	$(PGARENA) run --profile $(PROFILE) $(ARGS)
 
 test: setup
-	.venv/bin/python -m pytest -q -ra --durations=25 $(ARGS)
+	@bash scripts/test.sh $(ARGS)
 
 test-unit: setup
 	.venv/bin/python -m pytest -q -ra tests/unit

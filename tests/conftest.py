@@ -118,6 +118,59 @@ ALLOWED_SKIPS: dict[str, str] = {
 }
 """Tests that may skip under CI (exact node id, as pytest prints it from the project root) → why that is fine."""
 
+SERIAL: dict[str, str] = {
+    "tests/integration/test_ab_run.py": "its gate judges measured rounds within a budget",
+    "tests/integration/test_calibrate.py": "an A/A of measured copies",
+    "tests/integration/test_schedules.py": "asserts an order measured on a machine slowing down on purpose",
+    "tests/integration/test_speedprobe.py": "counts the probe's samples on the server CPUs",
+    "tests/integration/test_toxiproxy.py": "bounds the delay a proxied round trip adds",
+    "tests/integration/test_ceiling.py": "bounds pgbench's measured rate and time",
+    "tests/integration/test_db_rtt.py": "compares measured rates at two round trips",
+    "tests/integration/test_fault_timeline.py": "times a 0.6 s stall and the recovery to 0.1 s",
+    "tests/integration/test_resilience.py": "times each fault's recovery under load",
+    "tests/e2e/test_open_model.py": "drives a stack beyond its measured capacity",
+    "tests/e2e/test_real_stacks.py::test_copies_of_a_real_stack_are_never_ordered": "an A/A of measured copies",
+    "tests/integration/test_netns_run.py::test_a_stack_round_trip_delays_the_generator_only":
+        "a direct first request under 20 ms (20.5 ms beside another test on a fresh clone)",
+}
+"""Tests (a module, or one test by its node id) whose assertion reads a measured time, rate or order: `make test`
+runs them after the others, alone on the machine (scripts/test.sh); the rest run two at a time (pytest-xdist)."""
+
+TOGETHER: dict[str, str] = {path: "netns" for path in (
+    "tests/integration/test_netns.py", "tests/integration/test_netns_run.py", "tests/integration/test_distributed.py",
+    "tests/integration/test_ssh.py")}
+"""Modules that must not run beside each other (one scheduling unit, one worker): they create network namespaces,
+and test_netns_run.py compares the host's whole list of them before and after its run. Every other module is a
+unit of its own, so a module's fixtures are built once."""
+
+
+def scheduling_unit(nodeid: str) -> str:
+    """The unit pytest-xdist sends to one worker whole: the test's module, or its TOGETHER group."""
+    module = nodeid.split("::")[0]
+    return TOGETHER.get(module, module)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the SERIAL tests `serial` (a module, or one test by its node id without parameters)."""
+    for item in items:
+        if item.nodeid.split("::")[0] in SERIAL or item.nodeid.split("[")[0] in SERIAL:
+            item.add_marker(pytest.mark.serial)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `-n`, whole scheduling units to a worker. (xdist's own `--dist loadgroup` reads an `xdist_group` mark
+    by rewriting `item._nodeid`, which pytest 9.2 no longer reads: its groups were split across workers.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scheduling_unit(nodeid)
+
+    return ByUnit(config, log)
+
+
 CI_TRUE_VALUES = ("true", "1", "yes")
 
 

@@ -65,7 +65,7 @@ def test_wire_under_load_profiles_the_second_start_under_the_runs_generator(tmp_
         "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path, "run_id": "wire-load",
         "stacks": ["fixture-good", "fixture-pooled"], "workloads": ["users"], "users_limits": [5], "vus": [1, 4],
         "pool_size": 3, "repetitions": 1, "warmup_s": 1.0, "duration_s": 1.0, "cold_start_requests": 1,
-        "headroom": False, "ceiling_s": 0, "warmup_cap_s": 1, "wire_under_load": True, "wire_load_s": 1.0,
+        "headroom": False, "ceiling_s": 0, "warmup_cap_s": 1, "wire_under_load": True, "wire_load_s": 3.0,
         "wire_load_max_requests": 5000})
     lines: list[str] = []
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lines.append)

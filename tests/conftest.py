@@ -136,12 +136,18 @@ SERIAL: dict[str, str] = {
 """Tests (a module, or one test by its node id) whose assertion reads a measured time, rate or order: `make test`
 runs them after the others, alone on the machine (scripts/test.sh); the rest run two at a time (pytest-xdist)."""
 
-TOGETHER: dict[str, str] = {path: "netns" for path in (
-    "tests/integration/test_netns.py", "tests/integration/test_netns_run.py", "tests/integration/test_distributed.py",
-    "tests/integration/test_ssh.py")}
-"""Modules that must not run beside each other (one scheduling unit, one worker): they create network namespaces,
-and test_netns_run.py compares the host's whole list of them before and after its run. Every other module is a
-unit of its own, so a module's fixtures are built once."""
+TOGETHER: dict[str, str] = {
+    **{path: "netns" for path in (
+        "tests/integration/test_netns.py", "tests/integration/test_netns_run.py",
+        "tests/integration/test_distributed.py", "tests/integration/test_ssh.py")},
+    **{path: "stacks" for path in (
+        "tests/e2e/test_every_stack_verifies.py", "tests/e2e/test_real_stacks.py", "tests/integration/test_wire.py")},
+}
+"""Modules that must not run beside each other (one scheduling unit, one worker). "netns": they create network
+namespaces, and test_netns_run.py compares the host's whole list of them before and after its run. "stacks": they
+build and start the real stacks in this checkout's stacks/ folders (two `npm ci` in one folder at once, or a
+binary rebuilt under a running server, would break both). Every other module is a unit of its own, so a module's
+fixtures are built once."""
 
 
 def scheduling_unit(nodeid: str) -> str:

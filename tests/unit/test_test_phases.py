@@ -21,7 +21,9 @@ def test_the_namespace_modules_are_one_unit_and_other_modules_their_own():
     for module in TOGETHER:
         assert (PROJECT_DIR / module).is_file(), module
     units = {scheduling_unit(f"{module}::test_x[p]") for module in TOGETHER}
-    assert units == {"netns"}
+    assert units == {"netns", "stacks"}
+    assert scheduling_unit("tests/e2e/test_real_stacks.py::test_k6_engine_on_one_stack") == "stacks"
+    assert scheduling_unit("tests/integration/test_netns.py::test_a") == "netns"
     assert scheduling_unit("tests/unit/test_paired.py::test_a") == "tests/unit/test_paired.py"
     assert scheduling_unit("tests/unit/test_paired.py::test_b[1-2]") == "tests/unit/test_paired.py"
 

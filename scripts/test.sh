@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite in two phases, arguments (`make test ARGS='-k wire'`) passed to both.
 #   1. every test that measures nothing, two at a time (pytest-xdist; a module goes to one worker whole, and
-#      tests/conftest.py TOGETHER keeps the network-namespace modules on one worker);
+#      tests/conftest.py TOGETHER keeps the network-namespace modules, and the real-stack ones, on one worker);
 #   2. the tests whose assertion reads a measured time, rate or order (tests/conftest.py SERIAL), alone.
 # Both phases copy their managed clusters from one template folder (db/template.py), removed at the end unless
 # PGARENA_TEMPLATE_PGDATA was set by the caller. Exit status: the first phase's failure, else the second's; a

@@ -1,5 +1,5 @@
 """The two phases of `make test` (scripts/test.sh, tests/conftest.py): a renamed module or test must not slip a
-timing assertion into phase 1 unnoticed, nor split the network-namespace modules across workers."""
+timing assertion into phase 1 unnoticed, nor split the network-namespace or real-stack modules across workers."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_every_serial_entry_names_a_test_that_exists():
             assert re.search(rf"^def {re.escape(function)}\(", source, flags=re.M), entry
 
 
-def test_the_namespace_modules_are_one_unit_and_other_modules_their_own():
+def test_each_together_group_is_one_unit_and_other_modules_their_own():
     for module in TOGETHER:
         assert (PROJECT_DIR / module).is_file(), module
     units = {scheduling_unit(f"{module}::test_x[p]") for module in TOGETHER}

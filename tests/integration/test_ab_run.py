@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgarena.analysis.abgate import GATE_MIN_ROUNDS, ab_gate
+from pgarena.analysis.abgate import GATE_MIN_BLOCKS, GATE_MIN_ROUNDS, ab_gate
 from pgarena.config.profiles import build_config
 from pgarena.history.points import run_points
 from pgarena.history.store import open_store
@@ -35,7 +35,7 @@ def _stack(folder, epoch):
     return folder
 
 
-def _ab(tmp_path, head: str, run_id: str, workloads: tuple[str, ...] = ("static",)):
+def _ab(tmp_path, head: str, run_id: str, workloads: tuple[str, ...] = ("static",), log=lambda _: None, **more):
     try:
         get_engine("oha").binary  # noqa: B018
     except EngineUnavailable as exc:
@@ -47,8 +47,9 @@ def _ab(tmp_path, head: str, run_id: str, workloads: tuple[str, ...] = ("static"
         "stacks": [plan.base.stack_id, plan.head.stack_id], "workloads": list(workloads), "vus": [4], "repetitions": 3,
         "max_repetitions": 8, "warmup_s": 0.3, "duration_s": 0.5, "warmup_cap_s": 2, "cell_budget_s": 10,
         "headroom": False, "engine": "oha", "schedule": "interleaved", "schedule_seed": 5, "seed": 0,
-        "rewarm_s": 0.2, "baseline": plan.base.stack_id, "equivalence_margin": 0.05, "regression_margin": 0.05})
-    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lambda _: None)
+        "rewarm_s": 0.2, "baseline": plan.base.stack_id, "equivalence_margin": 0.05, "regression_margin": 0.05,
+        **more})
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=log)
     return plan, load(run_dir)
 
 
@@ -60,7 +61,24 @@ def test_a_slower_head_fails_the_gate_and_both_sides_were_verified(tmp_path, fix
     assert gate.outcome == "regression", gate.sentence()
     interval = gate.tables[0].interval
     assert interval is not None and 0.3 < interval.ratio < 0.8 and interval.high < 0.95
-    assert interval.rounds >= GATE_MIN_ROUNDS
+    assert interval.rounds >= GATE_MIN_ROUNDS and interval.blocks is None
+
+
+def test_an_ab_restarted_between_blocks_is_judged_over_them(tmp_path, fixture_env):
+    """restart_every 3: both sides stopped and started again (on their ports, warmed again) before rounds 4 and 7;
+    the gate decides from its three blocks."""
+    lines: list[str] = []
+    plan, results = _ab(tmp_path, "slower", "ab-blocks", log=lines.append, restart_every=3)
+    gate = ab_gate(results, plan.base.stack_id, plan.head.stack_id, 0.05)
+    assert gate.outcome == "regression", gate.sentence()
+    interval = gate.tables[0].interval
+    assert interval is not None and interval.blocks is not None and interval.blocks >= GATE_MIN_BLOCKS
+    assert interval.rounds == 3 * interval.blocks and interval.high < 0.95
+    logs = tmp_path / "results" / "ab-blocks" / "logs"
+    for side in ("fx-base", "fx-head"):
+        assert (logs / side / "run-block-2.log").is_file() and (logs / side / "run-block-3.log").is_file()
+    text = "\n".join(lines)
+    assert "block 2: restarting" in text and "restarted for block 3" in text and "after the restart" in text
 
 
 def test_a_self_ab_is_never_a_regression_and_races_its_tables_in_one_phase(tmp_path, fixture_env):
@@ -104,7 +122,7 @@ def test_the_ab_command_gates_writes_the_summary_and_records_the_history(tmp_pat
     results_dir = tmp_path / "results"
     done = CliRunner().invoke(app, [
         "ab", "fx", "--head", "slower", "--fail-on-regression", "5%", "--profile", "quick", "--workloads", "static",
-        "--vus", "4", "--duration", "0.5", "--budget", "5m", "--run-id", "cli", "--stacks-dir", str(stacks),
+        "--vus", "4", "--duration", "0.5", "--budget", "5m", "--restart-every", "3", "--run-id", "cli", "--stacks-dir", str(stacks),
         "--results-dir", str(results_dir), "--summary", str(tmp_path / "comment.md")])
     assert done.exit_code == 1, done.output
     summary = (results_dir / "cli" / "ab-summary.md").read_text()

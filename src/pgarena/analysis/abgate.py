@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pgarena.analysis.executions import blocks_until, judge_table
 from pgarena.analysis.ranking import comparable_groups, in_field
-from pgarena.analysis.sequential import DEFAULT_TIGHTEST_AT, Inference, PairInterval, judge, rounds_until
+from pgarena.analysis.sequential import DEFAULT_TIGHTEST_AT, Inference, PairInterval, rounds_until
 from pgarena.analysis.verdicts import has_rounds, per_round_rps, verdict_settings
 from pgarena.results.models import Cell, RunResults
 
@@ -36,6 +37,12 @@ GATE_MIN_ROUNDS = 8
 too uncertain early for the plug-in boundary. Simulated with the head exactly at the floor (every decision
 wrong), raced by the scheduler: deciding from round 3 on is wrong in 9.1 % of runs, from round 6 in 5.0 %,
 from round 8 in 3.8 % (tests/unit/test_ab.py)."""
+GATE_MIN_BLOCKS = 3
+"""With the stacks restarted between blocks of rounds (analysis/executions.py), the gate decides from this many
+complete blocks (tests/unit/test_executions.py)."""
+DEFAULT_RESTART_EVERY = 10
+"""`pgarena ab` restarts both sides every this many rounds (with a round of ~7 s, a block is 1–2 minutes and its
+restart and warm-up ~10–20 s more)."""
 
 
 def parse_margin(text: str) -> float:
@@ -125,6 +132,8 @@ class GateRule:
     head: str
     base: str
     floor: float
+    block_rounds: int | None = None
+    """The stacks are restarted every this many rounds and judged over blocks (None: over rounds)."""
 
     def is_open(self, inference: Inference) -> bool:
         """The interval still straddles the floor (or the two were never measured in the same round)."""
@@ -138,12 +147,18 @@ class GateRule:
         found = inference.interval(self.head, self.base)
         if found is None or found.rounds == 0 or not math.isfinite(found.variance):
             return None
-        distance = abs(math.log(found.ratio) - math.log(self.floor)) + math.sqrt(found.variance / found.rounds)
-        return rounds_until(found, inference.alpha, distance, DEFAULT_TIGHTEST_AT, horizon)
+        units = found.blocks or found.rounds
+        distance = abs(math.log(found.ratio) - math.log(self.floor)) + math.sqrt(found.variance / units)
+        if found.blocks is None or not self.block_rounds:
+            return rounds_until(found, inference.alpha, distance, DEFAULT_TIGHTEST_AT, horizon)
+        blocks = blocks_until(found, inference.alpha, distance, horizon // self.block_rounds)
+        return None if blocks is None else blocks * self.block_rounds
 
 
-def table_gate(cells: Sequence[Cell], base: str, head: str, margin: float, level: float) -> TableGate | None:
-    """head/base in one table of comparable cells at `level` (None: the table holds neither side)."""
+def table_gate(cells: Sequence[Cell], base: str, head: str, margin: float, level: float,
+               block_rounds: int | None = None) -> TableGate | None:
+    """head/base in one table of comparable cells at `level` (None: the table holds neither side), over blocks of
+    `block_rounds` rounds when the run restarted its stacks between them."""
     by_stack = {c.stack: c for c in cells if c.stack in (base, head)}
     if not by_stack:
         return None
@@ -160,10 +175,16 @@ def table_gate(cells: Sequence[Cell], base: str, head: str, margin: float, level
         return TableGate(_label(some), "undecided", None, base_rps, head_rps, reason="not measured in rounds")
     per_round = per_round_rps(pair)
     reference = per_round_rps(pair, "reference_unit_ns")
-    inference = judge(per_round, reference, level=level, margin=margin)  # type: ignore[arg-type]
+    inference = judge_table(per_round, reference, block_rounds=block_rounds, level=level,  # type: ignore[arg-type]
+                            margin=margin)
     interval = inference.interval(head, base)
     if interval is None:
-        return TableGate(_label(some), "undecided", None, base_rps, head_rps, reason="no round measured both")
+        return TableGate(_label(some), "undecided", None, base_rps, head_rps,
+                         reason="no round measured both" if not block_rounds else "no block of rounds measured both")
+    if interval.blocks is not None and interval.blocks < GATE_MIN_BLOCKS:
+        return TableGate(_label(some), "undecided", interval, base_rps, head_rps,
+                         reason=f"{interval.blocks} blocks of {block_rounds} rounds measured both; the gate decides "
+                                f"from {GATE_MIN_BLOCKS}")
     if interval.rounds < GATE_MIN_ROUNDS:
         return TableGate(_label(some), "undecided", interval, base_rps, head_rps,
                          reason=f"{interval.rounds} rounds measured both; the gate decides from {GATE_MIN_ROUNDS}")
@@ -174,12 +195,14 @@ def ab_gate(results: RunResults, base: str, head: str, margin: float = DEFAULT_R
             level: float | None = None) -> ABGate:
     """The gate over every table of an A/B run (module docstring); `level` defaults to the run's."""
     level = verdict_settings(results)[0] if level is None else level
+    block_rounds = results.config.get("restart_every")
+    block_rounds = block_rounds if isinstance(block_rounds, int) and block_rounds > 0 else None
     groups = [cells for cells in comparable_groups(results.cells).values()
               if any(c.stack in (base, head) for c in cells)]
     per_table = 1 - (1 - level) / max(1, len(groups))
     gate = ABGate(base=base, head=head, margin=margin, level=level)
     for cells in groups:
-        found = table_gate(cells, base, head, margin, per_table)
+        found = table_gate(cells, base, head, margin, per_table, block_rounds)
         if found is not None:
             gate.tables.append(found)
     return gate

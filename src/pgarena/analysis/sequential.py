@@ -247,6 +247,8 @@ class PairInterval:
     """The per-round variance of the paired log differences the interval was computed with."""
     df: float = math.inf
     """Its degrees of freedom."""
+    blocks: int | None = None
+    """Over blocks of rounds, the stacks restarted between (analysis/executions.py): their count; variance a block's."""
 
     @property
     def relation(self) -> Literal["above", "below", "equivalent", "not resolved"]:
@@ -271,7 +273,7 @@ class PairInterval:
     def inverse(self) -> PairInterval:
         """b / a."""
         return PairInterval(1 / self.ratio, 1 / self.high, 1 / self.low, self.rounds, self.level, self.margin,
-                            self.variance, self.df)
+                            self.variance, self.df, self.blocks)
 
 
 @dataclass

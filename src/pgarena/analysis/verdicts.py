@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pgarena.analysis.executions import judge_table
 from pgarena.analysis.paired import (
     PairVerdict,
     RatioInterval,
@@ -40,7 +41,6 @@ from pgarena.analysis.sequential import (
     DEFAULT_FAMILY_LEVEL,
     Inference,
     PairInterval,
-    judge,
     pair_count,
     rank_labels,
 )
@@ -134,7 +134,10 @@ class TableVerdict:
         if self.paired:
             corrected = (" corrected for the machine's speed in each window (β = "
                          f"{self.inference.fit.slope:.2f})" if self.inference and self.inference.fit.slope else "")
-            return (f"Paired over {self.rounds} interleaved round(s): ranks and ratios from each round's "
+            blocks = next((p.blocks for p in self.inference.pairs.values() if p.blocks), None) if self.inference else None
+            over = (f" in {blocks} block(s), the stacks restarted between blocks; intervals over the blocks' means"
+                    if blocks else "")
+            return (f"Paired over {self.rounds} interleaved round(s){over}: ranks and ratios from each round's "
                     f"ratios{corrected}.")
         if self.basis == BY_P99:
             return "p99 latency by independent 95 % intervals of the mean: ranked where they do not overlap."
@@ -242,9 +245,10 @@ def _mixed_labels(cells: Sequence[Cell], per_round: PerRound) -> dict[str, str]:
 
 def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
                   wrong_columns: Mapping[str, list[str]] | None = None, level: float = DEFAULT_FAMILY_LEVEL,
-                  margin: float = DEFAULT_EQUIVALENCE_MARGIN) -> TableVerdict:
+                  margin: float = DEFAULT_EQUIVALENCE_MARGIN, block_rounds: int | None = None) -> TableVerdict:
     """The verdict of one group of comparable cells (see the module docstring). `wrong_columns`: stack → its
-    ❌ columns on this workload; `level` and `margin`: the run's family-wise level and equivalence margin."""
+    ❌ columns on this workload; `level` and `margin`: the run's family-wise level and equivalence margin;
+    `block_rounds`: the run restarted its stacks every that many rounds (judged over blocks: executions.py)."""
     basis = rank_basis(cells)
     measured = [c for c in cells if c.summary is not None]
     ranked = [c for c in measured if in_field(c)]
@@ -268,7 +272,7 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
         verdict.sequential = [c.stack for c in ranked if c.stack not in per_round]
     elif per_round is not None:
         reference = per_round_rps(in_rounds, "reference_unit_ns")
-        inference = judge(per_round, reference, level=level, margin=margin)
+        inference = judge_table(per_round, reference, block_rounds=block_rounds, level=level, margin=margin)
         order = inference.order()
         verdict.inference = inference
         verdict.cells = sorted(measured, key=lambda c: (c.stack not in per_round,
@@ -317,8 +321,9 @@ def run_verdicts(results: RunResults) -> dict[tuple, TableVerdict]:
     """Every table's verdict, keyed like `ranking.comparable_groups`."""
     baseline = baseline_of(results)
     level, margin = verdict_settings(results)
+    block = results.config.get("restart_every")
     return {key: table_verdict(cells, baseline=baseline, wrong_columns=wrong_columns_of(results, key[0]),
-                               level=level, margin=margin)
+                               level=level, margin=margin, block_rounds=block if isinstance(block, int) else None)
             for key, cells in comparable_groups(results.cells).items()}
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from pgarena.analysis.abgate import DEFAULT_RESTART_EVERY
 from pgarena.cli.common import PROJECT_DIR, check_run_id, err, execute_run, fail, out, print_outputs, run_config
 from pgarena.cli.history import record_history
 from pgarena.cli.options import (
@@ -43,6 +44,9 @@ def ab(
     rows: Annotated[Optional[str], typer.Option(help="perf-test rows, e.g. 10")] = None,
     limits: Annotated[Optional[str], typer.Option(help="users limits, e.g. 20")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
+    restart_every: Annotated[int, typer.Option(
+        metavar="ROUNDS", help="restart both sides every this many rounds, so the verdict samples executions, not "
+                               "one process per side (0: never; docs/authors.md)")] = DEFAULT_RESTART_EVERY,
     database_url: DbOpt = None,
     history_url: HistoryUrlOpt = None,
     summary: Annotated[Optional[Path], typer.Option(
@@ -74,7 +78,8 @@ def ab(
                         budget_s=budget, vus=int_list(vus, "--vus"), perf_test_rows=int_list(rows, "--rows"),
                         users_limits=int_list(limits, "--limits"), duration_s=duration, database_url=database_url,
                         run_id=run_id, stacks_dir=plan.stacks_dir, results_dir=results_dir, schedule="interleaved",
-                        baseline=plan.base.stack_id, equivalence_margin=margin, regression_margin=margin)
+                        baseline=plan.base.stack_id, equivalence_margin=margin, regression_margin=margin,
+                        restart_every=restart_every or None)
     run_dir = record_history(execute_run(config, "run"), history_url, plan.names)
     gate = ab_gate(load(run_dir), plan.base.stack_id, plan.head.stack_id, margin)
     text = ab_markdown(gate, title=f"pgarena ab {stack}: {plan.base.label} → {plan.head.label}",

@@ -13,28 +13,10 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pgarena.config.defaults import (
-    DEFAULT_HEADLINE_SHARE,
-    DEFAULT_CEILING_SECONDS,
-    DEFAULT_ENGINE,
-    DEFAULT_HTTP_TIMEOUT_S,
-    DEFAULT_MAX_ERROR_RATE,
-    DEFAULT_MAX_REWARM_S,
-    DEFAULT_OPEN_CONNECTIONS,
-    DEFAULT_POOL_SIZE,
-    DEFAULT_SCHEDULE,
-    DEFAULT_WARMUP_CAP_S,
-    DEFAULT_WIRE_LOAD_MAX_REQUESTS,
-    DEFAULT_WIRE_LOAD_S,
-    DEFAULT_WORKLOADS,
-    K6_MIN_WINDOW_S,
-    MAX_GENERATORS,
-    MAX_POOL_SIZE,
-    MAX_WIRE_LOAD_S,
-    PERF_TEST_MAX_ROWS,
-    RUN_ID_PATTERN,
-    USERS_MAX_LIMIT,
-    Engine,
-    FaultName,
+    DEFAULT_HEADLINE_SHARE, DEFAULT_CEILING_SECONDS, DEFAULT_ENGINE, DEFAULT_HTTP_TIMEOUT_S, DEFAULT_MAX_ERROR_RATE,
+    DEFAULT_MAX_REWARM_S, DEFAULT_OPEN_CONNECTIONS, DEFAULT_POOL_SIZE, DEFAULT_SCHEDULE, DEFAULT_WARMUP_CAP_S,
+    DEFAULT_WIRE_LOAD_MAX_REQUESTS, DEFAULT_WIRE_LOAD_S, DEFAULT_WORKLOADS, K6_MIN_WINDOW_S, MAX_GENERATORS,
+    MAX_POOL_SIZE, MAX_WIRE_LOAD_S, PERF_TEST_MAX_ROWS, RUN_ID_PATTERN, USERS_MAX_LIMIT, Engine, FaultName,
 )
 from pgarena.config.parsers import parse_budget, parse_rate, parse_rtt_levels, parse_stack_rtt
 from pgarena.config.redaction import REDACTED, redact_secrets
@@ -168,6 +150,8 @@ class RunConfig(BaseModel):
     regression_margin: float | None = Field(None, gt=0, lt=1, description=(
         "`pgarena ab`: the rounds decide other/baseline against the floor 1 − this (analysis/abgate.py) instead of "
         "ordering or equivalence; needs a baseline and exactly two stacks"))
+    restart_every: int | None = Field(None, ge=2, description="`pgarena ab`: restart both stacks every this many "
+                                      "rounds, judged over those blocks (analysis/executions.py); None: never")
     later_tables: LaterTables | None = Field(None, description=(
         "interleaved: quicker windows for every table after the headline (the profile's; None: as the headline)"))
     headline_share: float = Field(DEFAULT_HEADLINE_SHARE, gt=0, lt=1, description=(
@@ -353,6 +337,8 @@ class RunConfig(BaseModel):
     def _regression_margin_needs_an_ab(self) -> RunConfig:
         if self.regression_margin is not None and (self.baseline is None or len(self.stacks or []) != 2):
             raise ValueError("a regression margin decides an A/B: it needs a baseline and exactly two stacks")
+        if self.restart_every is not None and (self.regression_margin is None or self.schedule != "interleaved"):
+            raise ValueError("restarting the stacks between blocks of rounds is an A/B's (pgarena ab), interleaved")
         return self
 
     @model_validator(mode="after")

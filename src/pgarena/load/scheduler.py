@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 from typing import Literal, Union
 
 from pgarena.analysis.abgate import GateRule
+from pgarena.analysis.executions import judge_table
 from pgarena.analysis.sequential import (
     DEFAULT_EQUIVALENCE_MARGIN,
     DEFAULT_FAMILY_LEVEL,
     Inference,
-    judge,
     rounds_to_resolve,
     unresolved_pairs,
 )
@@ -71,6 +71,9 @@ class RoundsPolicy:
     gate: GateRule | None = None
     """An A/B (`pgarena ab`): its pair is settled once head/base clears the regression floor, not when ordered or
     equivalent; a cell without both stacks is judged as usual."""
+    block_rounds: int | None = None
+    """The stacks are restarted every this many rounds (`on_new_block`) and the cells judged over complete blocks
+    (analysis/executions.py); None: one execution, judged over rounds."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.max_rounds:
@@ -133,12 +136,15 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                known: Mapping[tuple[str, Hashable, int], Figure] | None = None,
                clock: Callable[[], float] = time.monotonic,
                on_round_end: Callable[[int, list[str]], None] | None = None,
-               label: Callable[[Hashable], str] = str) -> RoundsOutcome:
+               label: Callable[[Hashable], str] = str,
+               on_new_block: Callable[[int], None] | None = None) -> RoundsOutcome:
     """Race interleaved rounds of `pairs` until the policy says stop (see the module docstring).
 
     `known` maps (stack, cell, round) to a figure measured before (a resumed run): those windows are not
     measured again. `on_round_end(round, unsettled)` is called after each round with the sentences of the
-    pairs still open, e.g. to save and report progress.
+    pairs still open, e.g. to save and report progress. With `policy.block_rounds` = k, `on_new_block(block)` is
+    called before the first round of every block after the first (rounds k+1, 2k+1, …) that has a window to take:
+    the caller restarts the stacks there.
     """
     figures: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
     refs: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
@@ -168,6 +174,10 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
     while True:
         r += 1
         in_round = [(stack, cell) for stack, cell in pairs if cell in state and stack in state[cell].active]
+        k = policy.block_rounds
+        if (k and on_new_block is not None and r > 1 and (r - 1) % k == 0
+                and any((stack, cell, r) not in known for stack, cell in in_round)):
+            on_new_block((r - 1) // k + 1)
         for slot in round_order(in_round, r, seed):
             if (slot.stack, slot.cell, r) in known:
                 continue
@@ -232,7 +242,8 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
         values = next(iter(per_stack.values()))
         return "settled" if _one_stack_settled(values, policy) else None
     has_refs = all(v is not None for s in per_stack for v, f in zip(reference[s], per_stack[s]) if f is not None)
-    cell.inference = judge(per_stack, reference if has_refs else None, level=policy.level, margin=policy.margin)
+    cell.inference = judge_table(per_stack, reference if has_refs else None, block_rounds=policy.block_rounds,
+                                 level=policy.level, margin=policy.margin)
     gate = policy.gate if policy.gate and {policy.gate.head, policy.gate.base} <= set(per_stack) else None
     cell.open_pairs = (unresolved_pairs(cell.inference) if gate is None
                        else [(gate.head, gate.base)] if gate.is_open(cell.inference) else [])

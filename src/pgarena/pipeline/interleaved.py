@@ -45,6 +45,7 @@ from pgarena.load.measure import (
 from pgarena.load.schedule import Slot
 from pgarena.load.scheduler import RoundsOutcome, run_rounds
 from pgarena.load.summary import summarize
+from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
 from pgarena.pipeline.rounds import rounds_policy
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
@@ -92,6 +93,9 @@ class InterleavedRun:
         """Every planned cell's position: stack by stack, each stack's cells in plan order."""
         self.phases: list[_Phase] = []
         self.finished_phases: set[str] = set()
+        self.scope: ExitStack | None = None
+        self.execution_scopes: dict[str, ExitStack] = {}
+        """An A/B restarting its stacks between blocks (pipeline/executions.py): each stack's own scope in `scope`."""
 
     # --- planning -------------------------------------------------------------------------------------
     def plan(self) -> list[_Phase]:
@@ -317,9 +321,12 @@ class InterleavedRun:
             save(ctx.results, ctx.run_dir)
 
         titles = {key[1:]: cell_title(cell) for key, cell in phase.cells.items()}
+        from pgarena.pipeline.executions import restart_block
+
         outcome = run_rounds(phase.pairs(), seed=self.record.seed or 0, policy=policy,
                              measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end,
-                             label=lambda cell: titles.get(cell, str(cell)))
+                             label=lambda cell: titles.get(cell, str(cell)),
+                             on_new_block=lambda block: restart_block(self, phase, block))
         for key, cell in phase.cells.items():
             run = self.runs.get(key)
             if run is not None:
@@ -355,35 +362,10 @@ def run_interleaved(ctx: RunContext, stacks: list[Stack]) -> None:
     pools: list[int | None] = list(ctx.config.pool_sizes) or [None]
     started: set[str] = set()
     for pool in pools:
-        if pool is not None and _batch_done(ctx, stacks, pool):
+        if pool is not None and pool_batch_done(ctx, stacks, pool):
             ctx.log(f"pool size {pool}: measured before the interruption; kept")
             continue
         _run_batch(ctx, stacks, pool, started)
-
-
-def _batch_done(ctx: RunContext, stacks: list[Stack], pool: int) -> bool:
-    """A resumed run measured this pool size before its interruption: its phases finished and every cell of
-    every stack still in the run stored (measured, or failed with its reason)."""
-    from pgarena.pipeline.plan import cells_at_pool, plan_cells
-
-    record = ctx.results.schedule
-    phases = [p for p in record.phases if p.name.endswith(pool_suffix(pool))] if record is not None else []
-    if not phases or any(p.stop_reason is None for p in phases):
-        return False
-    stored = {c.key: c for c in ctx.results.cells}
-    for stack in stacks:
-        if ctx.results.stack(stack.id).status not in ("pending", "ok"):
-            continue
-        for cell in cells_at_pool(plan_cells(ctx.config, stack, ctx.engine.name), pool):  # type: ignore[union-attr]
-            done = stored.get(cell.key)
-            if done is None or (done.summary is None and done.status != "failed"):
-                return False
-    return True
-
-
-def pool_suffix(pool: int | None) -> str:
-    """What a phase's name ends with in a run with several pool sizes ('' with one)."""
-    return "" if pool is None else f" · pool {pool}"
 
 
 def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: set[str]) -> None:
@@ -394,7 +376,7 @@ def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: 
     record = ctx.results.schedule
     assert record is not None
     with ExitStack() as scope:
-        lives = []
+        lives, executions = [], {}
         for stack in stacks:
             info = ctx.results.stack(stack.id)
             restart = stack.id in started
@@ -402,7 +384,8 @@ def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: 
                 if info.status not in ("pending", "ok"):
                     continue  # its first start failed at an earlier pool size
                 ctx.results.verifications = [v for v in ctx.results.verifications if v.stack != stack.id]
-            live = bring_up(ctx, stack, info, "run", scope, pool_size=pool, restart=restart)
+            where = scope.enter_context(ExitStack()) if ctx.config.restart_every else scope  # its own: restartable
+            live = bring_up(ctx, stack, info, "run", where, pool_size=pool, restart=restart)
             started.add(stack.id)
             if live is None and restart and info.status == "ok" and pool is not None:
                 not_started(ctx, pool_todo(ctx, stack, pool), info.pool_starts[-1].problem if info.pool_starts else None)
@@ -412,10 +395,12 @@ def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: 
                     ctx.log("    " + info.log_tail.replace("\n", "\n    "))
             else:
                 lives.append(live)
+                executions[stack.id] = where
             save(ctx.results, ctx.run_dir)
         if not lives:
             return
         run = InterleavedRun(ctx, lives, record, pool)
+        run.scope, run.execution_scopes = scope, executions
         phases = run.plan()
 
         def plan_order(cell: Cell) -> int:

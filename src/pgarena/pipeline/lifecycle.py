@@ -39,14 +39,17 @@ from pgarena.verify.verification import verify_stack
 
 
 def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: ExitStack, *,
-             pool_size: int | None = None, restart: bool = False) -> LiveStack | None:
+             pool_size: int | None = None, restart: bool = False, port: int | None = None,
+             execution: int | None = None) -> LiveStack | None:
     """Build, start (its process lives until `scope` closes), check health, time the cold start and verify
     one stack. None, with the reason in `info`, when it cannot be loaded.
 
     `pool_size`: the pool it is started with (None: `config.pool_size`). `restart`: the stack already ran in
     this process at another pool size, so it is not built again, its cold start is not timed again and it is
     verified briefly (its health path, then one request per workload judged whole: verify/restart.py); the
-    start is recorded in `info.pool_starts`, and None means its cells at this pool size cannot be measured.
+    start is recorded in `info.pool_starts`, and None means its cells at this pool size cannot be measured. `port`:
+    the port it listened on before (a restart keeps it); `execution`: the block of an A/B it is restarted for
+    (pipeline/executions.py), which names its log.
     A resumed run's first start of a stack whose verification was stored before the interruption
     (`ctx.stored_verifications`) and whose build inputs are unchanged since (stack/inputs.py) is built, then
     checked as briefly, keeping the stored verification and cold start; a changed stack, or one that fails the
@@ -59,7 +62,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     start = PoolStart(pool_size=pool) if len(config.pool_levels) > 1 and kind == "run" else None
     if start is not None:
         info.pool_starts.append(start)
-    port = definition.run.port or free_port()
+    port = port or definition.run.port or free_port()
     if definition.run.port and port_in_use(port):
         _fail_start(info, start, restart, "start_failed", f"its fixed port {port} is already in use")
         return None
@@ -90,7 +93,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
         if server is None:
             return None
     else:
-        server, group = _build_and_start_here(ctx, stack, info, values, scope, restart=restart,
+        server, group = _build_and_start_here(ctx, stack, info, values, scope, restart=restart, execution=execution,
                                               announce=f", pool size {pool}" if start is not None else "")
         if server is None:
             return None
@@ -127,7 +130,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     scope.callback(at_stop)
     stored = None if restart else _unchanged_since_verified(ctx, stack, info, inputs)
     if restart:
-        loadable = _health_and_reverify(ctx, stack, info, server, values, start)
+        loadable = _health_and_reverify(ctx, stack, info, server, values, start, execution=execution)
     elif stored is not None:
         loadable = _health_and_recheck(ctx, stack, info, kind, server, values, start, stored)
     else:
@@ -173,8 +176,8 @@ def build_timeout(ctx: RunContext, declared_s: float) -> tuple[float, str | None
 
 
 def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values: dict[str, str],
-                          scope: ExitStack, *, restart: bool,
-                          announce: str = "") -> tuple[ServerProcess | None, cgroups.CpuGroup | None]:
+                          scope: ExitStack, *, restart: bool, announce: str = "",
+                          execution: int | None = None) -> tuple[ServerProcess | None, cgroups.CpuGroup | None]:
     """Build the stack here (not again on a restart) and start it (in the stacks' namespace under --netns) in
     its cgroup (if any); (None, None), with the reason in `info`, when the build fails."""
     config, definition, logs = ctx.config, stack.definition, ctx.run_dir / "logs" / stack.id
@@ -195,7 +198,8 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
                               returncode=step.returncode, note=budget_note)
             return None, None
     ctx.log(f"[{stack.id}] starting on port {values['port']}{announce}")
-    run_log = logs / ("run.log" if not restart else f"run-pool-{values['pool_size']}.log")
+    run_log = logs / ("run.log" if not restart else f"run-block-{execution}.log" if execution
+                      else f"run-pool-{values['pool_size']}.log")
     group = scope.enter_context(ctx.cgroup_backend.create(stack.id)) if ctx.cgroup_backend else None
     server = scope.enter_context(ServerProcess(
         render_template(definition.run.command, values), cwd=stack.directory,
@@ -259,7 +263,8 @@ def _health_and_recheck(ctx: RunContext, stack: Stack, info: StackInfo, kind: st
 
 
 def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server: ServerProcess,
-                         values: dict[str, str], start: PoolStart | None, *, resumed: bool = False) -> set[str] | None:
+                         values: dict[str, str], start: PoolStart | None, *, resumed: bool = False,
+                         execution: int | None = None) -> set[str] | None:
     """A restarted stack (another pool size; `resumed`: the first start of a resumed run, see
     `_health_and_recheck`): its health path, then one request per workload its first start verified, judged
     whole (verify/restart.py). The workloads that answered right (None: it never became healthy, or it
@@ -272,7 +277,7 @@ def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server:
                                      definition.run.startup_timeout_s)
     except NotReady as exc:
         _fail_start(info, start, not resumed, "start_failed", f"{exc} (log: {server.log_path})")
-        ctx.log(f"[{stack.id}] did not start {'again' if resumed else 'at pool size ' + values['pool_size']}: {exc}")
+        ctx.log(f"[{stack.id}] did not start {'again' if resumed or execution else 'at pool size ' + values['pool_size']}: {exc}")
         ctx.log("    " + failed_start_tail(ctx, server.log_path, values).replace("\n", "\n    "))
         return None
     verified = [v.workload for v in ctx.results.verifications if v.stack == stack.id and v.ok]
@@ -286,7 +291,7 @@ def _health_and_reverify(ctx: RunContext, stack: Stack, info: StackInfo, server:
         wrong = [f"{w}: {problem}" for w, problem in problems.items() if problem is not None]
         start.problem = "; ".join(wrong)[:400] if wrong else None
     what = ("resumed, build inputs unchanged since its verification: brief check instead" if resumed
-            else f"restarted at pool size {values['pool_size']}")
+            else f"restarted for block {execution}" if execution else f"restarted at pool size {values['pool_size']}")
     ctx.log(f"[{stack.id}] {what}: healthy after {healthy:.2f} s; "
             + ", ".join(f"{w} {'✅' if p is None else '❌ ' + p}" for w, p in problems.items()))
     if server.exit_code() is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pgarena.analysis.sharedrates import SHARED_SPEC_SUFFIX, rate_key
 from pgarena.config.parsers import parse_rate
@@ -21,6 +22,9 @@ from pgarena.results.models import (
     StackInfo,
 )
 from pgarena.stack import loc
+
+if TYPE_CHECKING:
+    from pgarena.pipeline.context import RunContext
 
 
 def stack_info(stack: Stack) -> StackInfo:
@@ -200,3 +204,26 @@ def coexist_problem(stack: Stack) -> str | None:
         return None
     port = stack.definition.run.port
     return f"it listens on the fixed port {port}" if port else None
+
+
+def pool_batch_done(ctx: RunContext, stacks: list[Stack], pool: int) -> bool:
+    """A resumed run measured this pool size before its interruption: its phases finished and every cell of
+    every stack still in the run stored (measured, or failed with its reason)."""
+    record = ctx.results.schedule
+    phases = [p for p in record.phases if p.name.endswith(pool_suffix(pool))] if record is not None else []
+    if not phases or any(p.stop_reason is None for p in phases):
+        return False
+    stored = {c.key: c for c in ctx.results.cells}
+    for stack in stacks:
+        if ctx.results.stack(stack.id).status not in ("pending", "ok"):
+            continue
+        for cell in cells_at_pool(plan_cells(ctx.config, stack, ctx.engine.name), pool):  # type: ignore[union-attr]
+            done = stored.get(cell.key)
+            if done is None or (done.summary is None and done.status != "failed"):
+                return False
+    return True
+
+
+def pool_suffix(pool: int | None) -> str:
+    """What a phase's name ends with in a run with several pool sizes ('' with one)."""
+    return "" if pool is None else f" · pool {pool}"

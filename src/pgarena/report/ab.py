@@ -23,10 +23,13 @@ def ab_markdown(gate: ABGate, *, title: str, report_link: str | None = None) -> 
              "|---|---:|---:|---|---|"]
     for t in gate.tables:
         ratio = ("–" if t.interval is None else
-                 f"{t.interval.ratio:.3f}× ({t.interval.low:.3f}–{t.interval.high:.3f}, {t.interval.rounds} rounds)")
+                 f"{t.interval.ratio:.3f}× ({t.interval.low:.3f}–{t.interval.high:.3f}, {t.interval.rounds} rounds"
+                 + (f" in {t.interval.blocks} blocks" if t.interval.blocks else "") + ")")
         outcome = ICONS[t.outcome] + (f": {t.reason}" if t.reason else "")
         lines.append(f"| {t.label} | {_rps(t.base_median_rps)} | {_rps(t.head_median_rps)} | {ratio} | {outcome} |")
-    lines += ["", f"Regression: head/base below {1 - gate.margin:.2f}; paired per round, anytime-valid, "
+    blocks = any(t.interval is not None and t.interval.blocks for t in gate.tables)
+    unit = "per block of rounds, both sides restarted between blocks" if blocks else "per round"
+    lines += ["", f"Regression: head/base below {1 - gate.margin:.2f}; paired {unit}, anytime-valid, "
                   f"Bonferroni over the {len(gate.tables)} table(s) (docs/methodology.md, \"A/B of two versions\")."]
     if report_link:
         lines += ["", f"Full report: [{report_link}]({report_link})"]

@@ -1,0 +1,111 @@
+"""Restarting an A/B's stacks between blocks of rounds: a new pair of executions per block (analysis/executions.py).
+
+`pgarena ab` sets `restart_every` = k: before rounds k+1, 2k+1, … the scheduler calls `restart_block`, which stops
+both stacks, starts them again on the ports they had (the cells' generator URLs stay valid), in a random order
+seeded by the run's seed and the block, checks each briefly as a restart at another pool size is checked (its
+health path, then one request per verified workload judged whole), and warms it again at every cell of the phase
+until steady, as its first start was. A stack that does not come back fails its cells with the reason, so the
+block (and every later one) holds no pair, and the gate says "could not tell" rather than judge one execution.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pgarena.load.engines.base import EngineOutputError
+from pgarena.load.measure import warm_until_steady
+from pgarena.stack.launch import port_in_use
+
+if TYPE_CHECKING:
+    from pgarena.load.measure import CellRun
+    from pgarena.pipeline.context import LiveStack, RunContext
+    from pgarena.results.models import Cell, ScheduleRecord
+
+
+class Restartable(Protocol):
+    """What `restart_block` needs of an interleaved run (pipeline/interleaved.InterleavedRun)."""
+
+    ctx: RunContext
+    lives: dict[str, LiveStack]
+    record: ScheduleRecord
+    pool: int | None
+    scope: ExitStack | None
+    execution_scopes: dict[str, ExitStack]
+
+    def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun: ...
+
+
+class PhaseCells(Protocol):
+    cells: dict[tuple, Any]
+
+PORT_FREE_WAIT_S = 10.0
+"""How long a stopped stack's port may take to be free again before its restart is attempted anyway."""
+
+
+def _port_of(live: LiveStack) -> int | None:
+    tail = live.base_url.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _wait_port_free(port: int | None) -> None:
+    deadline = time.monotonic() + PORT_FREE_WAIT_S
+    while port is not None and port_in_use(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def restart_block(run: Restartable, phase: PhaseCells, block: int) -> None:
+    """Stop and start again every live stack of `run` for `block` (module docstring)."""
+    from pgarena.pipeline.lifecycle import bring_up
+
+    ctx = run.ctx
+    order = sorted(run.lives)
+    random.Random(f"{run.record.seed}-{block}").shuffle(order)
+    ctx.log(f"block {block}: restarting {', '.join(order)} (in this order)")
+    stopped = {}
+    for stack_id in order:
+        live = run.lives[stack_id]
+        scope = run.execution_scopes.get(stack_id)
+        if scope is None or run.scope is None or live.server.pid is None:
+            continue  # brought up outside an execution scope (a remote target): not restarted
+        stopped[stack_id] = _port_of(live)
+        scope.close()
+    for stack_id in order:
+        if stack_id not in stopped:
+            continue
+        old = run.lives[stack_id]
+        _wait_port_free(stopped[stack_id])
+        scope = run.scope.enter_context(ExitStack())  # type: ignore[union-attr]
+        run.execution_scopes[stack_id] = scope
+        live = bring_up(ctx, old.stack, old.info, "run", scope, pool_size=run.pool, restart=True,
+                        port=stopped[stack_id], execution=block)
+        if live is None:
+            reason = f"did not start again for block {block} of its A/B (the run log says why)"
+            ctx.log(f"[{stack_id}] {reason}")
+            for key, cell in phase.cells.items():
+                if key[0] == stack_id and cell.status != "failed":
+                    cell.status, cell.error = "failed", reason
+            continue
+        run.lives[stack_id] = live
+        _warm_again(run, phase, live)
+
+
+def _warm_again(run: Restartable, phase: PhaseCells, live: LiveStack) -> None:
+    """Warm a restarted stack at each of its cells in the phase until steady (its first start's warm-up rule)."""
+    ctx, config = run.ctx, run.ctx.config
+    minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
+    for key, cell in phase.cells.items():
+        if key[0] != live.id or cell.status == "failed" or (cell.workload, cell.db_rtt_ms) in live.warmed:
+            continue
+        live.use_network(cell)
+        try:
+            warm = warm_until_steady(run._cell_run(live, cell), engine=ctx.engine, config=config,  # type: ignore[arg-type]
+                                     minimum_s=minimum, db=ctx.db)
+        except EngineOutputError as exc:
+            ctx.log(f"[{live.id}] warm-up after the restart failed: {exc}")
+            continue
+        live.warmed.add((cell.workload, cell.db_rtt_ms))
+        ctx.log(f"[{live.id}] {cell.workload}: warmed {warm.seconds:.0f} s after the restart"
+                + ("" if warm.steady else " (not steady at the cap)"))

@@ -136,9 +136,9 @@ def test_the_scheduler_asks_for_a_restart_before_each_new_block_only():
     policy = RoundsPolicy(min_rounds=7, max_rounds=7, block_rounds=3)
     known = {(s, "t", 1): 1000.0 for s in ("a", "b")} | {(s, "t", 4): 1000.0 for s in ("a", "b")}  # a resume
     run_rounds([("a", "t"), ("b", "t")], seed=1, policy=policy, measure=measure, known=known,
-               on_new_block=lambda block: asked.append((block, len(rounds_seen))))
+               on_new_block=lambda block, racing: asked.append((block, len(rounds_seen), sorted(racing))))
     # rounds 4 (block 2, known: nothing to restart for) and 7 (block 3) open blocks; only round 7 measures
-    assert asked == [(3, 8)] and sorted(set(rounds_seen)) == [2, 3, 5, 6, 7]
+    assert asked == [(3, 8, [("a", "t"), ("b", "t")])] and sorted(set(rounds_seen)) == [2, 3, 5, 6, 7]
 
 
 def test_the_ab_policy_restarts_and_decides_from_its_minimum_of_blocks(tmp_path):
@@ -178,3 +178,45 @@ def test_a_restart_every_below_two_rounds_is_one_line_and_exit_2(tmp_path):
     done = CliRunner().invoke(app, ["ab", "fixture-good", "--restart-every", "1", "--stacks-dir",
                                     str(PROJECT_DIR / "tests" / "fixtures" / "stacks"), "--results-dir", str(tmp_path)])
     assert done.exit_code == 2 and "--restart-every" in done.output and "Traceback" not in done.output
+
+
+def test_a_restart_brings_back_the_racing_stacks_on_their_ports_and_warms_only_racing_cells(monkeypatch):
+    from contextlib import ExitStack
+    from types import SimpleNamespace
+
+    from pgarena.pipeline import executions as pipeline_executions
+    from pgarena.pipeline import lifecycle
+
+    started, warmed, logged = [], [], []
+
+    def live(stack_id, port):
+        return SimpleNamespace(id=stack_id, stack=SimpleNamespace(id=stack_id, definition=SimpleNamespace(
+            run=SimpleNamespace(min_warmup_s=0))), info=None, base_url=f"http://127.0.0.1:{port}",
+            server=SimpleNamespace(pid=1), warmed=set(), use_network=lambda cell: None)
+
+    def bring_up(ctx, stack, info, kind, scope, **kw):
+        started.append((stack.id, kw["port"], kw["execution"], kw["restart"]))
+        return live(stack.id, kw["port"])
+
+    monkeypatch.setattr(lifecycle, "bring_up", bring_up)
+    monkeypatch.setattr(pipeline_executions, "warm_until_steady",
+                        lambda run, **kw: warmed.append(run) or SimpleNamespace(seconds=1.0, steady=True))
+    monkeypatch.setattr(pipeline_executions, "port_in_use", lambda port: False)
+    cell = lambda workload: SimpleNamespace(workload=workload, db_rtt_ms=None, status="ok")  # noqa: E731
+    phase = SimpleNamespace(cells={("a", "users", 20): cell("users"), ("a", "perf", 1): cell("perf"),
+                                   ("b", "users", 20): cell("users"), ("b", "perf", 1): cell("perf")})
+    with ExitStack() as scope:
+        closed = []
+        scopes = {s: scope.enter_context(ExitStack()) for s in ("a", "b")}
+        for name, sub in scopes.items():
+            sub.callback(closed.append, name)
+        run = SimpleNamespace(ctx=SimpleNamespace(log=logged.append, config=SimpleNamespace(warmup_s=1), engine=None,
+                                                  db=None),
+                              lives={"a": live("a", 4001), "b": live("b", 4002)}, record=SimpleNamespace(seed=3),
+                              pool=None, scope=scope, execution_scopes=scopes,
+                              _cell_run=lambda live, cell: (live.id, cell.workload))
+        racing = [("a", ("perf", 1)), ("b", ("perf", 1))]  # users settled: not measured again, so not warmed
+        pipeline_executions.restart_block(run, phase, 4, racing)
+    assert sorted(closed) == ["a", "b"] and sorted(started) == [("a", 4001, 4, True), ("b", 4002, 4, True)]
+    assert sorted(warmed) == [("a", "perf"), ("b", "perf")]
+    assert run.lives["a"].server is not None and any(line.startswith("block 4: restarting") for line in logged)

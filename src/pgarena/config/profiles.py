@@ -104,17 +104,18 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="ab",
             description=("`pgarena ab`: two versions of one stack on perf-test (1 row) and users (20) at 50 VUs, in "
-                         "interleaved rounds until head/base clears the regression floor in both or the 30-minute "
-                         "budget (builds included) is spent"),
+                         "interleaved rounds, both restarted every 10, until head/base clears the regression floor "
+                         "in both or the 45-minute budget (builds included) is spent"),
             warmup_s=1,
             warmup_cap_s=10,
             duration_s=2,
             repetitions=3,
             max_repetitions=400,  # the budget, not a cap, ends an A/B: a self-A/B needs ~100 rounds at log-sd 0.14
             cell_budget_s=800,
-            # two identical builds at the per-round log-sd seen here (0.03–0.18 by table) need up to ~200 rounds
-            # of the two tables to clear a 5 % floor, ~23 min (docs/authors.md); most settle in 4–10 min
-            budget_s=30 * 60,
+            # judged over blocks of executions (analysis/executions.py), two identical builds at perf-test's per-round
+            # log-sd here (~0.14) need a median of ~90 rounds, 170 in one run of ten, to clear a 5 % floor
+            # (tests/unit/test_executions.py): 20–35 min with restarts (selfab4-1: 130 rounds, 24.5 min)
+            budget_s=45 * 60,
             vus=[50],
             perf_test_rows=[1],
             users_limits=[20],

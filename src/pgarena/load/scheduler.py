@@ -137,14 +137,14 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                clock: Callable[[], float] = time.monotonic,
                on_round_end: Callable[[int, list[str]], None] | None = None,
                label: Callable[[Hashable], str] = str,
-               on_new_block: Callable[[int], None] | None = None) -> RoundsOutcome:
+               on_new_block: Callable[[int, list[tuple[str, Hashable]]], None] | None = None) -> RoundsOutcome:
     """Race interleaved rounds of `pairs` until the policy says stop (see the module docstring).
 
     `known` maps (stack, cell, round) to a figure measured before (a resumed run): those windows are not
     measured again. `on_round_end(round, unsettled)` is called after each round with the sentences of the
-    pairs still open, e.g. to save and report progress. With `policy.block_rounds` = k, `on_new_block(block)` is
-    called before the first round of every block after the first (rounds k+1, 2k+1, …) that has a window to take:
-    the caller restarts the stacks there.
+    pairs still open, e.g. to save and report progress. With `policy.block_rounds` = k, `on_new_block(block, pairs)`
+    is called before the first round of every block after the first (rounds k+1, 2k+1, …) that has a window to
+    take, with the (stack, cell) pairs still racing: the caller restarts those stacks and warms those cells.
     """
     figures: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
     refs: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
@@ -177,7 +177,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
         k = policy.block_rounds
         if (k and on_new_block is not None and r > 1 and (r - 1) % k == 0
                 and any((stack, cell, r) not in known for stack, cell in in_round)):
-            on_new_block((r - 1) // k + 1)
+            on_new_block((r - 1) // k + 1, in_round)
         for slot in round_order(in_round, r, seed):
             if (slot.stack, slot.cell, r) in known:
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Hashable, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,12 +57,15 @@ def _wait_port_free(port: int | None) -> None:
         time.sleep(0.1)
 
 
-def restart_block(run: Restartable, phase: PhaseCells, block: int) -> None:
-    """Stop and start again every live stack of `run` for `block` (module docstring)."""
+def restart_block(run: Restartable, phase: PhaseCells, block: int,
+                  racing: Sequence[tuple[str, Hashable]] | None = None) -> None:
+    """Stop and start again the stacks of `run` for `block` (module docstring): those of the (stack, cell) pairs
+    still `racing` (None: every live stack), each warmed again at the cells it still races in."""
     from pgarena.pipeline.lifecycle import bring_up
 
     ctx = run.ctx
-    order = sorted(run.lives)
+    cells = None if racing is None else {(stack, *cell) for stack, cell in racing}  # type: ignore[misc]
+    order = sorted(run.lives) if cells is None else sorted({key[0] for key in cells} & set(run.lives))
     random.Random(f"{run.record.seed}-{block}").shuffle(order)
     ctx.log(f"block {block}: restarting {', '.join(order)} (in this order)")
     stopped = {}
@@ -89,15 +93,17 @@ def restart_block(run: Restartable, phase: PhaseCells, block: int) -> None:
                     cell.status, cell.error = "failed", reason
             continue
         run.lives[stack_id] = live
-        _warm_again(run, phase, live)
+        _warm_again(run, phase, live, cells)
 
 
-def _warm_again(run: Restartable, phase: PhaseCells, live: LiveStack) -> None:
-    """Warm a restarted stack at each of its cells in the phase until steady (its first start's warm-up rule)."""
+def _warm_again(run: Restartable, phase: PhaseCells, live: LiveStack, racing: set[tuple] | None) -> None:
+    """Warm a restarted stack at each of its cells in the phase still racing until steady (its first start's
+    warm-up rule); a cell that left the race is not measured again, so not warmed."""
     ctx, config = run.ctx, run.ctx.config
     minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
     for key, cell in phase.cells.items():
-        if key[0] != live.id or cell.status == "failed" or (cell.workload, cell.db_rtt_ms) in live.warmed:
+        if (key[0] != live.id or cell.status == "failed" or (cell.workload, cell.db_rtt_ms) in live.warmed
+                or (racing is not None and key not in racing)):
             continue
         live.use_network(cell)
         try:

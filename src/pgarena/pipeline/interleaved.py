@@ -326,7 +326,7 @@ class InterleavedRun:
         outcome = run_rounds(phase.pairs(), seed=self.record.seed or 0, policy=policy,
                              measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end,
                              label=lambda cell: titles.get(cell, str(cell)),
-                             on_new_block=lambda block: restart_block(self, phase, block))
+                             on_new_block=lambda block, racing: restart_block(self, phase, block, racing))
         for key, cell in phase.cells.items():
             run = self.runs.get(key)
             if run is not None:

@@ -19,8 +19,8 @@ in reasonable time", ISMM 2013: repeat at the level with the variance):
 - the variance of a D_b is the rounds' noise over the block plus the execution effect, Var(D_b) = σ_w²/k + σ_e².
   Its estimate is the blocks' own sample variance (m − 1 degrees of freedom) moderated toward a prior (Smyth
   2004, as `sequential.judge` does for pairs): σ̂_w² from the rounds within the blocks (many degrees of freedom)
-  over k, plus `EXECUTION_SD`² (from what was measured here), with the weight of `EXECUTION_PRIOR_DF` degrees of freedom; a machine
-  whose executions differ more widens its intervals as blocks come in;
+  over k, plus `EXECUTION_SD`² (from what was measured here), with the weight of `EXECUTION_PRIOR_DF` degrees
+  of freedom; a machine whose executions differ more widens its intervals as blocks come in;
 - the interval is the same normal-mixture confidence sequence over blocks (`sequential.half_width`), tightest at
   `BLOCK_TIGHTEST_AT` blocks, Bonferroni over the table's pairs; tests/unit/test_executions.py measures its error
   rate with execution effects drawn per block.

@@ -114,7 +114,8 @@ PROFILES: dict[str, Profile] = {
             cell_budget_s=800,
             # judged over blocks of executions (analysis/executions.py), two identical builds at perf-test's per-round
             # log-sd here (~0.14) need a median of ~90 rounds, 170 in one run of ten, to clear a 5 % floor
-            # (tests/unit/test_executions.py): 20–40 min with restarts (selfab4-1: 130 rounds, 24.5 min; selfab4-2: 230, 39.5)
+            # (tests/unit/test_executions.py): 20–40 min with restarts (selfab4-1: 130 rounds, 24.5 min;
+            # selfab4-2: 230 rounds, 39.5 min)
             budget_s=45 * 60,
             vus=[50],
             perf_test_rows=[1],

@@ -107,8 +107,8 @@ def _warm_again(run: Restartable, phase: PhaseCells, live: LiveStack, racing: se
             continue
         live.use_network(cell)
         try:
-            warm = warm_until_steady(run._cell_run(live, cell), engine=ctx.engine, config=config,  # type: ignore[arg-type]
-                                     minimum_s=minimum, db=ctx.db)
+            warm = warm_until_steady(run._cell_run(live, cell), engine=ctx.engine,  # type: ignore[arg-type]
+                                     config=config, minimum_s=minimum, db=ctx.db)
         except EngineOutputError as exc:
             ctx.log(f"[{live.id}] warm-up after the restart failed: {exc}")
             continue

@@ -172,6 +172,7 @@ def test_the_gate_judges_a_restarted_run_over_its_blocks():
     assert table.interval is not None and table.interval.blocks == 6 and table.outcome == "no regression"
     summary = ab_markdown(gate, title="t")
     assert "30 rounds in 6 blocks" in summary and "both sides restarted between blocks" in summary
+    assert "A regression means head/base below 0.95" in summary  # a definition, not read as the verdict
     short = ab_gate(_ab_results([0.0] * 2, k=5, rounds=10, restart_every=5), "a-base", "a-head", 0.05).tables[0]
     assert short.outcome == "undecided" and f"the gate decides from {GATE_MIN_BLOCKS}" in (short.reason or "")
     plain = ab_gate(_ab_results([0.0] * 6, 5, 30, None), "a-base", "a-head", 0.05).tables[0].interval

@@ -29,7 +29,7 @@ def ab_markdown(gate: ABGate, *, title: str, report_link: str | None = None) -> 
         lines.append(f"| {t.label} | {_rps(t.base_median_rps)} | {_rps(t.head_median_rps)} | {ratio} | {outcome} |")
     blocks = any(t.interval is not None and t.interval.blocks for t in gate.tables)
     unit = "per block of rounds, both sides restarted between blocks" if blocks else "per round"
-    lines += ["", f"Regression: head/base below {1 - gate.margin:.2f}; paired {unit}, anytime-valid, "
+    lines += ["", f"A regression means head/base below {1 - gate.margin:.2f}; paired {unit}, anytime-valid, "
                   f"Bonferroni over the {len(gate.tables)} table(s) (docs/methodology.md, \"A/B of two versions\")."]
     if report_link:
         lines += ["", f"Full report: [{report_link}]({report_link})"]

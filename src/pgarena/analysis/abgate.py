@@ -24,7 +24,7 @@ from typing import Literal
 from pgarena.analysis.executions import blocks_until, judge_table
 from pgarena.analysis.ranking import comparable_groups, in_field
 from pgarena.analysis.sequential import DEFAULT_TIGHTEST_AT, Inference, PairInterval, rounds_until
-from pgarena.analysis.verdicts import has_rounds, per_round_rps, verdict_settings
+from pgarena.analysis.verdicts import block_rounds_of, has_rounds, per_round_rps, verdict_settings
 from pgarena.results.models import Cell, RunResults
 
 Outcome = Literal["regression", "no regression", "undecided"]
@@ -195,8 +195,7 @@ def ab_gate(results: RunResults, base: str, head: str, margin: float = DEFAULT_R
             level: float | None = None) -> ABGate:
     """The gate over every table of an A/B run (module docstring); `level` defaults to the run's."""
     level = verdict_settings(results)[0] if level is None else level
-    block_rounds = results.config.get("restart_every")
-    block_rounds = block_rounds if isinstance(block_rounds, int) and block_rounds > 0 else None
+    block_rounds = block_rounds_of(results)
     groups = [cells for cells in comparable_groups(results.cells).values()
               if any(c.stack in (base, head) for c in cells)]
     per_table = 1 - (1 - level) / max(1, len(groups))

@@ -321,9 +321,8 @@ def run_verdicts(results: RunResults) -> dict[tuple, TableVerdict]:
     """Every table's verdict, keyed like `ranking.comparable_groups`."""
     baseline = baseline_of(results)
     level, margin = verdict_settings(results)
-    block = results.config.get("restart_every")
     return {key: table_verdict(cells, baseline=baseline, wrong_columns=wrong_columns_of(results, key[0]),
-                               level=level, margin=margin, block_rounds=block if isinstance(block, int) else None)
+                               level=level, margin=margin, block_rounds=block_rounds_of(results))
             for key, cells in comparable_groups(results.cells).items()}
 
 
@@ -334,3 +333,8 @@ def verdict_settings(results: RunResults) -> tuple[float, float]:
     return (level if isinstance(level, float) else DEFAULT_FAMILY_LEVEL,
             margin if isinstance(margin, float) else DEFAULT_EQUIVALENCE_MARGIN)
 
+
+def block_rounds_of(results: RunResults) -> int | None:
+    """The rounds per block of a run that restarted its stacks between blocks (`restart_every`; None: it did not)."""
+    value = results.config.get("restart_every")
+    return value if isinstance(value, int) and value > 0 else None

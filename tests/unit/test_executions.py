@@ -194,34 +194,28 @@ def test_a_restart_brings_back_the_racing_stacks_on_their_ports_and_warms_only_r
 
     started, warmed, logged = [], [], []
 
-    def live(stack_id, port):
-        return SimpleNamespace(id=stack_id, stack=SimpleNamespace(id=stack_id, definition=SimpleNamespace(
-            run=SimpleNamespace(min_warmup_s=0))), info=None, base_url=f"http://127.0.0.1:{port}",
-            server=SimpleNamespace(pid=1), warmed=set(), use_network=lambda cell: None)
+    def live(stack_id, port):  # base_url is a proxy's in front of the stack: the restart keeps the stack's own port
+        return SimpleNamespace(id=stack_id, stack=SimpleNamespace(id=stack_id), info=None, port=port,
+                               base_url="http://127.0.0.1:9999", server=SimpleNamespace(pid=1))
 
     def bring_up(ctx, stack, info, kind, scope, **kw):
         started.append((stack.id, kw["port"], kw["execution"], kw["restart"]))
         return live(stack.id, kw["port"])
 
     monkeypatch.setattr(lifecycle, "bring_up", bring_up)
-    monkeypatch.setattr(pipeline_executions, "warm_until_steady",
-                        lambda run, **kw: warmed.append(run) or SimpleNamespace(seconds=1.0, steady=True))
     monkeypatch.setattr(pipeline_executions, "port_in_use", lambda port: False)
-    cell = lambda workload: SimpleNamespace(workload=workload, db_rtt_ms=None, status="ok")  # noqa: E731
-    phase = SimpleNamespace(cells={("a", "users", 20): cell("users"), ("a", "perf", 1): cell("perf"),
-                                   ("b", "users", 20): cell("users"), ("b", "perf", 1): cell("perf")})
+    phase = SimpleNamespace(cells=dict.fromkeys([("a", "users", 20), ("a", "perf", 1), ("b", "users", 20),
+                                                 ("b", "perf", 1)]))
     with ExitStack() as scope:
         closed = []
         scopes = {s: scope.enter_context(ExitStack()) for s in ("a", "b")}
         for name, sub in scopes.items():
             sub.callback(closed.append, name)
-        run = SimpleNamespace(ctx=SimpleNamespace(log=logged.append, config=SimpleNamespace(warmup_s=1), engine=None,
-                                                  db=None),
-                              lives={"a": live("a", 4001), "b": live("b", 4002)}, record=SimpleNamespace(seed=3),
-                              pool=None, scope=scope, execution_scopes=scopes,
-                              _cell_run=lambda live, cell: (live.id, cell.workload))
+        run = SimpleNamespace(ctx=SimpleNamespace(log=logged.append), lives={"a": live("a", 4001), "b": live("b", 4002)},
+                              record=SimpleNamespace(seed=3), pool=None, scope=scope, execution_scopes=scopes,
+                              _warm_stacks=lambda phase, keys, again: warmed.append((sorted(keys), again)))
         racing = [("a", ("perf", 1)), ("b", ("perf", 1))]  # users settled: not measured again, so not warmed
         pipeline_executions.restart_block(run, phase, 4, racing)
     assert sorted(closed) == ["a", "b"] and sorted(started) == [("a", 4001, 4, True), ("b", 4002, 4, True)]
-    assert sorted(warmed) == [("a", "perf"), ("b", "perf")]
+    assert warmed == [([("a", "perf", 1), ("b", "perf", 1)], True)]
     assert run.lives["a"].server is not None and any(line.startswith("block 4: restarting") for line in logged)

@@ -116,6 +116,8 @@ class LiveStack:
     """--db-rtt: puts the stack's database round trip at a cell's level (its Toxiproxy proxy's latency)."""
     pool_size: int | None = None
     """The pool size it was started with (PGARENA_POOL_SIZE); a run with several starts it once per pool size."""
+    port: int | None = None
+    """The port it listens on (a restart between an A/B's blocks keeps it; base_url may be a proxy's)."""
 
     @property
     def answer(self) -> AnswerShape | None:

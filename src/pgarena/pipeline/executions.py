@@ -3,8 +3,8 @@
 `pgarena ab` sets `restart_every` = k: before rounds k+1, 2k+1, … the scheduler calls `restart_block`, which stops
 both stacks, starts them again on the ports they had (the cells' generator URLs stay valid), in a random order
 seeded by the run's seed and the block, checks each briefly as a restart at another pool size is checked (its
-health path, then one request per verified workload judged whole), and warms it again at every cell of the phase
-until steady, as its first start was. A stack that does not come back fails its cells with the reason, so the
+health path, then one request per verified workload judged whole), and warms it again at every cell it still races
+in until steady, as its first start was (`InterleavedRun._warm_stacks`). A stack that does not come back fails its cells with the reason, so the
 block (and every later one) holds no pair, and the gate says "could not tell" rather than judge one execution.
 """
 
@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pgarena.load.engines.base import EngineOutputError
-from pgarena.load.measure import warm_until_steady
 from pgarena.stack.launch import port_in_use
 
 if TYPE_CHECKING:
-    from pgarena.load.measure import CellRun
     from pgarena.pipeline.context import LiveStack, RunContext
-    from pgarena.results.models import Cell, ScheduleRecord
+    from pgarena.results.models import ScheduleRecord
 
 
 class Restartable(Protocol):
@@ -36,19 +33,15 @@ class Restartable(Protocol):
     scope: ExitStack | None
     execution_scopes: dict[str, ExitStack]
 
-    def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun: ...
+    def _warm_stacks(self, phase: Any, keys: Collection[tuple] | None = None, again: bool = False) -> None: ...
 
 
 class PhaseCells(Protocol):
     cells: dict[tuple, Any]
 
+
 PORT_FREE_WAIT_S = 10.0
 """How long a stopped stack's port may take to be free again before its restart is attempted anyway."""
-
-
-def _port_of(live: LiveStack) -> int | None:
-    tail = live.base_url.rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else None
 
 
 def _wait_port_free(port: int | None) -> None:
@@ -74,7 +67,7 @@ def restart_block(run: Restartable, phase: PhaseCells, block: int,
         scope = run.execution_scopes.get(stack_id)
         if scope is None or run.scope is None or live.server.pid is None:
             continue  # brought up outside an execution scope (a remote target): not restarted
-        stopped[stack_id] = _port_of(live)
+        stopped[stack_id] = live.port
         scope.close()
     for stack_id in order:
         if stack_id not in stopped:
@@ -93,25 +86,5 @@ def restart_block(run: Restartable, phase: PhaseCells, block: int,
                     cell.status, cell.error = "failed", reason
             continue
         run.lives[stack_id] = live
-        _warm_again(run, phase, live, cells)
-
-
-def _warm_again(run: Restartable, phase: PhaseCells, live: LiveStack, racing: set[tuple] | None) -> None:
-    """Warm a restarted stack at each of its cells in the phase still racing until steady (its first start's
-    warm-up rule); a cell that left the race is not measured again, so not warmed."""
-    ctx, config = run.ctx, run.ctx.config
-    minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
-    for key, cell in phase.cells.items():
-        if (key[0] != live.id or cell.status == "failed" or (cell.workload, cell.db_rtt_ms) in live.warmed
-                or (racing is not None and key not in racing)):
-            continue
-        live.use_network(cell)
-        try:
-            warm = warm_until_steady(run._cell_run(live, cell), engine=ctx.engine,  # type: ignore[arg-type]
-                                     config=config, minimum_s=minimum, db=ctx.db)
-        except EngineOutputError as exc:
-            ctx.log(f"[{live.id}] warm-up after the restart failed: {exc}")
-            continue
-        live.warmed.add((cell.workload, cell.db_rtt_ms))
-        ctx.log(f"[{live.id}] {cell.workload}: warmed {warm.seconds:.0f} s after the restart"
-                + ("" if warm.steady else " (not steady at the cap)"))
+    restarted = {key for key in phase.cells if key[0] in stopped and (cells is None or key in cells)}
+    run._warm_stacks(phase, restarted, again=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Hashable
+from collections.abc import Collection, Hashable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -151,17 +151,20 @@ class InterleavedRun:
         return self.ctx.config.model_copy(update={"rewarm_s": later.rewarm_s}).rewarm_seconds
 
     # --- one window -----------------------------------------------------------------------------------
-    def _warm_stacks(self, phase: _Phase) -> None:
+    def _warm_stacks(self, phase: _Phase, keys: Collection[tuple] | None = None, again: bool = False) -> None:
         """Before a stack's first window of each workload: warm it at that cell's load until its throughput
         is steady (warmup.py; at least the profile's warm-up or the stack's declared minimum, at most the
-        cap). Later windows get the short re-warm only."""
+        cap). Later windows get the short re-warm only. `keys`: only these cells (None: the phase's); `again`: the
+        stacks were restarted (pipeline/executions.py), so cells with windows are warmed too, and the first warm-up
+        stays the one the cell and the stack record."""
         config = self.ctx.config
         later = self._later(phase)
         if later is not None:
             config = config.model_copy(update={"warmup_cap_s": max(later.warmup_cap_s, config.warmup_s)})
         for key, cell in phase.cells.items():
             live = self.lives[key[0]]
-            if (cell.workload, cell.db_rtt_ms) in live.warmed or cell.repetitions or live.crashed():
+            if ((keys is not None and key not in keys) or (cell.workload, cell.db_rtt_ms) in live.warmed
+                    or (cell.repetitions and not again) or cell.status == "failed" or live.crashed()):
                 continue
             live.use_network(cell)
             minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
@@ -169,9 +172,10 @@ class InterleavedRun:
             if poller is not None:
                 poller.active = True
                 poller.take_peak()
+            warm = None
             try:
-                cell.warmup = warm_until_steady(self._cell_run(live, cell), engine=self.ctx.engine,  # type: ignore[arg-type]
-                                                config=config, minimum_s=minimum, db=self.ctx.db)
+                warm = warm_until_steady(self._cell_run(live, cell), engine=self.ctx.engine,  # type: ignore[arg-type]
+                                         config=config, minimum_s=minimum, db=self.ctx.db)
             except EngineOutputError as exc:
                 self.ctx.log(f"[{live.id}] warm-up failed: {exc}")
                 continue
@@ -179,17 +183,20 @@ class InterleavedRun:
                 if poller is not None:
                     peak = poller.take_peak()
                     poller.active = False
-                    if cell.warmup is not None:
-                        cell.warmup.peak_connections = peak
+                    if warm is not None:
+                        warm.peak_connections = peak
                     # the cell's peak includes its warm-up (Cell.peak_connections), as the sequential schedule's
                     cell.peak_connections = max((p for p in (cell.peak_connections, peak) if p is not None),
                                                 default=None)
                     add_pool_flag(cell.flags, cell.peak_connections, cell.pool_size or config.pool_size)
-            self.ctx.log(f"[{live.id}] {cell.workload}: warmed {cell.warmup.seconds:.0f} s"
-                         + ("" if cell.warmup.steady else " (not steady at the cap)"))
-            live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, cell.warmup.seconds)
-            live.info.warmup_steady = cell.warmup.steady and live.info.warmup_steady is not False
+            self.ctx.log(f"[{live.id}] {cell.workload}: warmed {warm.seconds:.0f} s"
+                         + (" after the restart" if again else "") + ("" if warm.steady else " (not steady at the cap)"))
             live.warmed.add((cell.workload, cell.db_rtt_ms))
+            if again:
+                continue
+            cell.warmup = warm
+            live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, warm.seconds)
+            live.info.warmup_steady = warm.steady and live.info.warmup_steady is not False
 
     def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
         from pgarena.pipeline.verified import known_wrong_columns

@@ -155,7 +155,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
                      routes=dict(definition.routes), loadable=loadable,
                      stack_cpu_seconds=group.cpu_seconds if group else None, connections=poller,
                      set_db_rtt=ctx.network.setter(proxy) if proxy is not None else None, db_proxy=proxy,
-                     pool_size=pool)
+                     pool_size=pool, port=int(values["port"]))
 
 
 BUILD_BUDGET_SHARE = 0.6

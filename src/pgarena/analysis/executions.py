@@ -22,8 +22,9 @@ in reasonable time", ISMM 2013: repeat at the level with the variance):
   over k, plus `EXECUTION_SD`² (from what was measured here), with the weight of `EXECUTION_PRIOR_DF` degrees
   of freedom; a machine whose executions differ more widens its intervals as blocks come in;
 - the interval is the same normal-mixture confidence sequence over blocks (`sequential.half_width`), tightest at
-  `BLOCK_TIGHTEST_AT` blocks, Bonferroni over the table's pairs; tests/unit/test_executions.py measures its error
-  rate with execution effects drawn per block.
+  `BLOCK_TIGHTEST_AT` blocks, Bonferroni over the table's pairs (the A/B gate bounds each side on its own with
+  the one-sided boundary: analysis/abgate.py); tests/unit/test_executions.py measures the gate's error rate with
+  execution effects drawn per block.
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ from pgarena.analysis.sequential import (
     pair_alpha,
 )
 
-EXECUTION_SD = 0.025
-"""Prior sd of the execution effect on a pair's log ratio: half again the 1.7 % measured here (the between-run
-sd of 14 self-A/Bs' mean log ratio beyond their within-run standard errors, variance 0.00091 − 0.00063;
+EXECUTION_SD = 0.034
+"""Prior sd of the execution effect on a pair's log ratio: twice the 1.7 % measured here (the between-run sd of
+14 self-A/Bs' mean log ratio beyond their within-run standard errors, variance 0.00091 − 0.00063;
 docs/authors.md), so that a machine whose executions differ twice as much keeps the gate's error rate
-(simulated at the floor with steady windows: 4.5 % wrong at 3.4 %, against 9 % with the prior at 1.7 %)."""
+(simulated at the floor with steady windows and executions at 3.4 %: 3.7 % wrong, against 5.3 % with this prior
+at 3 % and 7.8 % at 2.5 %; tests/unit/test_executions.py)."""
 EXECUTION_PRIOR_DF = 6
 """Weight, in degrees of freedom, of the prior variance of a block's mean (tests/unit/test_executions.py)."""
 BLOCK_TIGHTEST_AT = 8
@@ -122,12 +124,3 @@ def judge_table(per_round: PerRound, reference: PerRound | None = None, *, block
         return judge_blocks(per_round, reference, block_rounds, level=level, margin=margin)
     return judge(per_round, reference, level=level, margin=margin)
 
-
-def blocks_until(found: PairInterval, alpha: float, half: float, horizon: int) -> int | None:
-    """The first block count ≤ `horizon` at which `found`'s log half-width, at its present block variance and
-    with degrees of freedom growing a block at a time, falls below `half` (None: not within the horizon)."""
-    blocks = found.blocks or 0
-    for m in range(max(1, blocks), horizon + 1):
-        if half_width(m, found.variance, alpha, found.df + (m - blocks), BLOCK_TIGHTEST_AT) < half:
-            return m
-    return None

@@ -84,7 +84,7 @@ def mixture_rho(alpha: float, tightest_at: int = DEFAULT_TIGHTEST_AT) -> float:
 
 
 @lru_cache(maxsize=65536)
-def _variance_widening(alpha: float, df: float) -> float:
+def variance_widening(alpha: float, df: float) -> float:
     """Student's over the normal two-sided critical value at error `alpha`: how much wider an interval with
     an estimated variance (`df` degrees of freedom) must be than one with the variance known."""
     z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
@@ -102,7 +102,7 @@ def half_width(n: int, variance: float, alpha: float, df: float = math.inf,
         return math.inf
     rho = mixture_rho(alpha, tightest_at)
     radius = math.sqrt(2 * variance * (n + rho) * (math.log(1 / alpha) + 0.5 * math.log((n + rho) / rho))) / n
-    return radius * (_variance_widening(alpha, df) if math.isfinite(df) else 1.0)
+    return radius * (variance_widening(alpha, df) if math.isfinite(df) else 1.0)
 
 
 def pair_count(stacks: int) -> int:
@@ -335,7 +335,7 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
                 continue
             centre = math.fsum(diffs) / n
             own = math.fsum((d - centre) ** 2 for d in diffs) / (n - 1) if n >= 2 else None
-            if fit.variance is not None:
+            if fit.variance is not None and (len(names) > 2 or own is None):  # of two, the pooled is the pair's own
                 prior_df = min(PRIOR_DF, fit.df)
                 pooled = 2 * fit.variance
                 own_df = n - 1 if own is not None else 0

@@ -16,14 +16,14 @@ def max_rounds(config: RunConfig) -> int:
 def rounds_policy(config: RunConfig, least: int, deadline: float | None, tables: int) -> RoundsPolicy:
     """The policy of one phase: at least `least` rounds, the profile's cap, the phase's `deadline`. An A/B
     (`config.regression_margin`) decides its pair against the regression floor, each of its `tables` at the
-    level the gate uses (the run's 1 − level split over the tables, analysis/abgate.py) and from the round the
-    gate decides at, so that a cell the rounds settled is one the gate can decide. With `config.restart_every` the
+    bounds the gate uses (analysis/abgate.py: its regression claim split over the `tables`) and from the round
+    the gate decides at, so that a cell the rounds settled is one the gate can decide. With `config.restart_every` the
     stacks are restarted every that many rounds and the cells judged over those blocks (analysis/executions.py)."""
     gate, level, block = None, config.confidence_level, config.restart_every
     if config.regression_margin is not None and config.baseline is not None:
         head = next(s for s in config.stacks or [] if s != config.baseline)
-        gate = GateRule(head=head, base=config.baseline, floor=1 - config.regression_margin, block_rounds=block)
-        level = 1 - (1 - level) / max(1, tables)
+        gate = GateRule(head=head, base=config.baseline, floor=1 - config.regression_margin, block_rounds=block,
+                        level=level, tables=tables)
         least = max(least, GATE_MIN_ROUNDS, GATE_MIN_BLOCKS * (block or 0))
     return RoundsPolicy(min_rounds=max(2, least), max_rounds=max(2, least, max_rounds(config)),
                         target_rel_half_width=config.target_rel_half_width, level=level,

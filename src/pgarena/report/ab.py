@@ -11,6 +11,10 @@ from pgarena.analysis.abgate import ABGate
 ICONS = {"regression": "❌ regression", "no regression": "✅ no regression", "undecided": "❔ undecided"}
 
 
+def _percent(share: float) -> str:
+    return f"{100 * share:g} %"
+
+
 def _rps(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f}"
 
@@ -29,8 +33,15 @@ def ab_markdown(gate: ABGate, *, title: str, report_link: str | None = None) -> 
         lines.append(f"| {t.label} | {_rps(t.base_median_rps)} | {_rps(t.head_median_rps)} | {ratio} | {outcome} |")
     blocks = any(t.interval is not None and t.interval.blocks for t in gate.tables)
     unit = "per block of rounds, both sides restarted between blocks" if blocks else "per round"
-    lines += ["", f"A regression means head/base below {1 - gate.margin:.2f}; paired {unit}, anytime-valid, "
-                  f"Bonferroni over the {len(gate.tables)} table(s) (docs/methodology.md, \"A/B of two versions\")."]
+    alpha = 1 - gate.level
+    floor = f"{1 - gate.margin:.2f}"
+    upper = (f"{_percent(1 - alpha / len(gate.tables))}: {_percent(alpha)} split over the {len(gate.tables)} tables"
+             if len(gate.tables) > 1 else _percent(gate.level))
+    lines += ["", f"A regression means head/base below {floor}; paired {unit}, anytime-valid. A table is cleared when "
+                  f"its lower bound (one-sided, {_percent(gate.level)}) is above {floor} — the run only when every "
+                  f"table is — and is a regression when its upper bound (one-sided, {upper}) is below it; either "
+                  f"verdict is wrong in at most {_percent(alpha)} of runs (docs/methodology.md, \"A/B of two "
+                  f"versions\")."]
     if report_link:
         lines += ["", f"Full report: [{report_link}]({report_link})"]
     return "\n".join(lines) + "\n"

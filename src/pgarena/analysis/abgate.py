@@ -37,7 +37,7 @@ from pgarena.analysis.sequential import (
     mixture_rho,
     variance_widening,
 )
-from pgarena.analysis.verdicts import block_rounds_of, has_rounds, per_round_rps, verdict_settings
+from pgarena.analysis.verdicts import block_rounds_of, has_rounds, per_round_rps, percent, verdict_settings
 from pgarena.results.models import Cell, RunResults
 
 Outcome = Literal["regression", "no regression", "undecided"]
@@ -120,12 +120,23 @@ class TableGate:
 class ABGate:
     """Every table's head/base and the run's outcome."""
 
-    base: str
-    head: str
+    rule: GateRule
+    """The bounds every table was judged with (its `alphas` are the summary's levels)."""
     margin: float
-    level: float
-    """1 − the most often the verdict may be wrong (module docstring)."""
     tables: list[TableGate] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return self.rule.base
+
+    @property
+    def head(self) -> str:
+        return self.rule.head
+
+    @property
+    def level(self) -> float:
+        """1 − the most often the verdict may be wrong (module docstring)."""
+        return self.rule.level
 
     @property
     def outcome(self) -> Outcome:
@@ -143,7 +154,7 @@ class ABGate:
         """The verdict in one sentence, with the error rate it holds at."""
         floor = f"{100 * (1 - self.margin):g} %"
         where = f"{len(self.tables)} table{'s' if len(self.tables) != 1 else ''}"
-        joint = f"a verdict wrong in at most {100 * (1 - self.level):g} % of runs"
+        joint = f"a verdict wrong in at most {percent(1 - self.level)} of runs"
         if self.outcome == "regression":
             bad = [t.label for t in self.tables if t.outcome == "regression"]
             return (f"Regression: {self.head} is slower than {floor} of {self.base} in {', '.join(bad)} "
@@ -185,11 +196,17 @@ class GateRule:
         alpha = 1 - self.level
         return alpha, alpha / max(1, self.tables)
 
+    def _scale(self, found: PairInterval) -> tuple[int, int, int]:
+        """(units judged, where the boundary is tightest, rounds per unit): blocks when `found` was judged over
+        blocks (analysis/executions.py), else rounds."""
+        if found.blocks is not None:
+            return found.blocks, BLOCK_TIGHTEST_AT, self.block_rounds or 1
+        return found.rounds, DEFAULT_TIGHTEST_AT, 1
+
     def bounds(self, found: PairInterval) -> PairInterval:
         """`found` (head / base from `judge_table`) with the gate's one-sided bounds in place of its interval;
         its `level` is the two bounds' joint coverage, 1 − α − α/T."""
-        units = found.blocks if found.blocks is not None else found.rounds
-        tightest = BLOCK_TIGHTEST_AT if found.blocks is not None else DEFAULT_TIGHTEST_AT
+        units, tightest, _ = self._scale(found)
         low_alpha, high_alpha = self.alphas
         centre = math.log(found.ratio)
         down = one_sided_radius(units, found.variance, low_alpha, found.df, tightest)
@@ -221,11 +238,9 @@ class GateRule:
         found = inference.interval(self.head, self.base)
         if found is None or found.rounds == 0 or not math.isfinite(found.variance):
             return None
-        over_blocks = found.blocks is not None and bool(self.block_rounds)
-        units = (found.blocks or 0) if over_blocks else found.rounds
+        units, tightest, step = self._scale(found)
         distance = abs(math.log(found.ratio) - math.log(self.floor)) + math.sqrt(found.variance / max(1, units))
         alpha = self.alphas[0] if found.ratio > self.floor else self.alphas[1]
-        step, tightest = ((self.block_rounds or 1), BLOCK_TIGHTEST_AT) if over_blocks else (1, DEFAULT_TIGHTEST_AT)
         for n in range(max(1, units), horizon // step + 1):
             if one_sided_radius(n, found.variance, alpha, found.df + (n - units), tightest) < distance:
                 return n * step
@@ -276,7 +291,7 @@ def ab_gate(results: RunResults, base: str, head: str, margin: float = DEFAULT_R
               if any(c.stack in (base, head) for c in cells)]
     rule = GateRule(head=head, base=base, floor=1 - margin, block_rounds=block_rounds, level=level,
                     tables=len(groups))
-    gate = ABGate(base=base, head=head, margin=margin, level=level)
+    gate = ABGate(rule=rule, margin=margin)
     for cells in groups:
         found = table_gate(cells, rule)
         if found is not None:

@@ -148,10 +148,10 @@ class TableVerdict:
         if self.inference is None or len(self.inference.fit.effect) < 2:
             return None
         stacks = len(self.inference.fit.effect)
-        return (f"Every interval and order in this table holds jointly with {_percent(self.inference.level)} "
+        return (f"Every interval and order in this table holds jointly with {percent(self.inference.level)} "
                 "confidence at whatever round the rounds stopped: anytime-valid confidence sequences, each at "
-                f"{_percent(1 - self.inference.alpha)}, Bonferroni over the {pair_count(stacks)} pair(s) of its "
-                f"{stacks} stacks; 'equivalent' means within ±{_percent(self.inference.margin)}.")
+                f"{percent(1 - self.inference.alpha)}, Bonferroni over the {pair_count(stacks)} pair(s) of its "
+                f"{stacks} stacks; 'equivalent' means within ±{percent(self.inference.margin)}.")
 
     def stopping_sentence(self) -> str | None:
         """One sentence: the rule the rounds stopped by, and why this table stopped."""
@@ -195,7 +195,7 @@ class TableVerdict:
         return [c.stack for c in self.cells if ranks.get(c.stack, UNRANKED).split("–")[0] == "1"]
 
 
-def _percent(value: float) -> str:
+def percent(value: float) -> str:
     """0.95 → '95 %', 0.999737 → '99.97 %'."""
     return f"{value * 100:.4g} %"
 

@@ -7,12 +7,9 @@ the full report is. Rendered from the gate (analysis/abgate.py), which reads res
 from __future__ import annotations
 
 from pgarena.analysis.abgate import ABGate
+from pgarena.analysis.verdicts import percent
 
 ICONS = {"regression": "❌ regression", "no regression": "✅ no regression", "undecided": "❔ undecided"}
-
-
-def _percent(share: float) -> str:
-    return f"{100 * share:g} %"
 
 
 def _rps(value: float | None) -> str:
@@ -33,14 +30,14 @@ def ab_markdown(gate: ABGate, *, title: str, report_link: str | None = None) -> 
         lines.append(f"| {t.label} | {_rps(t.base_median_rps)} | {_rps(t.head_median_rps)} | {ratio} | {outcome} |")
     blocks = any(t.interval is not None and t.interval.blocks for t in gate.tables)
     unit = "per block of rounds, both sides restarted between blocks" if blocks else "per round"
-    alpha = 1 - gate.level
+    clear_alpha, regression_alpha = gate.rule.alphas
     floor = f"{1 - gate.margin:.2f}"
-    upper = (f"{_percent(1 - alpha / len(gate.tables))}: {_percent(alpha)} split over the {len(gate.tables)} tables"
-             if len(gate.tables) > 1 else _percent(gate.level))
-    lines += ["", f"A regression means head/base below {floor}; paired {unit}, anytime-valid. A table is cleared when "
-                  f"its lower bound (one-sided, {_percent(gate.level)}) is above {floor} — the run only when every "
-                  f"table is — and is a regression when its upper bound (one-sided, {upper}) is below it; either "
-                  f"verdict is wrong in at most {_percent(alpha)} of runs (docs/methodology.md, \"A/B of two "
+    upper = percent(1 - regression_alpha) + (f": {percent(clear_alpha)} split over the {gate.rule.tables} tables"
+                                            if gate.rule.tables > 1 else "")
+    lines += ["", f"A regression means head/base below {floor}; paired {unit}, anytime-valid. A table is cleared "
+                  f"when its lower bound (one-sided, {percent(1 - clear_alpha)}) is above {floor} — the run only when "
+                  f"every table is — and is a regression when its upper bound (one-sided, {upper}) is below it; either "
+                  f"verdict is wrong in at most {percent(clear_alpha)} of runs (docs/methodology.md, \"A/B of two "
                   f"versions\")."]
     if report_link:
         lines += ["", f"Full report: [{report_link}]({report_link})"]

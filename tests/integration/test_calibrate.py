@@ -42,12 +42,13 @@ def test_copies_of_one_stack_are_measured_and_checked(tmp_path, fixture_env, mon
         "repetitions": 3, "max_repetitions": 3, "warmup_s": 1, "warmup_cap_s": 2, "duration_s": 1.0})
     lines: list[str] = []
     done = calibrate(config, stack_id="fixture-good", copies=2, project_dir=PROJECT_DIR, command_line="t",
-                     log=lines.append)
+                     log=lines.append, max_rounds=None)  # the config's 3 rounds, not the check's 200
     folder = tmp_path / "results" / "aa"
     assert done.folder == folder and done.run_dir == folder / "run" and done.report == folder / CALIBRATION_FILE
     assert sorted(p.name for p in (folder / "stacks").iterdir()) == ["fixture-good-aa1", "fixture-good-aa2"]
     results = load(done.run_dir)
     assert results.status == "complete" and results.schedule.kind == "interleaved"
+    assert results.config["resolve_every_pair"] is True and results.config["max_repetitions"] == 3
     assert sorted(c.stack for c in results.cells) == ["fixture-good-aa1", "fixture-good-aa2"]
     assert all(r.round is not None and r.reference_samples >= 7 for c in results.cells for r in c.repetitions)
     table = done.check.tables[0]

@@ -127,3 +127,40 @@ def test_the_fixture_stacks_can_be_copied(tmp_path):
     original = next(s for s in load_stacks(FIXTURE_STACKS)[0] if s.id == "fixture-good")
     write_copies(original, 2, tmp_path)
     assert [s.id for s in load_stacks(tmp_path)[0]] == ["fixture-good-aa1", "fixture-good-aa2"]
+
+
+def _identical(rounds: int, sd: float, copies: str = "abc", seed: int = 5) -> dict[str, list[float]]:
+    import random
+
+    scatter = random.Random(seed)
+    return {s: [1000 * scatter.lognormvariate(0, sd) for _ in range(rounds)] for s in copies}
+
+
+def test_the_check_is_sharp_only_when_every_interval_lies_within_the_margin():
+    sharp = aa_check(_aa_results(_identical(40, 0.01)), ["a", "b", "c"], seconds_per_window=3.0)
+    assert sharp.passed and sharp.sharp and sharp.wide == [] and sharp.margin == 0.1
+    text = calibration_markdown(sharp, stack="s", run_dir="r", hostname="h")
+    assert "Sharp: every one of the 3 copy-vs-copy intervals lies within ±10 % (0.91–1.10)." in text
+    assert text.count("no order, within ±10 %") == 3
+
+    wide = aa_check(_aa_results(_identical(6, 0.08)), ["a", "b", "c"], seconds_per_window=3.0)
+    assert wide.passed and not wide.sharp and wide.wide  # no order, but not within ±10 % either
+    line = next(line for line in calibration_markdown(wide, stack="s", run_dir="r", hostname="h").splitlines()
+                if line.startswith("Not sharp: "))
+    assert f"{len(wide.wide)} of 3 copy-vs-copy intervals reach beyond ±10 % (0.91–1.10), the widest" in line
+    assert "no order, wider than ±10 %" in calibration_markdown(wide, stack="s", run_dir="r", hostname="h")
+
+
+def test_copies_left_out_of_the_ranking_are_named_and_no_pair_of_theirs_is_read():
+    """aa10-1's static @ 50 VUs: three copies generator-bound, so the check read no pair there; the report
+    said nothing, an empty table. Now it names them, and the check is not sharp for that table."""
+    results = _aa_results(_identical(20, 0.01))
+    for c in results.cells[:2]:
+        c.flags = ["generator-bound"]
+    check = aa_check(results, ["a", "b", "c"], seconds_per_window=3.0)
+    table = check.tables[0]
+    assert table.left_out == ["a (generator-bound)", "b (generator-bound)"] and table.pairs == []
+    assert check.passed and not check.sharp
+    text = calibration_markdown(check, stack="s", run_dir="r", hostname="h")
+    assert "Left out of the ranking, so of this check: a (generator-bound), b (generator-bound)." in text
+    assert "Not sharp: no pair was read in static · 50 VUs · oha" in text and "| pair |" not in text

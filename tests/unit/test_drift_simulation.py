@@ -161,3 +161,32 @@ def test_unsettled_pairs_name_the_cell_by_its_label():
                          label=lambda cell: "perf-test rows1 @ 50 VUs")
     assert outcome.unsettled and outcome.unsettled[0].startswith("perf-test rows1 @ 50 VUs: ")
     assert "not resolved" in outcome.unsettled[0]
+
+
+def test_with_every_pair_the_rounds_go_on_until_no_pair_of_copies_is_left_open():
+    """`pgarena calibrate`'s race (RoundsPolicy.every_pair): identical copies whose neighbouring pairs turn
+    equivalent first still have a pair between the extremes open; the ordinary race stops there, this one goes
+    on until every pair is ordered or equivalent."""
+    import itertools
+
+    from pgarena.analysis.sequential import judge
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
+
+    def race(seed: int, every_pair: bool):
+        scatter = random.Random(seed)
+        outcome = run_rounds([(s, CELL) for s in "abcd"], seed=seed,
+                             measure=lambda slot: 1000 * scatter.lognormvariate(0, 0.04),
+                             policy=RoundsPolicy(min_rounds=3, max_rounds=200, margin=0.1, every_pair=every_pair))
+        inference = judge(outcome.values[CELL], margin=0.1)
+        still_open = [(a, b) for a, b in itertools.combinations("abcd", 2)
+                      if inference.interval(a, b).status == "not resolved"]
+        return outcome, still_open
+
+    left_open = 0
+    for seed in range(6):
+        neighbours, open_after_neighbours = race(seed, every_pair=False)
+        every, open_after_every = race(seed, every_pair=True)
+        assert neighbours.stop_reason == every.stop_reason == "settled"
+        assert open_after_every == [] and every.rounds >= neighbours.rounds
+        left_open += bool(open_after_neighbours)
+    assert left_open >= 1  # the ordinary race does leave a non-neighbouring pair open

@@ -126,3 +126,19 @@ def test_a_run_is_read_table_by_table_and_pooled():
     rps, unit = table_rounds([c for c in results.cells if c.workload == "perf-test" and c.vus == 50 and c.model == "closed"])
     assert set(rps) == {"go-fast", "py-steady"} and rps["go-fast"] == [4600, 4200, 5000]
     assert unit["go-fast"] == [None, None, None]
+
+
+def test_the_robust_sd_and_kurtosis_tell_normal_noise_from_a_few_slow_windows():
+    """Issue 21's question whether the per-window noise is a few slow spells (then a robust estimate would take
+    most of it out) or spread over every window: normal noise reads robust sd ≈ sd and kurtosis ≈ 3; the same
+    ordinary scatter plus 5 % of windows 35 % slow reads a robust sd well under the sd and heavy tails."""
+    rps, _ = _synthetic(stacks=8, rounds=40, window_sd=0.05, round_sd=0.05, seed=3)
+    normal = noise_budget(rps)
+    assert normal.robust_window_log_sd == pytest.approx(normal.window_log_sd, rel=0.15)
+    assert 2.4 < normal.kurtosis < 3.8
+    slow = random.Random(4)
+    spelled = {s: [v * (0.65 if slow.random() < 0.05 else 1.0) for v in vals] for s, vals in rps.items()}
+    spells = noise_budget(spelled)
+    assert spells.window_log_sd > 1.3 * normal.window_log_sd
+    assert spells.robust_window_log_sd < 0.8 * spells.window_log_sd and spells.kurtosis > 6
+    assert f"(robust sd {spells.robust_window_log_sd:.3f}, kurtosis {spells.kurtosis:.1f})" in budget_line(spells)

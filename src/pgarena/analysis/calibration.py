@@ -2,8 +2,10 @@
 
 The copies are identical, so every order the verdict claims among them is a false claim: the check fails if
 there is one. Beside that it reads what the run says about this machine: its noise budget (noise.py), every
-copy-vs-copy interval (how wide "indistinguishable" is here), and the smallest difference the verdict would
-resolve in a given number of rounds (`sequential.detectable_ratio`) and how long those rounds take.
+copy-vs-copy interval (how wide "not resolved" is here; the check is *sharp* when every one lies within the
+equivalence margin, issue 21's 0.90–1.11), and the smallest difference the verdict would resolve in a given
+number of rounds (`sequential.detectable_ratio`) and how long those rounds take. Its run resolves every pair of
+copies, not only neighbouring ones (`RunConfig.resolve_every_pair`), since its question is about every pair.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from dataclasses import dataclass, field
 
 from pgarena.analysis.noise import NoiseBudget, noise_budget, pooled_budget, table_label, table_rounds
 from pgarena.analysis.paired import paired_ratio
-from pgarena.analysis.ranking import BY_RPS, comparable_groups, rank_basis
-from pgarena.analysis.verdicts import TableVerdict, run_verdicts
+from pgarena.analysis.ranking import BY_RPS, comparable_groups, in_field, rank_basis
+from pgarena.analysis.verdicts import TableVerdict, run_verdicts, verdict_settings
+from pgarena.contract.flags import INVALID
 from pgarena.results.models import RunResults
+from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN
 
 RESOLUTION_ROUNDS = (5, 10, 20, 40)
 """Round counts at which the report states the smallest resolvable difference."""
@@ -44,6 +48,9 @@ class TableCheck:
     label: str
     budget: NoiseBudget
     pairs: list[PairReading] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    """Copies the verdict does not rank in this table, with why ('go-nethttp-pgx-aa1 (generator-bound)'): their
+    figure is not the stack's, so no pair of theirs is read."""
 
     @property
     def claims(self) -> list[PairReading]:
@@ -74,11 +81,24 @@ class AACheck:
     seconds_per_window: float
     """A measured window plus its re-warm, in seconds."""
     resolution: list[Resolution] = field(default_factory=list)
+    margin: float = DEFAULT_EQUIVALENCE_MARGIN
+    """The run's equivalence margin: the check is sharp when every interval lies within [1/(1+m), 1+m]."""
 
     @property
     def passed(self) -> bool:
         """No order was claimed among the copies in any table."""
         return not any(t.claims for t in self.tables)
+
+    @property
+    def wide(self) -> list[tuple[str, PairReading]]:
+        """(table, pair) of every copy-vs-copy interval reaching beyond the margin: how far from sharp."""
+        low, high = 1 / (1 + self.margin), 1 + self.margin
+        return [(t.label, p) for t in self.tables for p in t.pairs if p.low < low or p.high > high]
+
+    @property
+    def sharp(self) -> bool:
+        """Every table read some pair, and every copy-vs-copy interval lies within the margin."""
+        return bool(self.tables) and all(t.pairs for t in self.tables) and not self.wide
 
 
 def _pair(verdict: TableVerdict, rps: dict[str, list[float | None]], a: str, b: str) -> PairReading | None:
@@ -104,10 +124,13 @@ def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: 
         if not rps:
             continue
         measured.append((rps, unit))
-        check = TableCheck(label=table_label(cells[0]), budget=noise_budget(rps, unit))
+        ranked = {c.stack for c in cells if in_field(c)}
+        check = TableCheck(label=table_label(cells[0]), budget=noise_budget(rps, unit),
+                           left_out=[f"{c.stack} ({', '.join(f for f in c.flags if f in INVALID) or c.status})"
+                                     for c in sorted(cells, key=lambda c: c.stack) if c.stack not in ranked])
         verdict = verdicts.get(key)
         if verdict is not None:
-            for a, b in itertools.combinations(sorted(rps), 2):
+            for a, b in itertools.combinations(sorted(s for s in rps if s in ranked), 2):
                 pair = _pair(verdict, rps, a, b)
                 if pair is not None:
                     check.pairs.append(pair)
@@ -119,7 +142,7 @@ def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: 
     if seconds_per_window is None:
         seconds_per_window = _window_seconds(results)
     check = AACheck(copies=list(copies), tables=tables, pooled=pooled, window_log_sd=sd,
-                    seconds_per_window=seconds_per_window)
+                    seconds_per_window=seconds_per_window, margin=verdict_settings(results)[1])
     if sd is not None:
         check.resolution = resolution(sd, seconds_per_window,
                                       stacks=sorted({len(check.copies), HEADLINE_STACKS}))

@@ -28,6 +28,7 @@ covariance of a two-way layout).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -63,6 +64,11 @@ class NoiseBudget:
     """Per-window log-sd of y − β·z (df − 1)."""
     adjusted_round_sd: float | None = None
     """sd of the round effects of y − β·z."""
+    robust_window_log_sd: float | None = None
+    """1.4826 × the median absolute deviation of the residuals (each scaled by √(N/df)): equal to
+    `window_log_sd` for normal noise, far below it when a few slow windows make most of the variance."""
+    kurtosis: float | None = None
+    """Of the residuals: 3 for normal noise, above it for heavy tails (a few outlying windows)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,8 @@ class _Parts:
     yz: float = 0.0
     rho_y: tuple[float, ...] = ()
     rho_z: tuple[float, ...] = ()
+    residuals: tuple[float, ...] = ()
+    """The fit's residuals, each scaled by √(windows/df) so that their mean square is RSS/df."""
 
 
 def _logs(values: Sequence[float | None], rounds: int) -> list[float | None]:
@@ -94,7 +102,9 @@ def _parts(per_round: PerRound, reference: PerRound | None) -> _Parts:
     y = {s: _logs(v, rounds) for s, v in per_round.items()}
     fit = additive_fit(y)
     parts = _Parts(windows=len(fit.residuals), stacks=len(fit.stack_effects), rounds=len(fit.round_effects),
-                   df=fit.df, rss=fit.rss, rho_squares=math.fsum(v * v for v in fit.round_effects.values()))
+                   df=fit.df, rss=fit.rss, rho_squares=math.fsum(v * v for v in fit.round_effects.values()),
+                   residuals=tuple(e * math.sqrt(len(fit.residuals) / fit.df) for e in fit.residuals.values())
+                   if fit.df > 0 else ())
     if reference is None:
         return parts
     z = {s: _logs(reference.get(s, ()), rounds) for s in y}
@@ -110,6 +120,16 @@ def _parts(per_round: PerRound, reference: PerRound | None) -> _Parts:
                    rho_y=tuple(y_fit.round_effects[r] for r in order), rho_z=tuple(z_fit.round_effects[r] for r in order))
 
 
+def _tails(residuals: Sequence[float]) -> dict[str, float | None]:
+    """The robust sd and the kurtosis of the scaled residuals (NoiseBudget), None with fewer than 8."""
+    if len(residuals) < 8:
+        return {}
+    middle = statistics.median(residuals)
+    square = math.fsum(e * e for e in residuals) / len(residuals)
+    return {"robust_window_log_sd": 1.4826 * statistics.median(abs(e - middle) for e in residuals),
+            "kurtosis": math.fsum(e**4 for e in residuals) / len(residuals) / square**2 if square > 0 else None}
+
+
 def _budget(tables: Sequence[_Parts]) -> NoiseBudget:
     df = sum(t.df for t in tables if t.df > 0)
     rss = math.fsum(t.rss for t in tables if t.df > 0)
@@ -118,7 +138,8 @@ def _budget(tables: Sequence[_Parts]) -> NoiseBudget:
         windows=sum(t.windows for t in tables), stacks=max((t.stacks for t in tables), default=0),
         rounds=max((t.rounds for t in tables), default=0), df=df,
         window_log_sd=math.sqrt(rss / df) if df >= 1 else None,
-        round_sd=math.sqrt(math.fsum(t.rho_squares for t in tables if t.rounds >= 2) / round_df) if round_df else None)
+        round_sd=math.sqrt(math.fsum(t.rho_squares for t in tables if t.rounds >= 2) / round_df) if round_df else None,
+        **_tails([e for t in tables for e in t.residuals]))
     probed = [t for t in tables if t.probe_windows]
     zz = math.fsum(t.zz for t in probed)
     if not probed or zz <= 0:
@@ -181,7 +202,8 @@ def run_noise(results: RunResults) -> tuple[list[tuple[str, NoiseBudget]], Noise
 
 
 def budget_line(budget: NoiseBudget) -> str:
-    """One line: 'window log-sd 0.182 → 0.121 after the probe (β −0.93, r −0.80); round sd 0.094 → 0.031;
+    """One line: 'window log-sd 0.182 → 0.121 after the probe (β −0.93, r −0.80) (robust sd 0.170, kurtosis 3.1);
+    round sd 0.094 → 0.031;
     60 windows, 4 stacks, 15 rounds'."""
 
     def figure(value: float | None) -> str:
@@ -191,6 +213,8 @@ def budget_line(budget: NoiseBudget) -> str:
     if budget.beta is not None:
         text += (f" → {figure(budget.adjusted_window_log_sd)} after the probe (β {budget.beta:+.2f}"
                  + (f", r {budget.correlation:+.2f}" if budget.correlation is not None else "") + ")")
+    if budget.robust_window_log_sd is not None and budget.kurtosis is not None:
+        text += f" (robust sd {figure(budget.robust_window_log_sd)}, kurtosis {budget.kurtosis:.1f})"
     text += f"; round sd {figure(budget.round_sd)}"
     if budget.beta is not None:
         text += f" → {figure(budget.adjusted_round_sd)}"

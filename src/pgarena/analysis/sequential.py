@@ -35,6 +35,7 @@ false-order rate and power of exactly these functions; docs/methodology.md state
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -414,15 +415,13 @@ def groups(order: Sequence[str], inference: Inference) -> list[list[str]]:
     return out
 
 
-def unresolved_pairs(inference: Inference, order: Sequence[str] | None = None) -> list[tuple[str, str]]:
-    """Neighbouring pairs of the order that are neither ordered nor equivalent within the margin."""
+def unresolved_pairs(inference: Inference, order: Sequence[str] | None = None,
+                     every_pair: bool = False) -> list[tuple[str, str]]:
+    """Neighbouring pairs of the order (with `every_pair`, all its pairs) neither ordered nor equivalent."""
     order = list(order if order is not None else inference.order())
-    out = []
-    for a, b in zip(order, order[1:]):
-        found = inference.interval(a, b)
-        if found is None or found.status == "not resolved":
-            out.append((a, b))
-    return out
+    candidates = itertools.combinations(order, 2) if every_pair else zip(order, order[1:])
+    return [(a, b) for a, b in candidates
+            if (found := inference.interval(a, b)) is None or found.status == "not resolved"]
 
 
 def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = DEFAULT_TIGHTEST_AT,

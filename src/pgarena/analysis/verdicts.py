@@ -119,6 +119,8 @@ class TableVerdict:
     """Every pair's simultaneous interval (paired tables measured wholly in rounds)."""
     stop_reason: str | None = None
     """Why the table's rounds stopped (the cells' summary stop reason)."""
+    every_pair: bool = False
+    """The rounds went on until every pair was resolved, not only the neighbouring ones (`resolve_every_pair`)."""
     wrong_columns: dict[str, list[str]] = field(default_factory=dict)
     """stack → its ❌ columns on this workload (flags.INEXACT cells)."""
     sequential: list[str] = field(default_factory=list)
@@ -157,11 +159,12 @@ class TableVerdict:
         """One sentence: the rule the rounds stopped by, and why this table stopped."""
         if self.inference is None or len(self.inference.fit.effect) < 2:
             return None
-        why = {"settled": "every neighbouring pair was resolved",
+        scope = "pair" if self.every_pair else "neighbouring pair"
+        why = {"settled": f"every {scope} was resolved",
                "out-of-reach": "the pairs still open could not be resolved within the rounds left",
                "max-repetitions": "the cap of rounds was reached", "budget": "the time budget was spent"}
         reason = why.get(self.stop_reason or "", self.stop_reason or "unknown")
-        return ("Rounds continued for the stacks of each neighbouring pair neither ordered nor equivalent and "
+        return (f"Rounds continued for the stacks of each {scope} neither ordered nor equivalent and "
                 f"still within reach of the budget, judged after every round; this table stopped after "
                 f"{self.rounds} round(s): {reason}.")
 
@@ -245,10 +248,12 @@ def _mixed_labels(cells: Sequence[Cell], per_round: PerRound) -> dict[str, str]:
 
 def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
                   wrong_columns: Mapping[str, list[str]] | None = None, level: float = DEFAULT_FAMILY_LEVEL,
-                  margin: float = DEFAULT_EQUIVALENCE_MARGIN, block_rounds: int | None = None) -> TableVerdict:
+                  margin: float = DEFAULT_EQUIVALENCE_MARGIN, block_rounds: int | None = None,
+                  every_pair: bool = False) -> TableVerdict:
     """The verdict of one group of comparable cells (see the module docstring). `wrong_columns`: stack → its
     ❌ columns on this workload; `level` and `margin`: the run's family-wise level and equivalence margin;
-    `block_rounds`: the run restarted its stacks every that many rounds (judged over blocks: executions.py)."""
+    `block_rounds`: the run restarted its stacks every that many rounds (judged over blocks: executions.py);
+    `every_pair`: its rounds went on until every pair was resolved (what the stopping sentence says)."""
     basis = rank_basis(cells)
     measured = [c for c in cells if c.summary is not None]
     ranked = [c for c in measured if in_field(c)]
@@ -256,7 +261,7 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
     mixed = len(in_rounds) >= 2 and len(in_rounds) < len(ranked)
     per_round = per_round_rps(in_rounds) if in_rounds and (mixed or len(in_rounds) == len(ranked)) else None
     rounds = len(next(iter(per_round.values()))) if per_round else 0
-    verdict = TableVerdict(cells=[], basis=basis, paired=per_round is not None, rounds=rounds,
+    verdict = TableVerdict(cells=[], basis=basis, paired=per_round is not None, rounds=rounds, every_pair=every_pair,
                            wrong_columns={c.stack: list((wrong_columns or {}).get(c.stack, [])) for c in measured
                                           if not exact(c)})
     if basis == NOT_RANKED:
@@ -322,8 +327,14 @@ def run_verdicts(results: RunResults) -> dict[tuple, TableVerdict]:
     baseline = baseline_of(results)
     level, margin = verdict_settings(results)
     return {key: table_verdict(cells, baseline=baseline, wrong_columns=wrong_columns_of(results, key[0]),
-                               level=level, margin=margin, block_rounds=block_rounds_of(results))
+                               level=level, margin=margin, block_rounds=block_rounds_of(results),
+                               every_pair=every_pair_of(results))
             for key, cells in comparable_groups(results.cells).items()}
+
+
+def every_pair_of(results: RunResults) -> bool:
+    """Whether the run's rounds went on until every pair of a table was resolved (`resolve_every_pair`)."""
+    return results.config.get("resolve_every_pair") is True
 
 
 def verdict_settings(results: RunResults) -> tuple[float, float]:

@@ -152,6 +152,9 @@ class RunConfig(BaseModel):
         "ordering or equivalence; needs a baseline and exactly two stacks"))
     restart_every: int | None = Field(None, ge=2, description="`pgarena ab`: restart both stacks every this many "
                                       "rounds, judged over those blocks (analysis/executions.py); None: never")
+    resolve_every_pair: bool = Field(False, description=(
+        "interleaved: a table's rounds go on until every pair of its stacks is ordered or equivalent within the "
+        "margin (or out of reach), not only every neighbouring pair (`pgarena calibrate`)"))
     later_tables: LaterTables | None = Field(None, description=(
         "interleaved: quicker windows for every table after the headline (the profile's; None: as the headline)"))
     headline_share: float = Field(DEFAULT_HEADLINE_SHARE, gt=0, lt=1, description=(

@@ -8,8 +8,9 @@ round each cell is judged with the verdict's own inference (`analysis.sequential
 anytime-valid intervals, so looking after every round costs no error), and the next round is narrowed — a
 race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari's F-race (GECCO 2002):
 
-- a stack stays in a cell's rounds while a neighbouring pair it belongs to is *not resolved* (neither ordered
-  nor equivalent within the margin) and still *within reach*: at its present estimate and noise it would
+- a stack stays in a cell's rounds while a neighbouring pair it belongs to (any pair, with
+  `RoundsPolicy.every_pair`) is *not resolved* (neither ordered nor equivalent within the margin) and still
+  *within reach*: at its present estimate and noise it would
   resolve within the rounds the cap and the time budget leave (`sequential.rounds_to_resolve`);
 - an A/B (`RoundsPolicy.gate`) asks one question of its one pair, the gate's: is head/base's interval wholly
   above or below the regression floor? That pair is open until it is; it leaves as out of reach only when the
@@ -74,6 +75,9 @@ class RoundsPolicy:
     block_rounds: int | None = None
     """The stacks are restarted every this many rounds (`on_new_block`) and the cells judged over complete blocks
     (analysis/executions.py); None: one execution, judged over rounds."""
+    every_pair: bool = False
+    """A cell is open while any pair of its stacks is not resolved, not only a neighbouring one (`pgarena
+    calibrate`: its question is about every pair of copies)."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.max_rounds:
@@ -245,7 +249,7 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
     cell.inference = judge_table(per_stack, reference if has_refs else None, block_rounds=policy.block_rounds,
                                  level=policy.level, margin=policy.margin)
     gate = policy.gate if policy.gate and {policy.gate.head, policy.gate.base} <= set(per_stack) else None
-    cell.open_pairs = (unresolved_pairs(cell.inference) if gate is None
+    cell.open_pairs = (unresolved_pairs(cell.inference, every_pair=policy.every_pair) if gate is None
                        else [(gate.head, gate.base)] if gate.is_open(cell.inference) else [])
     return None if cell.open_pairs else "settled"
 

@@ -32,6 +32,9 @@ DEFAULT_WORKLOADS = ("perf-test", "users", "static")
 DEFAULT_VUS = (1, 50)
 DEFAULT_ROWS = 1
 DEFAULT_LIMIT = 20
+MAX_ROUNDS = 200
+"""The check's cap of rounds per table, above any profile's: its time budget, not a ranking run's cap, bounds
+how sharp it gets (a table of copies as noisy as 0.13 per window needs ~50 rounds to fit within ±10 %)."""
 CALIBRATION_FILE = "calibration.md"
 RUN_FOLDER = "run"
 STACK_DIR_TEMPLATE = "${stack_dir}"
@@ -99,9 +102,10 @@ def _original(config: RunConfig, stack_id: str) -> Stack:
 
 def calibrate(config: RunConfig, *, stack_id: str = DEFAULT_STACK, copies: int = DEFAULT_COPIES,
               project_dir: Path, command_line: str, log: Log = print,
-              progress: RunProgress | None = None) -> Calibration:
+              progress: RunProgress | None = None, max_rounds: int | None = MAX_ROUNDS) -> Calibration:
     """Run the A/A check: `copies` copies of `stack_id` (from `config.stacks_dir`) through the ordinary run
-    pipeline with `config` (its workloads, levels, schedule and budget), then the check and its report.
+    pipeline with `config` (its workloads, levels, schedule and budget), every pair of copies raced, up to
+    `max_rounds` per table (None: `config`'s cap), then the check and its report.
     RunError for a user's mistake (an unknown or unavailable stack, fewer than 2 copies, a folder that exists)."""
     if copies < 2:
         raise RunError(f"--copies {copies}: an A/A check needs at least 2 copies")
@@ -114,7 +118,12 @@ def calibrate(config: RunConfig, *, stack_id: str = DEFAULT_STACK, copies: int =
     ids = write_copies(original, copies, folder / "stacks")
     log(f"A/A check: {copies} copies of {stack_id} in {folder / 'stacks'}")
     run_config = config.model_copy(update={"stacks_dir": folder / "stacks", "stacks": ids, "results_dir": folder,
-                                           "run_id": RUN_FOLDER, "baseline": None})
+                                           "run_id": RUN_FOLDER, "baseline": None,
+                                           "resolve_every_pair": True})
+    if max_rounds is not None:
+        run_config = run_config.model_copy(update={
+            "max_repetitions": max(config.max_repetitions, max_rounds),
+            "cell_budget_s": max(config.cell_budget_s, max_rounds * config.duration_s)})
     run_dir = execute(run_config, kind="run", project_dir=project_dir, command_line=command_line, log=log,
                       progress=progress)
     return report_calibration(folder, run_dir, stack_id, ids)

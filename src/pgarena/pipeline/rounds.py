@@ -27,4 +27,5 @@ def rounds_policy(config: RunConfig, least: int, deadline: float | None, tables:
         least = max(least, GATE_MIN_ROUNDS, GATE_MIN_BLOCKS * (block or 0))
     return RoundsPolicy(min_rounds=max(2, least), max_rounds=max(2, least, max_rounds(config)),
                         target_rel_half_width=config.target_rel_half_width, level=level,
-                        margin=config.equivalence_margin, deadline=deadline, gate=gate, block_rounds=block)
+                        margin=config.equivalence_margin, deadline=deadline, gate=gate, block_rounds=block,
+                        every_pair=config.resolve_every_pair)

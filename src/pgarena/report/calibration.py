@@ -3,7 +3,7 @@ machine is, every copy-vs-copy interval, and what difference it resolves in what
 
 from __future__ import annotations
 
-from pgarena.analysis.calibration import AACheck
+from pgarena.analysis.calibration import AACheck, PairReading
 from pgarena.analysis.noise import NoiseBudget
 
 
@@ -29,6 +29,32 @@ def verdict_line(check: AACheck) -> str:
               for t in check.tables for p in t.claims]
     return (f"FAILED: {len(claims)} order(s) claimed among identical copies — the verdict is not to be trusted "
             f"on this machine at its stated level: " + "; ".join(claims) + ".")
+
+
+def sharpness_line(check: AACheck) -> str:
+    """How wide the copy-vs-copy intervals are against the equivalence margin, in one sentence."""
+    low, high = 1 / (1 + check.margin), 1 + check.margin
+    bounds = f"±{check.margin * 100:g} % ({low:.2f}–{high:.2f})"
+    pairs = sum(len(t.pairs) for t in check.tables)
+    if check.sharp:
+        return f"Sharp: every one of the {pairs} copy-vs-copy intervals lies within {bounds}."
+    unread = [t.label for t in check.tables if not t.pairs]
+    parts = []
+    if check.wide:
+        label, widest = max(check.wide, key=lambda w: w[1].high / w[1].low)
+        parts.append(f"{len(check.wide)} of {pairs} copy-vs-copy intervals reach beyond {bounds}, the widest "
+                     f"{widest.a} / {widest.b} {widest.low:.2f}–{widest.high:.2f} ({label}, {widest.rounds} rounds)")
+    if unread:
+        parts.append(f"no pair was read in {', '.join(unread)} (copies left out of the ranking, below)")
+    return "Not sharp: " + "; ".join(parts) + "."
+
+
+def _reading(check: AACheck, pair: PairReading) -> str:
+    """'❌ order claimed', 'no order, within ±10 %' or 'no order, wider than ±10 %'."""
+    if pair.claimed:
+        return "❌ order claimed"
+    within = 1 / (1 + check.margin) <= pair.low and pair.high <= 1 + check.margin
+    return f"no order, {'within' if within else 'wider than'} ±{check.margin * 100:g} %"
 
 
 def _budget_row(label: str, b: NoiseBudget) -> str:
@@ -69,16 +95,21 @@ def calibration_markdown(check: AACheck, *, stack: str, run_dir: str, hostname: 
     lines = [f"# pgarena calibrate — {hostname}", "",
              f"{len(check.copies)} identical copies of `{stack}` ({', '.join(check.copies)}) measured as different "
              f"stacks in one interleaved run (`{run_dir}`). Any order claimed among them is false.", "",
-             f"**{verdict_line(check)}**", "",
+             f"**{verdict_line(check)}**", "", sharpness_line(check), "",
              "## How noisy this machine is", "",
              "ln(2xx/s) of every window fitted as stack + round + noise (docs/methodology.md, \"The noise budget\"); "
              "\"after the probe\": corrected by the reference probe's reading of the machine's speed in the window.",
              "", *noise_lines(check), "",
              "## Copy against copy", ""]
     for table in check.tables:
-        lines += [f"### {table.label}", "", "| pair | ratio | interval | rounds | |", "|---|---:|---|---:|---|"]
-        lines += [f"| {p.a} / {p.b} | {p.ratio:.3f} | {p.low:.3f}–{p.high:.3f} | {p.rounds} | "
-                  f"{'❌ order claimed' if p.claimed else 'no order'} |" for p in table.pairs]
+        lines += [f"### {table.label}", ""]
+        if table.left_out:
+            lines += [f"Left out of the ranking, so of this check: {', '.join(table.left_out)}.", ""]
+        if not table.pairs:
+            continue
+        lines += ["| pair | ratio | interval | rounds | |", "|---|---:|---|---:|---|"]
+        lines += [f"| {p.a} / {p.b} | {p.ratio:.3f} | {p.low:.3f}–{p.high:.3f} | {p.rounds} | {_reading(check, p)} |"
+                  for p in table.pairs]
         lines.append("")
     lines += ["## What this machine can resolve", "", *resolution_lines(check), ""]
     return "\n".join(lines)

@@ -7,6 +7,7 @@ Both are read from results.json only (`RunResults.schedule`, `RunResults.ceiling
 
 from __future__ import annotations
 
+from pgarena.analysis.verdicts import every_pair_of
 from pgarena.contract.flags import ABOVE_CEILING
 from pgarena.results.models import Cell, DbCeiling, PhaseRecord, RunResults
 
@@ -67,11 +68,11 @@ def ceiling_note(results: RunResults) -> str:
                if above else ""))
 
 
-def _phase_sentence(phase: PhaseRecord) -> str:
+def _phase_sentence(phase: PhaseRecord, every_pair: bool = False) -> str:
     unsettled = (f" with {len(phase.unsettled)} pair(s) unsettled: {'; '.join(phase.unsettled)}"
                  if phase.unsettled else "")
     if phase.stop_reason == "settled":
-        return f"settled after {phase.rounds} round(s): every adjacent pair ordered or equivalent"
+        return f"settled after {phase.rounds} round(s): every {'' if every_pair else 'adjacent '}pair ordered or equivalent"
     if phase.stop_reason == "max-rounds":
         return f"stopped at the round cap ({phase.rounds} rounds){unsettled}"
     if phase.stop_reason == "budget":
@@ -106,7 +107,7 @@ def schedule_summary(results: RunResults) -> dict:
     return {
         "kind": record.kind, "recorded": True, "seed": record.seed, "rewarm_seconds": record.rewarm_seconds,
         "phases": [{"name": p.name, "cells": p.cells, "windows": p.windows, "rounds": p.rounds,
-                    "stop_reason": p.stop_reason, "unsettled": list(p.unsettled), "sentence": _phase_sentence(p),
+                    "stop_reason": p.stop_reason, "unsettled": list(p.unsettled), "sentence": _phase_sentence(p, every_pair_of(results)),
                     "window": _phase_window(p)}
                    for p in record.phases],
         "fallbacks": [{"stack": stack, "reason": reason} for stack, reason in record.sequential_fallback.items()],

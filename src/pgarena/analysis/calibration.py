@@ -30,7 +30,8 @@ HEADLINE_STACKS = 20
 
 @dataclass(frozen=True)
 class PairReading:
-    """Copy a over copy b in one table: the paired ratio and its interval, and whether an order was claimed."""
+    """Copy a over copy b in one table: the paired ratio and its interval, whether an order was claimed and
+    whether the interval lies within the equivalence margin."""
 
     a: str
     b: str
@@ -39,6 +40,7 @@ class PairReading:
     high: float
     rounds: int
     claimed: bool
+    within: bool
 
 
 @dataclass
@@ -92,8 +94,7 @@ class AACheck:
     @property
     def wide(self) -> list[tuple[str, PairReading]]:
         """(table, pair) of every copy-vs-copy interval reaching beyond the margin: how far from sharp."""
-        low, high = 1 / (1 + self.margin), 1 + self.margin
-        return [(t.label, p) for t in self.tables for p in t.pairs if p.low < low or p.high > high]
+        return [(t.label, p) for t in self.tables for p in t.pairs if not p.within]
 
     @property
     def sharp(self) -> bool:
@@ -101,20 +102,23 @@ class AACheck:
         return bool(self.tables) and all(t.pairs for t in self.tables) and not self.wide
 
 
-def _pair(verdict: TableVerdict, rps: dict[str, list[float | None]], a: str, b: str) -> PairReading | None:
+def _pair(verdict: TableVerdict, rps: dict[str, list[float | None]], a: str, b: str,
+          margin: float) -> PairReading | None:
     """a / b as the verdict states it: its own simultaneous interval where it has one, else the paired
     interval of the two (paired.paired_ratio) for a table the verdict did not judge as a whole (a mixed one)."""
     inference = verdict.inference
     found = inference.interval(a, b) if inference is not None else paired_ratio(rps[a], rps[b])
     if found is None:
         return None
-    return PairReading(a, b, found.ratio, found.low, found.high, found.rounds, claimed=found.low > 1 or found.high < 1)
+    return PairReading(a, b, found.ratio, found.low, found.high, found.rounds,
+                       claimed=found.relation in ("above", "below"), within=found.within(margin))
 
 
 def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: float | None = None) -> AACheck:
     """The A/A check of a run whose stacks `copies` are copies of one stack (module docstring).
     `seconds_per_window`: a window plus its re-warm (default: from the run's configuration)."""
     verdicts = run_verdicts(results)
+    margin = verdict_settings(results)[1]
     tables: list[TableCheck] = []
     measured: list[tuple] = []
     for key, cells in comparable_groups(c for c in results.cells if c.stack in copies).items():
@@ -131,7 +135,7 @@ def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: 
         verdict = verdicts.get(key)
         if verdict is not None:
             for a, b in itertools.combinations(sorted(s for s in rps if s in ranked), 2):
-                pair = _pair(verdict, rps, a, b)
+                pair = _pair(verdict, rps, a, b, margin)
                 if pair is not None:
                     check.pairs.append(pair)
         tables.append(check)
@@ -142,7 +146,7 @@ def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: 
     if seconds_per_window is None:
         seconds_per_window = _window_seconds(results)
     check = AACheck(copies=list(copies), tables=tables, pooled=pooled, window_log_sd=sd,
-                    seconds_per_window=seconds_per_window, margin=verdict_settings(results)[1])
+                    seconds_per_window=seconds_per_window, margin=margin)
     if sd is not None:
         check.resolution = resolution(sd, seconds_per_window,
                                       stacks=sorted({len(check.copies), HEADLINE_STACKS}))

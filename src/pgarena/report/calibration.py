@@ -53,8 +53,7 @@ def _reading(check: AACheck, pair: PairReading) -> str:
     """'❌ order claimed', 'no order, within ±10 %' or 'no order, wider than ±10 %'."""
     if pair.claimed:
         return "❌ order claimed"
-    within = 1 / (1 + check.margin) <= pair.low and pair.high <= 1 + check.margin
-    return f"no order, {'within' if within else 'wider than'} ±{check.margin * 100:g} %"
+    return f"no order, {'within' if pair.within else 'wider than'} ±{check.margin * 100:g} %"
 
 
 def _budget_row(label: str, b: NoiseBudget) -> str:

@@ -32,7 +32,9 @@ def calibrate(
     results_dir: ResultsDirOpt = PROJECT_DIR / "results",
 ) -> None:
     """A/A check of this machine: copies of one stack (perf-test rows=1, users limit=20, static) measured as
-    different stacks; reports how noisy the machine is and what difference it resolves in what time.
+    different stacks, every pair of copies raced within the budget; reports how noisy the machine is, whether
+    every copy-vs-copy interval lies within the equivalence margin (sharp) and what difference it resolves in
+    what time.
 
     Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
     """

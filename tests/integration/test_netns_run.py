@@ -56,10 +56,14 @@ def test_roles_run_in_their_namespaces_and_leave_nothing(tmp_path, fixture_env, 
     assert set(netns.list_namespaces()) == before and not (run_dir / "netns.json").exists()
 
 
-def test_a_stack_round_trip_delays_the_generator_only(tmp_path, fixture_env):
+def test_a_stack_round_trip_delays_the_generator_only(tmp_path, fixture_env, monkeypatch):
     require_load_path("oha")
+    # a fixed pool: without it each request opens its own PostgreSQL connection, 20–60 ms on a busy machine,
+    # and a direct request could not be told from one through the 20 ms proxy (CI's 23 ms first request)
+    monkeypatch.setenv("FIXTURE_POOL", "1")
     config = build_config(project_dir=tmp_path, overrides={
-        **SHORT, "results_dir": tmp_path, "run_id": "front", "stack_rtt_ms": "20ms", "headroom": False})
+        **SHORT, "results_dir": tmp_path, "run_id": "front", "stack_rtt_ms": "20ms", "headroom": False,
+        "cold_start_requests": 3})
     run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="test", log=lambda _: None)
     results = load(run_dir)
     assert results.network is not None and results.network.stack_rtt_ms == 20 and results.network.db_rtt_ms == []

@@ -23,6 +23,7 @@ def _pgarena(*args: str) -> subprocess.CompletedProcess:
     (["--stack", "no-such-stack"], "--stack: unknown stack 'no-such-stack'"),
     (["--copies", "1"], "--copies 1: an A/A check needs at least 2 copies"),
     (["--vus", "x"], "--vus must be comma-separated integers"),
+    (["--rewarm", "-1"], "--rewarm: Input should be greater than or equal to 0"),
 ])
 def test_a_users_mistake_is_one_line_and_exit_2(tmp_path, args, needle):
     done = _pgarena("calibrate", "--stacks-dir", str(FIXTURE_STACKS), "--results-dir", str(tmp_path), *args)

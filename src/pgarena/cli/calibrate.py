@@ -25,6 +25,8 @@ def calibrate(
     profile: ProfileOpt = DEFAULT_PROFILE,
     engine: Annotated[Optional[str], typer.Option(help="load generator: oha (default) or k6")] = None,
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
+    rewarm: Annotated[Optional[float], typer.Option(
+        help="uncounted seconds of load before each measured window (default: the profile's)")] = None,
     budget: Annotated[Optional[str], typer.Option(
         help="wall-clock budget of the check, build included (e.g. 10m; default: the profile's)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the calibration's folder (default: timestamp)")] = None,
@@ -39,7 +41,7 @@ def calibrate(
     Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
     """
     config = run_config(profile, workloads=name_list(workloads), vus=int_list(vus, "--vus"), engine=engine,
-                        duration_s=duration, budget_s=budget, perf_test_rows=[calibration.DEFAULT_ROWS],
+                        duration_s=duration, rewarm_s=rewarm, budget_s=budget, perf_test_rows=[calibration.DEFAULT_ROWS],
                         users_limits=[calibration.DEFAULT_LIMIT], stacks_dir=stacks_dir, results_dir=results_dir,
                         run_id=run_id)
     done = guarded(lambda command_line, log, progress: calibration.calibrate(

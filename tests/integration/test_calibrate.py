@@ -56,6 +56,9 @@ def test_copies_of_one_stack_are_measured_and_checked(tmp_path, fixture_env, mon
     assert table.label == "static · 2 VUs · k6" and table.budget.windows == 6
     assert [(p.a, p.b) for p in table.pairs] == [("fixture-good-aa1", "fixture-good-aa2")]
     assert table.budget.beta is not None  # the probe read every window
+    (phase,) = results.schedule.phases  # each window's wall time was measured: at least its 1 s of load
+    assert phase.slot_seconds is not None and phase.slot_seconds >= 1.0
+    assert done.check.slot_measured and done.check.seconds_per_window == phase.slot_seconds
     text = done.report.read_text()
     assert text.startswith("# pgarena calibrate — ") and "## What this machine can resolve" in text
     assert ("PASSED" in text) == done.check.passed

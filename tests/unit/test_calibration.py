@@ -164,3 +164,24 @@ def test_copies_left_out_of_the_ranking_are_named_and_no_pair_of_theirs_is_read(
     text = calibration_markdown(check, stack="s", run_dir="r", hostname="h")
     assert "Left out of the ranking, so of this check: a (generator-bound), b (generator-bound)." in text
     assert "Not sharp: no pair was read in static · 50 VUs · oha" in text and "| pair |" not in text
+
+
+def test_the_time_per_window_is_the_runs_measured_one_when_recorded():
+    from pgarena.results.models import PhaseRecord, ScheduleRecord
+
+    data = {"a": [1000, 1010, 990, 1005, 1000], "b": [1002, 995, 1008, 1000, 997]}
+    results = _aa_results(data)
+    results.config = {**results.config, "duration_seconds": 1.0}
+    results.schedule = ScheduleRecord(kind="interleaved", rewarm_seconds=0.5)
+    configured = aa_check(results, ["a", "b"])
+    assert configured.seconds_per_window == 1.5 and not configured.slot_measured
+    assert "1.5 s per window (window and re-warm; what happens between windows was not measured" in \
+        calibration_markdown(configured, stack="s", run_dir="r", hostname="h")
+    # two phases: their measured slots weighted by their windows, not the configured 1.5 s
+    results.schedule.phases = [PhaseRecord(name="headline", cells=1, windows=30, slot_seconds=2.0),
+                               PhaseRecord(name="closed", cells=2, windows=10, slot_seconds=3.0)]
+    measured = aa_check(results, ["a", "b"])
+    assert measured.slot_measured and measured.seconds_per_window == pytest.approx(2.25)
+    assert {r.rounds: r.seconds for r in measured.resolution if r.stacks == 2}[10] == pytest.approx(2 * 10 * 2.25)
+    assert "2.25 s of wall time per window, measured" in calibration_markdown(measured, stack="s", run_dir="r",
+                                                                              hostname="h")

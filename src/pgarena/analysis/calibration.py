@@ -63,7 +63,7 @@ class TableCheck:
 @dataclass(frozen=True)
 class Resolution:
     """The smallest ratio > 1 the verdict resolves with `rounds` rounds in a table of `stacks` stacks, and the
-    measured seconds those rounds take there (windows and re-warms only)."""
+    seconds those rounds take there (AACheck.seconds_per_window a window)."""
 
     stacks: int
     rounds: int
@@ -81,10 +81,12 @@ class AACheck:
     window_log_sd: float | None
     """The per-window log-sd the resolution is computed with: after the probe where it was read."""
     seconds_per_window: float
-    """A measured window plus its re-warm, in seconds."""
+    """The wall time of one window, in seconds: measured (`slot_measured`), else its window plus its re-warm."""
     resolution: list[Resolution] = field(default_factory=list)
     margin: float = DEFAULT_EQUIVALENCE_MARGIN
     """The run's equivalence margin: the check is sharp when every interval lies within [1/(1+m), 1+m]."""
+    slot_measured: bool = False
+    """`seconds_per_window` is the run's measured wall time per window, not the configured window + re-warm."""
 
     @property
     def passed(self) -> bool:
@@ -143,21 +145,28 @@ def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: 
     sd = None
     if pooled is not None:
         sd = pooled.adjusted_window_log_sd if pooled.adjusted_window_log_sd is not None else pooled.window_log_sd
+    slot_measured = False
     if seconds_per_window is None:
-        seconds_per_window = _window_seconds(results)
+        seconds_per_window, slot_measured = _window_seconds(results)
     check = AACheck(copies=list(copies), tables=tables, pooled=pooled, window_log_sd=sd,
-                    seconds_per_window=seconds_per_window, margin=margin)
+                    seconds_per_window=seconds_per_window, margin=margin, slot_measured=slot_measured)
     if sd is not None:
         check.resolution = resolution(sd, seconds_per_window,
                                       stacks=sorted({len(check.copies), HEADLINE_STACKS}))
     return check
 
 
-def _window_seconds(results: RunResults) -> float:
-    """A measured window plus its re-warm, from the stored configuration (seconds)."""
+def _window_seconds(results: RunResults) -> tuple[float, bool]:
+    """The wall time of one window (seconds) and whether it was measured: the phases' measured slots
+    (PhaseRecord.slot_seconds: re-warm, window, checks, bookkeeping) weighted by their windows, else the stored
+    configuration's window plus its re-warm, which leaves out what happens between windows."""
+    phases = [p for p in (results.schedule.phases if results.schedule is not None else [])
+              if p.slot_seconds is not None and p.windows]
+    if phases:
+        return sum(p.slot_seconds * p.windows for p in phases) / sum(p.windows for p in phases), True  # type: ignore[operator]
     duration = float(results.config.get("duration_seconds") or 0.0)
     rewarm = results.schedule.rewarm_seconds if results.schedule is not None else None
-    return duration + float(rewarm or 0.0)
+    return duration + float(rewarm or 0.0), False
 
 
 def resolution(window_log_sd: float, seconds_per_window: float, *, stacks: Sequence[int],

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from pgarena.cli.common import PROJECT_DIR, SOURCE_DIR, fail, guarded, out, run_config
-from pgarena.cli.options import DbOpt, ProfileOpt, ResultsDirOpt, StacksDirOpt, int_list, name_list
+from pgarena.cli.options import ConfidenceOpt, DbOpt, ProfileOpt, ResultsDirOpt, StacksDirOpt, int_list, name_list
 from pgarena.config.defaults import default_cpu_sets
 from pgarena.config.profiles import DEFAULT_PROFILE
 from pgarena.db.postgres import PostgresError
@@ -27,6 +27,7 @@ def calibrate(
     duration: Annotated[Optional[float], typer.Option(help="seconds per measured window")] = None,
     rewarm: Annotated[Optional[float], typer.Option(
         help="uncounted seconds of load before each measured window (default: the profile's)")] = None,
+    confidence: ConfidenceOpt = None,
     budget: Annotated[Optional[str], typer.Option(
         help="wall-clock budget of the check, build included (e.g. 10m; default: the profile's)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="name of the calibration's folder (default: timestamp)")] = None,
@@ -41,7 +42,7 @@ def calibrate(
     Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
     """
     config = run_config(profile, workloads=name_list(workloads), vus=int_list(vus, "--vus"), engine=engine,
-                        duration_s=duration, rewarm_s=rewarm, budget_s=budget, perf_test_rows=[calibration.DEFAULT_ROWS],
+                        duration_s=duration, rewarm_s=rewarm, confidence_level=confidence, budget_s=budget, perf_test_rows=[calibration.DEFAULT_ROWS],
                         users_limits=[calibration.DEFAULT_LIMIT], stacks_dir=stacks_dir, results_dir=results_dir,
                         run_id=run_id)
     done = guarded(lambda command_line, log, progress: calibration.calibrate(

@@ -59,7 +59,7 @@ def command_line() -> str:
 
 OPTION_OF_FIELD = {
     "warmup_s": "--warmup", "duration_s": "--duration", "cell_budget_s": "--cell-budget", "budget_s": "--budget",
-    "equivalence_margin": "--margin",
+    "equivalence_margin": "--margin", "confidence_level": "--confidence",
     "target_rel_half_width": "--target-width", "perf_test_rows": "--rows", "users_limits": "--limits",
     "post_records": "--post-records", "nested_depths": "--nested-depths", "payload_kb": "--payload-kb",
     "arrival_rates": "--rates", "slo_p99_ms": "--slo-p99", "slo_budget_steps": "--slo-steps",

@@ -40,6 +40,8 @@ def target_urls(values: list[str] | None) -> dict[str, str] | None:
         raise fail(str(exc)) from None
 
 
+ConfidenceOpt = Annotated[Optional[float], typer.Option(
+    "--confidence", help="the level at which all the claims of one table hold together, e.g. 0.99 (default 0.95)")]
 StacksOpt = Annotated[Optional[str], typer.Option("--stacks", help="comma-separated stack ids (default: all)")]
 WorkloadsOpt = Annotated[Optional[str], typer.Option(help="comma-separated: perf-test,users,static")]
 ProfileOpt = Annotated[str, typer.Option(help=f"load profile: {', '.join(PROFILES)}")]

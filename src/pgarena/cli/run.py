@@ -12,6 +12,7 @@ from pgarena.cli.common import PROJECT_DIR, execute_run, fail, print_outputs, ru
 from pgarena.cli.history import record_history
 from pgarena.cli.options import (
     AdminDbOpt,
+    ConfidenceOpt,
     DbNameOpt,
     DbOpt,
     DbPasswordOpt,
@@ -54,6 +55,7 @@ def run(
     budget: Annotated[Optional[str], typer.Option(
         help="wall-clock budget of the whole run, builds included (e.g. 30m, 1h30m): the interleaved rounds go "
              "to the pairs still open and stop when the next round would overrun it (default: the profile's)")] = None,
+    confidence: ConfidenceOpt = None,
     margin: Annotated[Optional[float], typer.Option(
         help="equivalence margin: two stacks whose ratio's interval lies within [1/(1+m), 1+m] are 'equivalent' "
              "(default 0.10)")] = None,
@@ -161,7 +163,7 @@ def run(
     config = run_config(
         profile, stacks=name_list(stacks), workloads=name_list(workloads), engine=engine, repetitions=repetitions,
         max_repetitions=max_repetitions, target_rel_half_width=target_width, cell_budget_s=cell_budget,
-        budget_s=budget, equivalence_margin=margin, arrival_rates=name_list(rates),
+        budget_s=budget, equivalence_margin=margin, confidence_level=confidence, arrival_rates=name_list(rates),
         shared_rates=name_list(shared_rates), shared_rate_peaks=peaks,
         shared_rates_from=str(shared_rates_from) if shared_rates_from else None,
         open_connections=open_connections, slo_p99_ms=slo_p99,

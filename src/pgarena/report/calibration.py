@@ -78,8 +78,12 @@ def resolution_lines(check: AACheck) -> list[str]:
     if check.window_log_sd is None or not check.resolution:
         return ["Not enough windows to estimate the noise: run more rounds."]
     stacks = sorted({r.stacks for r in check.resolution})
-    lines = [f"With a per-window log-sd of {check.window_log_sd:.3f} and {check.seconds_per_window:g} s per window "
-             "(re-warm included), the verdict separates two stacks of one table once they differ by at least:", "",
+    per_window = (f"{check.seconds_per_window:.2f} s of wall time per window, measured (re-warm, window, checks and "
+                  "bookkeeping)" if check.slot_measured else
+                  f"{check.seconds_per_window:g} s per window (window and re-warm; what happens between windows "
+                  "was not measured in this run)")
+    lines = [f"With a per-window log-sd of {check.window_log_sd:.3f} and {per_window}, the verdict separates two "
+             "stacks of one table once they differ by at least:", "",
              "| rounds | " + " | ".join(f"{s} stacks: ratio · time" for s in stacks) + " |",
              "|---:|" + "---:|" * len(stacks)]
     for rounds in sorted({r.rounds for r in check.resolution}):

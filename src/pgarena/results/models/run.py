@@ -40,6 +40,9 @@ class PhaseRecord(Record):
     unsettled: list[str] = Field(default_factory=list, description="pairs still unordered when it stopped")
     window_seconds: float | None = Field(None, description="measured window of the phase's cells (None: not recorded)")
     rewarm_seconds: float | None = Field(None, description="uncounted load before each of its windows (None: the run's)")
+    slot_seconds: float | None = Field(None, description=(
+        "wall time per window, measured: its re-warm, the window, the answer and accounting checks and the "
+        "bookkeeping after it, averaged over the phase's windows (None: not recorded)"))
     finished_at: dt.datetime | None = None
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from pgarena.analysis.paired import paired_ranks, paired_ratio
 from pgarena.load.schedule import Slot, plan
 from pgarena.stats.intervals import confidence_interval, rank_with_ties
@@ -114,6 +116,26 @@ def test_a_pair_out_of_reach_of_the_cap_stops_early_and_says_so():
                          policy=RoundsPolicy(min_rounds=3, max_rounds=8, margin=0.01))
     assert outcome.stop_reason == "out-of-reach" and outcome.rounds < 8  # ±1 % at 17 % scatter: hundreds of rounds
     assert outcome.unsettled and "not resolved" in outcome.unsettled[0]
+
+
+@pytest.mark.parametrize("forecast", [True, False])
+def test_the_last_phase_races_a_pair_beyond_the_forecast_until_the_budget(forecast):
+    """With phases after it, a pair the budget's forecast cannot resolve leaves early to hand them its time;
+    the last phase (forecast=False) has no one to hand it to and races the pair until the budget is spent."""
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
+
+    machine = DriftingMachine({"a": 1000.0, "b": 1000.0}, drift_per_s=0.0, seed=1)
+    scatter = random.Random(2)
+
+    def measure(slot: Slot) -> float:  # ±1 % at 17 % scatter needs hundreds of rounds; 60 s allow 30
+        machine.now += 1.0
+        return 1000.0 * scatter.uniform(0.7, 1.3)
+
+    outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=measure, clock=machine.clock,
+                         policy=RoundsPolicy(min_rounds=3, max_rounds=1000, margin=0.01, budget_s=60,
+                                             forecast=forecast))
+    assert outcome.stop_reason == "budget" and outcome.unsettled
+    assert (outcome.rounds < 25) if forecast else (outcome.rounds == 30), (outcome.rounds, outcome.stop_reason)
 
 
 def test_resumed_rounds_do_not_measure_known_windows_again():

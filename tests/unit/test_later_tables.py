@@ -21,7 +21,8 @@ def two_cpus(monkeypatch):
 
 def test_bench_keeps_its_later_tables_unless_a_window_setting_is_given(tmp_path: Path, two_cpus):
     bench = build_config(profile="bench", project_dir=tmp_path)
-    assert bench.later_tables is not None and bench.later_tables.duration_s < bench.duration_s
+    assert bench.later_tables is not None and bench.later_tables.duration_s <= bench.duration_s
+    assert bench.later_tables.warmup_cap_s < bench.warmup_cap_s  # the headline warms up until steady
     assert bench.headline_share == PROFILES["bench"].headline_share
     for option, value in (("duration_s", 3.0), ("rewarm_s", 0.2), ("repetitions", 4), ("warmup_cap_s", 5.0)):
         given = build_config(profile="bench", project_dir=tmp_path, overrides={option: value})

@@ -83,11 +83,16 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="bench",
             description=("`make bench`: every workload at 50 VUs at the parameters users read first (perf-test 1 row, "
-                         "users 20): the headline in 2 s windows, the other tables in 1 s ones, raced in interleaved "
+                         "users 20): 1 s windows after a 0.5 s re-warm, raced in interleaved "
                          "rounds until each table is resolved or the 40-minute budget (builds included) is spent"),
             warmup_s=1,
             warmup_cap_s=10,
-            duration_s=2,
+            # 1 s windows after a 0.5 s re-warm for every table: four copies of go-nethttp-pgx on perf-test at
+            # 50 VUs, alternated with 2 s windows after a 1 s re-warm (calw-w2a, w1a, w1b, w2b; docs/methodology.md),
+            # scattered alike per window (log-sd after the probe 0.093, 0.128 against 0.114, 0.123) in 1.86 s of
+            # wall time per window against 3.36 s: a paired interval's variance after a given time is about half
+            duration_s=1,
+            rewarm_s=0.5,
             repetitions=3,
             max_repetitions=40,
             cell_budget_s=80,

@@ -78,6 +78,11 @@ class RoundsPolicy:
     every_pair: bool = False
     """A cell is open while any pair of its stacks is not resolved, not only a neighbouring one (`pgarena
     calibrate`: its question is about every pair of copies)."""
+    forecast: bool = True
+    """After the minimum rounds, pairs that the rounds the time left allows cannot resolve (by
+    `sequential.rounds_to_resolve`'s forecast) leave the race, so that their time goes to the phases after
+    this one. False (the last phase of a run: no phase is left to give the time to): open pairs are raced until
+    the deadline or the cap, since a forecast from a few noisy rounds can be wrong either way."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.max_rounds:
@@ -202,7 +207,8 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             stop = _judge_cell(state[cell], per_stack, reference, policy)
             if stop is None and r >= policy.min_rounds:
                 # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
-                stop = _narrow(state[cell], (by_cap, by_cap if policy.gate else by_time), policy.gate)
+                stop = _narrow(state[cell], (by_cap, by_cap if policy.gate or not policy.forecast else by_time),
+                               policy.gate)
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
                 del_state = state.pop(cell)

@@ -315,7 +315,10 @@ class InterleavedRun:
         later = self._later(phase)
         least = later.repetitions if later is not None else config.repetitions
         tables = len({key[1:] for p in self.phases for key in p.cells})
-        policy = rounds_policy(config, least, self.phase_deadline(phase), tables)
+        # nothing after this phase (no other phase, pool size or SLO search): it may spend the budget's rest
+        last = (config.slo_p99_ms is None and self.pool == (list(config.pool_sizes) or [None])[-1]
+                and all(p.name in self.finished_phases for p in self.phases if p is not phase))
+        policy = rounds_policy(config, least, self.phase_deadline(phase), tables, last=last)
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),
                            unit="window")
         left = "" if policy.deadline is None else f", {format_duration(max(0.0, policy.deadline - time.monotonic()))} of the budget"

@@ -185,3 +185,11 @@ def test_the_time_per_window_is_the_runs_measured_one_when_recorded():
     assert {r.rounds: r.seconds for r in measured.resolution if r.stacks == 2}[10] == pytest.approx(2 * 10 * 2.25)
     assert "2.25 s of wall time per window, measured" in calibration_markdown(measured, stack="s", run_dir="r",
                                                                               hostname="h")
+
+
+def test_a_copy_left_out_for_want_of_an_interval_says_so_not_ok():
+    results = _aa_results(_identical(20, 0.01))
+    results.cells[0].summary.rps_interval = None  # e.g. one window only
+    results.cells[1].flags = ["demonstration"]
+    table = aa_check(results, ["a", "b", "c"], seconds_per_window=3.0).tables[0]
+    assert table.left_out == ["a (no interval: 20 windows)", "b (demonstration)"]

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 
 from pgarena.analysis.noise import NoiseBudget, noise_budget, pooled_budget, table_label, table_rounds
 from pgarena.analysis.paired import paired_ratio
-from pgarena.analysis.ranking import BY_RPS, comparable_groups, in_field, rank_basis
+from pgarena.analysis.ranking import BY_RPS, comparable_groups, in_field, out_of_field, rank_basis
 from pgarena.analysis.verdicts import TableVerdict, run_verdicts, verdict_settings
-from pgarena.contract.flags import INVALID
 from pgarena.results.models import RunResults
 from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN
 
@@ -132,7 +131,7 @@ def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: 
         measured.append((rps, unit))
         ranked = {c.stack for c in cells if in_field(c)}
         check = TableCheck(label=table_label(cells[0]), budget=noise_budget(rps, unit),
-                           left_out=[f"{c.stack} ({', '.join(f for f in c.flags if f in INVALID) or c.status})"
+                           left_out=[f"{c.stack} ({out_of_field(c)})"
                                      for c in sorted(cells, key=lambda c: c.stack) if c.stack not in ranked])
         verdict = verdicts.get(key)
         if verdict is not None:

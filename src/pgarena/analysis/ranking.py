@@ -112,6 +112,19 @@ def in_field(cell: Cell) -> bool:
             and not any(flag in INVALID or flag == DEMONSTRATION for flag in cell.flags))
 
 
+def out_of_field(cell: Cell) -> str | None:
+    """Why a cell takes no part in the ranking (`in_field`), in a few words; None when it does."""
+    if in_field(cell):
+        return None
+    flags = [f for f in cell.flags if f in INVALID or f == DEMONSTRATION]
+    if flags:
+        return ", ".join(flags)
+    if cell.status != "ok":
+        return cell.status
+    windows = len(cell.repetitions)
+    return f"no interval: {windows} window{'' if windows == 1 else 's'}" if cell.summary is not None else "not measured"
+
+
 Field = Callable[[Cell], bool]
 """Which cells of a table take part in a ranking (`in_field`, or `in_exact_field`)."""
 

@@ -105,6 +105,7 @@ def test_scheduler_stops_on_its_budget_and_says_so():
     outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=measure, clock=machine.clock,
                          policy=RoundsPolicy(min_rounds=2, max_rounds=200, margin=0.02, budget_s=9))
     assert outcome.stop_reason == "budget" and outcome.rounds <= 4  # 2 s a round: a fifth would pass 9 s
+    assert outcome.seconds_per_window == 1.0  # the scheduler's own timing of each window, kept for the record
     assert outcome.unsettled and "not resolved" in outcome.unsettled[0]
 
 

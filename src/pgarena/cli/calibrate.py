@@ -42,9 +42,9 @@ def calibrate(
     Exit codes: 0 no order claimed among the copies, 1 an order was claimed (the check failed), 2 a user error.
     """
     config = run_config(profile, workloads=name_list(workloads), vus=int_list(vus, "--vus"), engine=engine,
-                        duration_s=duration, rewarm_s=rewarm, confidence_level=confidence, budget_s=budget, perf_test_rows=[calibration.DEFAULT_ROWS],
-                        users_limits=[calibration.DEFAULT_LIMIT], stacks_dir=stacks_dir, results_dir=results_dir,
-                        run_id=run_id)
+                        duration_s=duration, rewarm_s=rewarm, confidence_level=confidence, budget_s=budget,
+                        perf_test_rows=[calibration.DEFAULT_ROWS], users_limits=[calibration.DEFAULT_LIMIT],
+                        stacks_dir=stacks_dir, results_dir=results_dir, run_id=run_id)
     done = guarded(lambda command_line, log, progress: calibration.calibrate(
         config, stack_id=stack, copies=copies, project_dir=SOURCE_DIR, command_line=command_line, log=log,
         progress=progress))

@@ -105,6 +105,8 @@ class RoundsOutcome:
     """How many rounds each cell took part in."""
     windows: int = 0
     """Windows measured by this call (resumed ones not counted)."""
+    seconds_per_window: float | None = None
+    """Mean wall time of those windows (each `measure` call: re-warm, window, checks, bookkeeping); None: none."""
     unsettled: list[str] = field(default_factory=list)
     """Sentences for the neighbouring pairs still not resolved when the rounds stopped."""
 
@@ -242,7 +244,8 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                                  for stack, by_round in per_stack.items()} for cell, per_stack in refs.items()}
             return RoundsOutcome(rounds=r, stop_reason=reason, values=values, references=references,
                                  cell_stop=cell_stop, cell_rounds=cell_rounds, windows=windows,
-                                 unsettled=open_sentences)
+                                 unsettled=open_sentences,
+                                 seconds_per_window=sum(window_seconds) / len(window_seconds) if window_seconds else None)
 
 
 def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],

@@ -89,8 +89,6 @@ class InterleavedRun:
         self.idle_cpu_s: dict[str, float] = {live.id: 0.0 for live in lives}
         self.idle_wall_s: dict[str, float] = {live.id: 0.0 for live in lives}
         self.stored = {c.key: c for c in ctx.results.cells}
-        self.slot_wall: dict[str, list] = {}
-        """Per phase: [wall seconds of its windows from re-warm to bookkeeping, windows] (PhaseRecord.slot_seconds)."""
         self.plan_index: dict[tuple, int] = {}
         """Every planned cell's position: stack by stack, each stack's cells in plan order."""
         self.phases: list[_Phase] = []
@@ -272,9 +270,6 @@ class InterleavedRun:
             summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))
         ctx.progress.cell_done()
         save(ctx.results, ctx.run_dir)
-        spent = self.slot_wall.setdefault(phase.name, [0.0, 0])
-        spent[0] += time.monotonic() - started
-        spent[1] += 1
         return (rep.rps, getattr(rep, "reference_unit_ns", None)) if rep is not None else None
 
     # --- phases ---------------------------------------------------------------------------------------
@@ -328,8 +323,6 @@ class InterleavedRun:
         def round_end(index: int, unsettled: list[str]) -> None:
             record.rounds = index
             record.windows = sum(len(c.repetitions) for c in phase.cells.values())
-            wall, slots = self.slot_wall.get(phase.name, (0.0, 0))
-            record.slot_seconds = round(wall / slots, 3) if slots else record.slot_seconds
             ctx.log(f"{phase.name}: round {index} done; "
                     + (f"{len(unsettled)} pair(s) not yet {'decided against the floor' if policy.gate else 'ordered or equivalent'}"
                        if unsettled else "every pair settled"))
@@ -353,6 +346,8 @@ class InterleavedRun:
                 if cell.summary is not None:
                     cell.summary.stop_reason = STOP_REASONS[outcome.cell_stop.get(key[1:], outcome.stop_reason)]  # type: ignore[assignment]
         record.stop_reason, record.unsettled = outcome.stop_reason, outcome.unsettled
+        if outcome.seconds_per_window is not None:  # the scheduler's own timing of each window (a resume: its own)
+            record.slot_seconds = round(outcome.seconds_per_window, 3)
         self.finished_phases.add(phase.name)
         record.finished_at = dt.datetime.now(dt.timezone.utc)
         self._record_idle()

@@ -42,7 +42,8 @@ class PhaseRecord(Record):
     rewarm_seconds: float | None = Field(None, description="uncounted load before each of its windows (None: the run's)")
     slot_seconds: float | None = Field(None, description=(
         "wall time per window, measured: its re-warm, the window, the answer and accounting checks and the "
-        "bookkeeping after it, averaged over the phase's windows (None: not recorded)"))
+        "bookkeeping after it, averaged over the windows the phase measured (after a resume: those since; None: not "
+        "recorded)"))
     finished_at: dt.datetime | None = None
 
 

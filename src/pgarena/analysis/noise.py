@@ -32,6 +32,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
 from pgarena.analysis.ranking import BY_RPS, comparable_groups, level_group_label, rank_basis
 from pgarena.analysis.sequential import AdditiveFit, additive_fit
 from pgarena.analysis.verdicts import has_rounds
@@ -69,6 +70,8 @@ class NoiseBudget:
     `window_log_sd` for normal noise, far below it when a few slow windows make most of the variance."""
     kurtosis: float | None = None
     """Of the residuals: 3 for normal noise, above it for heavy tails (a few outlying windows)."""
+    probe_check: ProbeCheck | None = None
+    """One table: whether the probe read differently beside different stacks (probecheck.py); None pooled."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class _Parts:
     rho_z: tuple[float, ...] = ()
     residuals: tuple[float, ...] = ()
     """The fit's residuals, each scaled by √(windows/df) so that their mean square is RSS/df."""
+    probe_check: ProbeCheck | None = None
 
 
 def _logs(values: Sequence[float | None], rounds: int) -> list[float | None]:
@@ -110,14 +114,16 @@ def _parts(per_round: PerRound, reference: PerRound | None) -> _Parts:
     z = {s: _logs(reference.get(s, ()), rounds) for s in y}
     both = {s: [v if v is not None and z[s][r] is not None else None for r, v in enumerate(y[s])] for s in y}
     y_fit = additive_fit(both)
-    z_fit = additive_fit({s: [z[s][r] if v is not None else None for r, v in enumerate(both[s])] for s in both})
+    z_both = {s: [z[s][r] if v is not None else None for r, v in enumerate(both[s])] for s in both}
+    z_fit = additive_fit(z_both)
     if y_fit.df < 2 or len(y_fit.round_effects) < 2:
         return parts
     keys = list(y_fit.residuals)
     order = sorted(y_fit.round_effects)
     return replace(parts, probe_windows=len(keys), probe_df=y_fit.df, yy=y_fit.rss, zz=z_fit.rss,
                    yz=math.fsum(y_fit.residuals[k] * z_fit.residuals[k] for k in keys),
-                   rho_y=tuple(y_fit.round_effects[r] for r in order), rho_z=tuple(z_fit.round_effects[r] for r in order))
+                   rho_y=tuple(y_fit.round_effects[r] for r in order), rho_z=tuple(z_fit.round_effects[r] for r in order),
+                   probe_check=stack_dependence(z_both, z_fit.rss, z_fit.df))
 
 
 def _tails(residuals: Sequence[float]) -> dict[str, float | None]:
@@ -159,7 +165,8 @@ def _budget(tables: Sequence[_Parts]) -> NoiseBudget:
 def noise_budget(per_round: PerRound, reference: PerRound | None = None) -> NoiseBudget:
     """One table's budget: `per_round` is stack → 2xx/s per round, `reference` stack → the probe's
     reference_unit_ns in the same windows (None: no adjustment)."""
-    return _budget([_parts(per_round, reference)])
+    parts = _parts(per_round, reference)
+    return replace(_budget([parts]), probe_check=parts.probe_check)
 
 
 def pooled_budget(tables: Sequence[tuple[PerRound, PerRound | None]]) -> NoiseBudget:
@@ -218,5 +225,8 @@ def budget_line(budget: NoiseBudget) -> str:
     text += f"; round sd {figure(budget.round_sd)}"
     if budget.beta is not None:
         text += f" → {figure(budget.adjusted_round_sd)}"
+    if budget.probe_check is not None:
+        text += (f"; the probe beside each stack: {budget.probe_check.sentence()}"
+                 + (" — it depends on the stack, so the verdict does not use it" if budget.probe_check.dependent else ""))
     return text + (f"; {budget.windows} windows, {budget.stacks} stack{'s' if budget.stacks != 1 else ''}, "
                    f"{budget.rounds} round{'s' if budget.rounds != 1 else ''}")

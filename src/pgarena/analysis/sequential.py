@@ -9,20 +9,19 @@ run stopped at*. This module gives intervals with that property:
   differences d_r = y_a,r − y_b,r of y = ln(2xx/s) (Abedi and Brecht, ICPE 2017). Optionally each y is first
   corrected for the machine's speed during its window, read by a reference probe on the server CPUs (duet
   benchmarking: Bulej et al., Empirical Software Engineering 25, 2020): y' = y − β·z with z = ln(probe unit
-  ns) and β the within-stack, within-round least-squares slope of y on z over the table (`fit_table`).
+  ns) and β the within-stack, within-round least-squares slope of y on z over the table (`fit_table`), unless
+  the probe's readings depend on the stack (`probecheck.py`).
 - **The noise is estimated from the whole table.** A two-way additive fit y'[s,r] = μ_s + ρ_r + e (the
   round effect ρ removes the drift the rounds share) gives a pooled per-window variance σ² with
   N − S − R + 1 degrees of freedom, far more than one pair's rounds give. Each pair's variance is that pooled
-  2σ² moderated by the pair's own sample variance (the empirical-Bayes variance of Smyth, "Linear models and
-  empirical Bayes methods for assessing differential expression", SAGMB 3(1), 2004, with a fixed prior weight
-  `PRIOR_DF`), so a pair of stacks noisier than the rest widens its own interval.
+  2σ² moderated by the pair's own sample variance (Smyth's empirical-Bayes variance, SAGMB 3(1), 2004, prior
+  weight `PRIOR_DF`), so a pair of stacks noisier than the rest widens its own interval.
 - **Anytime-valid.** The interval of a pair after n paired rounds is Robbins' normal-mixture confidence
   sequence (Howard, Ramdas, McAuliffe and Sekhon, "Time-uniform, nonparametric, nonasymptotic confidence
   sequences", Annals of Statistics 49(2), 2021, eq. (14) with a Gaussian mixture): with variance v per round,
   |d̄_n − δ| ≤ √(2v(n+ρ)·(ln(1/α′) + ½·ln((n+ρ)/ρ))) / n holds for every n at once with probability ≥ 1 − α′,
-  so looking after every round and stopping on what one sees does not inflate the error. The mixture
-  parameter ρ is chosen to make the boundary tightest at `DEFAULT_TIGHTEST_AT` rounds. The variance is
-  plugged in, widened by the ratio of Student's to the normal critical value at its degrees of freedom.
+  so looking after every round and stopping on what one sees does not inflate the error; ρ makes it tightest
+  at `DEFAULT_TIGHTEST_AT` rounds. The variance is plugged in, widened by Student's over the normal critical value.
 - **Simultaneous over every pair.** α′ = (1 − level) / (S(S−1)/2): a Bonferroni split over every pair of
   the table's S stacks, so any pair the table chooses to show after seeing the data (neighbours in the
   order, each stack against the best) is covered, and all its intervals hold together at `level`.
@@ -43,6 +42,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
 from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, t_critical
 
 DEFAULT_FAMILY_LEVEL = 0.95
@@ -133,13 +133,15 @@ class TableFit:
     effect: dict[str, float]
     """stack → μ̂, its paired estimate on the log scale (differences between stacks are meaningful)."""
     variance: float | None
-    """Pooled per-window variance σ² of the residuals (None: too few degrees of freedom)."""
     df: int
+    """Pooled per-window variance σ² of the residuals (None: too few degrees of freedom), its df."""
     slope: float
-    """β of the speed correction (0: not applied)."""
     windows: int
+    """β of the speed correction (0: not applied); the windows fitted."""
     raw_variance: float | None = None
     """The same σ² before the speed correction (the noise budget's 'before')."""
+    probe_check: ProbeCheck | None = None
+    """Whether the probe read differently beside different stacks (probecheck.py); if so, no correction."""
 
 
 def _logs(values: Sequence[float | None]) -> list[float | None]:
@@ -162,9 +164,8 @@ class AdditiveFit:
     residuals: dict[tuple[str, int], float]
     """e per (stack, round index) window."""
     rss: float
-    """Residual sum of squares."""
     df: int
-    """Residual degrees of freedom N − S − R + 1 (can be ≤ 0 for a tiny table)."""
+    """Residual sum of squares and degrees of freedom N − S − R + 1 (can be ≤ 0 for a tiny table)."""
     iterations: int
 
 
@@ -200,8 +201,7 @@ def additive_fit(y: PerRound) -> AdditiveFit:
 
 
 def _two_way(y: Mapping[str, Sequence[float | None]], rounds: int) -> tuple[dict[str, float], list[float], float, int]:
-    """`additive_fit` as (μ, ρ per round index, residual sum of squares, residual df)."""
-    fit = additive_fit(y)
+    fit = additive_fit(y)  # as (μ, ρ per round index, residual sum of squares, residual df)
     return fit.stack_effects, [fit.round_effects.get(r, 0.0) for r in range(rounds)], fit.rss, fit.df
 
 
@@ -212,13 +212,14 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
     y = {s: _logs(list(v) + [None] * (rounds - len(v))) for s, v in per_round.items()}
     mu, rho, rss, df = _two_way(y, rounds)
     raw_variance = rss / df if df >= MIN_FIT_DF else None
-    slope = 0.0
+    slope, check = 0.0, None
     if reference is not None and df - 1 >= MIN_SLOPE_DF:
         z = {s: _logs(list(reference.get(s, [])) + [None] * (rounds - len(reference.get(s, [])))) for s in y}
         complete = all((z[s][r] is None) == (y[s][r] is None) for s in y for r in range(rounds))
         if complete:
-            zmu, zrho, zrss, _ = _two_way(z, rounds)
-            if zrss > 0:
+            zmu, zrho, zrss, zdf = _two_way(z, rounds)
+            check = stack_dependence(z, zrss, zdf)
+            if zrss > 0 and not (check and check.dependent):
                 cross = sum((y[s][r] - mu[s] - rho[r]) * (z[s][r] - zmu[s] - zrho[r])  # type: ignore[operator]
                             for s in y for r in range(rounds) if y[s][r] is not None)
                 slope = min(0.0, max(-2.0, cross / zrss))
@@ -230,7 +231,7 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
     variance = rss / df if df >= MIN_FIT_DF else None
     windows = sum(v is not None for vals in y.values() for v in vals)
     return TableFit(y=y, effect=mu, variance=variance, df=max(df, 0), slope=slope, windows=windows,
-                    raw_variance=raw_variance)
+                    raw_variance=raw_variance, probe_check=check)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,77 @@
+"""Does the speed probe read the machine, or the stack beside it? The test the speed correction must pass.
+
+The verdict corrects each window's ln(2xx/s) by β·z, z = ln(the probe's unit time in that window)
+(`sequential.fit_table`). That correction moves a stack's paired estimate by −β·(its mean z − the others'), so
+it is unbiased only if the probe reads the same, on average, beside every stack: a covariate must not depend
+on the treatment (the analysis of covariance's condition). The probe shares the server CPU with the measured
+stack — its caches, and the interrupts that land while its unit runs and are charged to it (this kernel has
+no separate IRQ time accounting) — so a stack could shift the probe's readings by itself, and the correction
+would then carry that shift into the stack's ratio. Copies of one stack (an A/A run) cannot show such a bias;
+this test can.
+
+The test: the F test of the stack effects in the same two-way layout the verdict fits, z[s,r] = κ_s + ρ_r + e
+against z[s,r] = ρ_r + e (the stack effects' extra sum of squares over S − 1 degrees of freedom, against the
+two-way residual mean square). When it rejects at `PROBE_DEPENDENCE_LEVEL`, the table is judged without the
+correction (wider intervals, no bias) and the report says why. With an independent probe the test rejects by
+chance in that share of tables, which costs only their correction.
+
+Its limit: it sees a dependence as large as the probe's own scatter over the rounds, not a smaller one, which could
+still move a corrected ratio by about as much. Measured on real tables of different stacks (`scripts/noise_budget.py
+results/<run-id>` prints the test per table; docs/methodology.md "The probe must read the machine, not the stack"):
+kappa-1, six stacks from 431 to 6,191 2xx/s, F 1.02 on 5 and 19 degrees of freedom, p 0.43.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+PROBE_DEPENDENCE_LEVEL = 0.01
+"""A table whose probe readings differ by stack at this significance level gets no speed correction."""
+
+
+@dataclass(frozen=True)
+class ProbeCheck:
+    """The F test of the stack effects on the probe's log readings (module docstring)."""
+
+    f: float
+    df_stacks: int
+    df_residual: int
+    p: float
+
+    @property
+    def dependent(self) -> bool:
+        """The probe's readings depend on the stack at `PROBE_DEPENDENCE_LEVEL`."""
+        return self.p < PROBE_DEPENDENCE_LEVEL
+
+    def sentence(self) -> str:
+        """'F 1.16 on 5 and 19 df, p 0.36'."""
+        return f"F {self.f:.2f} on {self.df_stacks} and {self.df_residual} df, p {self.p:.2g}"
+
+
+def round_only_rss(z: Mapping[str, Sequence[float | None]]) -> float:
+    """Residual sum of squares of z[s,r] = ρ_r + e: each value minus the mean of its round."""
+    rounds = max((len(v) for v in z.values()), default=0)
+    rss = 0.0
+    for r in range(rounds):
+        column = [v[r] for v in z.values() if r < len(v) and v[r] is not None]
+        if column:
+            mean = math.fsum(column) / len(column)  # type: ignore[arg-type]
+            rss += math.fsum((x - mean) ** 2 for x in column)  # type: ignore[operator]
+    return rss
+
+
+def stack_dependence(z: Mapping[str, Sequence[float | None]], two_way_rss: float, two_way_df: int) -> ProbeCheck | None:
+    """The F test of the stack effects on `z` (stack → the probe's log reading per round, None: no window),
+    given the two-way fit's residual sum of squares and degrees of freedom. None: fewer than two stacks, no
+    residual degrees of freedom, or no residual variance to test against."""
+    stacks = sum(1 for v in z.values() if any(x is not None for x in v))
+    if stacks < 2 or two_way_df < 1 or two_way_rss <= 0:
+        return None
+    df_stacks = stacks - 1
+    extra = max(0.0, round_only_rss(z) - two_way_rss)
+    f = (extra / df_stacks) / (two_way_rss / two_way_df)
+    from scipy.stats import f as f_distribution  # NOTE: here, not at the top: scipy.stats is slow to import
+
+    return ProbeCheck(f=f, df_stacks=df_stacks, df_residual=two_way_df, p=float(f_distribution.sf(f, df_stacks, two_way_df)))

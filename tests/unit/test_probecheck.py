@@ -1,0 +1,82 @@
+"""The speed correction's condition (analysis/probecheck.py): a probe whose readings depend on the stack beside it
+is not used, since its correction would carry that dependence into the stacks' ratios."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from pgarena.analysis.noise import budget_line, noise_budget
+from pgarena.analysis.probecheck import PROBE_DEPENDENCE_LEVEL, round_only_rss, stack_dependence
+from pgarena.analysis.sequential import additive_fit, fit_table, judge
+
+
+def _table(*, stacks: int, rounds: int, offsets: list[float], ratio: float = 1.0, seed: int = 1,
+           speed_sd: float = 0.15, window_sd: float = 0.03, probe_sd: float = 0.03):
+    """2xx/s and probe unit ns per stack and round: every window's speed u moves both (β = −1 on ln unit); the
+    probe reads u plus the stack's own offset (`offsets`, log units) plus its own noise. Stack s0 is `ratio` × the
+    others."""
+    rng = random.Random(seed)
+    rps: dict[str, list[float | None]] = {}
+    unit: dict[str, list[float | None]] = {}
+    for s in range(stacks):
+        rps[f"s{s}"], unit[f"s{s}"] = [], []
+        for _ in range(rounds):
+            u = rng.gauss(0, speed_sd)
+            rps[f"s{s}"].append(1000 * (ratio if s == 0 else 1.0) * math.exp(-u + rng.gauss(0, window_sd)))
+            unit[f"s{s}"].append(5e5 * math.exp(u + offsets[s] + rng.gauss(0, probe_sd)))
+    return rps, unit
+
+
+def test_the_f_test_is_the_extra_sum_of_squares_of_the_stack_effects():
+    z = {"a": [0.0, 1.0, 2.0], "b": [1.0, 2.0, 3.0]}  # b = a + 1 exactly: all of it stack effect
+    fit = additive_fit(z)
+    assert round_only_rss(z) == pytest.approx(3 * 0.5)  # each round: two values 1 apart
+    assert fit.rss == pytest.approx(0.0, abs=1e-12)
+    assert stack_dependence(z, fit.rss, fit.df) is None  # nothing left to test against
+    noisy = {"a": [0.0, 1.1, 2.0, 2.9], "b": [1.0, 2.0, 3.1, 4.0]}
+    fit = additive_fit(noisy)
+    check = stack_dependence(noisy, fit.rss, fit.df)
+    assert check is not None and check.df_stacks == 1 and check.df_residual == 3
+    assert check.f == pytest.approx((round_only_rss(noisy) - fit.rss) / (fit.rss / 3))
+    assert check.dependent and check.p < 1e-3
+
+
+def test_a_probe_that_reads_the_stack_cannot_order_identical_stacks():
+    """Identical stacks; the probe reads 35 % slower beside s0 (its caches, its interrupts). Corrected with β ≈ −1
+    that would lift s0 by ~35 %, an order the stacks do not have; the check withholds the correction. (A smaller
+    dependence, within the probe's own scatter over the rounds, passes the check: module docstring.)"""
+    rps, unit = _table(stacks=4, rounds=30, offsets=[0.3, 0.0, 0.0, 0.0])
+    inference = judge(rps, unit)
+    check = inference.fit.probe_check
+    assert check is not None and check.dependent
+    assert inference.fit.slope == 0.0
+    assert not inference.claims_above(), "an order among identical stacks"
+    fair = judge(rps, {s: [v * math.exp(-0.3) if s == "s0" else v for v in vals]  # type: ignore[operator]
+                       for s, vals in unit.items()})
+    assert fair.fit.probe_check is not None and not fair.fit.probe_check.dependent
+    assert fair.fit.slope < -0.5  # the same windows with the stack's offset taken out of the probe: corrected
+    assert not fair.claims_above()
+
+
+def test_an_independent_probe_corrects_and_says_so_in_the_noise_budget():
+    rps, unit = _table(stacks=4, rounds=30, offsets=[0.0] * 4, ratio=1.08)
+    inference = judge(rps, unit)
+    assert inference.fit.probe_check is not None and not inference.fit.probe_check.dependent
+    assert inference.fit.slope == pytest.approx(-1.0, abs=0.15)
+    assert inference.surely_above("s0", "s1")  # 8 % apart, resolved thanks to the correction
+    line = budget_line(noise_budget(rps, unit))
+    assert "the probe beside each stack: F" in line and "does not use it" not in line
+    dependent = budget_line(noise_budget(*_table(stacks=4, rounds=30, offsets=[0.2, 0.0, 0.0, -0.2])))
+    assert "it depends on the stack, so the verdict does not use it" in dependent
+
+
+def test_an_independent_probe_is_rejected_at_about_the_stated_level():
+    """Under independence the check withholds the correction in about PROBE_DEPENDENCE_LEVEL of tables (it costs
+    those tables their correction, never a wrong claim)."""
+    runs = 400
+    rejected = sum(bool((c := fit_table(*_table(stacks=6, rounds=12, offsets=[0.0] * 6, seed=seed)).probe_check)
+                        and c.dependent) for seed in range(runs))
+    assert rejected / runs <= 3 * PROBE_DEPENDENCE_LEVEL

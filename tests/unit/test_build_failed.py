@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from pgarena.pipeline.context import LOG_TAIL_LINES, mark_build_failed
+import os
+import subprocess
+from pathlib import Path
+
+from pgarena.pipeline.context import BUILD_WONT_FIT, LOG_TAIL_LINES, mark_build_failed
 from tests.unit.test_compare import make_stack
 
 
@@ -29,3 +33,39 @@ def test_a_build_that_timed_out_says_the_limit_the_note_and_where(tmp_path):
                            f"measuring) (log: {log})")
     mark_build_failed(info, log, timed_out=True, timeout_s=60, returncode=124)
     assert info.reason == f"build timed out after 60 s (log: {log})"
+
+
+def test_a_build_that_declines_to_start_says_its_own_reason(tmp_path):
+    """Exit code 75 (BUILD_WONT_FIT): the build's last line is the reason, with the budget's note."""
+    log = tmp_path / "build.log"
+    log.write_text("checking the tool cache\nthe cold build takes about 60 min, more than the 780 s this build may take\n\n")
+    info = make_stack("s")
+    mark_build_failed(info, log, timed_out=False, timeout_s=780, returncode=BUILD_WONT_FIT,
+                      note="the run's --budget of 40 min keeps 40% of itself for measuring")
+    assert info.status == "build_failed"
+    assert info.reason == ("not built: the cold build takes about 60 min, more than the 780 s this build may take "
+                           f"(the run's --budget of 40 min keeps 40% of itself for measuring) (log: {log})")
+    silent = tmp_path / "silent.log"
+    silent.write_text("")
+    mark_build_failed(info, silent, timed_out=False, timeout_s=780, returncode=BUILD_WONT_FIT)
+    assert info.reason == f"build exit code 75 (log: {silent})", "without a line to say why, the plain exit code"
+
+
+FRAISEQL_BUILD = Path(__file__).resolve().parents[2] / "stacks" / "rust-fraiseql" / "build.sh"
+
+
+def test_fraiseql_declines_a_cold_build_it_cannot_finish_and_compiles_with_a_cached_tool(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PGARENA_BUILD_TIMEOUT_S": "780"}
+    cold = subprocess.run(["sh", str(FRAISEQL_BUILD)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert cold.returncode == BUILD_WONT_FIT
+    assert "its cold build takes about 60 min, more than the 780 s this build may take" in cold.stdout
+    assert "pgarena verify --stacks rust-fraiseql" in cold.stdout
+    tool = tmp_path / "cache" / "pgarena" / "tools" / "fraiseql-2.19.0" / "bin" / "fraiseql"
+    tool.parent.mkdir(parents=True)
+    tool.write_text('#!/bin/sh\necho "$@" > compiled-with\n')
+    tool.chmod(0o755)
+    warm = subprocess.run(["sh", str(FRAISEQL_BUILD)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert warm.returncode == 0, warm.stderr
+    assert (tmp_path / "compiled-with").read_text().startswith("compile fraiseql.toml")

@@ -45,11 +45,23 @@ class RunError(Exception):
     """The run cannot start (no stacks selected, engine missing, database unavailable)."""
 
 
+BUILD_WONT_FIT = 75
+"""A build's exit code for "I will not finish in PGARENA_BUILD_TIMEOUT_S" (EX_TEMPFAIL), its last line the reason:
+a cold tool build that takes longer than a --budget lets builds take says so at once (docs/contract.md)."""
+
+
 def mark_build_failed(info: StackInfo, build_log: Path, *, timed_out: bool, timeout_s: float, returncode: int,
                       where: str = "", note: str = "") -> None:
     """Record in `info` that the stack's build failed: status `build_failed`, the reason ("build[ on HOST]
-    timed out after N s (note)" or "… exit code N", with the log's path) and the log's last lines.
-    `where` is said after "build" (e.g. " on bench-1"); `note` only with a timeout; `timeout_s` in seconds."""
+    timed out after N s (note)", "… exit code N", or for BUILD_WONT_FIT "not built[ on HOST]: <its last line>
+    (note)", with the log's path) and the log's last lines. `where` is said after "build" (e.g. " on bench-1");
+    `note` only with a timeout or BUILD_WONT_FIT; `timeout_s` in seconds."""
+    last = next((line for line in reversed(tail(build_log, LOG_TAIL_LINES).splitlines()) if line.strip()), "")
+    if returncode == BUILD_WONT_FIT and not timed_out and last:
+        info.status = "build_failed"
+        info.reason = f"not built{where}: {last.strip()}" + (f" ({note})" if note else "") + f" (log: {build_log})"
+        info.log_tail = tail(build_log, LOG_TAIL_LINES)
+        return
     why = (f"timed out after {timeout_s:.0f} s" + (f" ({note})" if note else "") if timed_out
            else f"exit code {returncode}")
     info.status, info.reason = "build_failed", f"build{where} {why} (log: {build_log})"

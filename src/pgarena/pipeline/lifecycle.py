@@ -188,8 +188,9 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
             return None, None
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
-        step = run_logged(render_template(definition.build.command, values), cwd=stack.directory,
-                          env=stack_environment(values, definition.build.env), log_path=build_log,
+        build_values = {**values, "build_timeout_s": str(int(timeout_s))}  # PGARENA_BUILD_TIMEOUT_S
+        step = run_logged(render_template(definition.build.command, build_values), cwd=stack.directory,
+                          env=stack_environment(build_values, definition.build.env), log_path=build_log,
                           timeout_s=timeout_s, tracker=ctx.registry, secrets=_secrets(values),
                           cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
         info.build_seconds = round(step.duration_s, 3)

@@ -92,8 +92,9 @@ def build_and_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict
         if definition.build and not restart:
             ctx.log(f"[{stack.id}] building on {spec.destination}")
             build_log = logs / "build.log"
-            step = host.run(render_template(definition.build.command, values), cwd=remote_dir,
-                            env=remote_environment(values, definition.build.env),
+            build_values = {**values, "build_timeout_s": str(int(definition.build.timeout_s))}
+            step = host.run(render_template(definition.build.command, build_values), cwd=remote_dir,
+                            env=remote_environment(build_values, definition.build.env),
                             timeout_s=definition.build.timeout_s, log_path=build_log)
             if step.returncode != 0:  # 124: the remote `timeout` fired
                 mark_build_failed(info, build_log, timed_out=step.returncode == 124,

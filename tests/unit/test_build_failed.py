@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from pgarena.pipeline.context import BUILD_WONT_FIT, LOG_TAIL_LINES, mark_build_failed
 from tests.unit.test_compare import make_stack
 
@@ -69,3 +71,26 @@ def test_fraiseql_declines_a_cold_build_it_cannot_finish_and_compiles_with_a_cac
                           timeout=30, check=False)
     assert warm.returncode == 0, warm.stderr
     assert (tmp_path / "compiled-with").read_text().startswith("compile fraiseql.toml")
+
+
+def test_one_long_build_leaves_time_for_the_stacks_after_it():
+    """make bench on a fresh machine: rust-fraiseql's cold build ran until the budget's build share was spent and
+    the 12 stacks after it were not built at all (bench1, 2026-11-27). Each build now leaves 30 s per later stack."""
+    import time
+    from types import SimpleNamespace
+
+    from pgarena.pipeline.lifecycle import BUILD_BUDGET_SHARE, LATER_BRING_UP_S, build_timeout
+
+    budget = 40 * 60
+    ctx = SimpleNamespace(config=SimpleNamespace(budget_s=budget), deadline=time.monotonic() + budget - 600,
+                          later_bring_ups=0)
+    alone, why = build_timeout(ctx, 7200)  # 10 minutes into the run: 24 − 10 = 14 min of the build share left
+    assert alone == pytest.approx(BUILD_BUDGET_SHARE * budget - 600, abs=2)
+    assert why == "the run's --budget of 40 min keeps 40% of itself for measuring"
+    ctx.later_bring_ups = 12
+    limited, why = build_timeout(ctx, 7200)
+    assert limited == pytest.approx(alone - 12 * LATER_BRING_UP_S, abs=2)
+    assert why.endswith("and 6 min for the 12 stacks still to build")
+    assert build_timeout(ctx, 60) == (60, None), "a build declared shorter than what is left keeps its own limit"
+    ctx.later_bring_ups = 40
+    assert build_timeout(ctx, 7200)[0] == 0.0

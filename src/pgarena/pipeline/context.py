@@ -95,6 +95,8 @@ class RunContext:
     """Where the generator, the stacks and PostgreSQL run (--netns: each in a namespace)."""
     deadline: float | None = None
     """time.monotonic() at which the run's budget (--budget) is spent; None: no budget."""
+    later_bring_ups: int = 0
+    """Stacks still to build and start after the one being built (a budget keeps time for them: lifecycle.py)."""
     generator_places: list[GeneratorPlace] = field(default_factory=lambda: [GeneratorPlace("local")])
     """Where the load generators of each cell run: one place = the single generator (unchanged); more = one
     k6 process per place, each an execution segment, merged exactly (load/distributed.py)."""

@@ -389,9 +389,10 @@ def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: 
     assert record is not None
     with ExitStack() as scope:
         lives, executions = [], {}
-        for stack in stacks:
+        for index, stack in enumerate(stacks):
             info = ctx.results.stack(stack.id)
             restart = stack.id in started
+            ctx.later_bring_ups = sum(s.id not in started and s.definition.build is not None for s in stacks[index + 1:])
             if not restart:
                 if info.status not in ("pending", "ok"):
                     continue  # its first start failed at an earlier pool size

@@ -42,7 +42,7 @@ def _cell(stack: str, workload: str, parameter: int | None) -> Cell:
 
 
 def _run(monkeypatch, later: LaterTables | None, engine: str = "oha"):
-    config = SimpleNamespace(later_tables=later, regression_margin=None,
+    config = SimpleNamespace(later_tables=later, regression_margin=None, workloads=["perf-test", "users", "static"],
                              engine=engine, rewarm_seconds=1.0, warmup_s=1.0,
                              model_copy=lambda update: SimpleNamespace(rewarm_seconds=max(
                                  update["rewarm_s"], 1.0 if engine == "k6" else 0.0)))

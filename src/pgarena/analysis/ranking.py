@@ -76,15 +76,19 @@ HEADLINE_MAX_VUS = 50
 """The headline table's closed-model level: the highest configured level up to this (seed 000's middle level)."""
 
 
-def headline_key(cells: Sequence[Cell]) -> tuple | None:
+def headline_key(cells: Sequence[Cell], workload_order: Sequence[str] | None = None) -> tuple | None:
     """The cell key (without the stack) of the run's first table, the one the reports show first: the first
-    closed-model workload and parameter, at the highest level up to HEADLINE_MAX_VUS (else the lowest).
+    closed-model workload of the run's `workload_order` (its --workloads; None: the first cell's) that a stack
+    serves, at its first parameter and the highest level up to HEADLINE_MAX_VUS (else the lowest). Taken from the
+    order, not from the first cell: the stacks run in a shuffled order, and the first one may not serve the first
+    workload (bench1, 2026-11-27: its headline was users because the first stack served no perf-test).
 
-    NOTE: pipeline/interleaved.py measures this table first (its own `headline_key` applies the same rule)."""
+    NOTE: pipeline/interleaved.py measures this table first (it calls this with the run's workloads)."""
     closed = [c for c in cells if c.model == "closed"]
     if not closed:
         return None
-    first = closed[0]
+    rank = {workload: i for i, workload in enumerate(workload_order or ())}
+    first = min(closed, key=lambda c: rank.get(c.workload, len(rank)))  # the first-seen of the first workload
     same = [c for c in closed if (c.workload, c.parameter) == (first.workload, first.parameter)]
     levels = sorted({c.vus for c in same})
     vus = max((v for v in levels if v <= HEADLINE_MAX_VUS), default=levels[0])

@@ -8,7 +8,7 @@ minutes apart at most, their ratio within a round is free of the machine's slow 
 the per-round figures into ratios with intervals and ranks (Abedi and Brecht, ICPE 2017).
 
 The run goes in phases, each measured in rounds until its cells are settled (scheduler.run_rounds):
-1. `headline` — the first table: the first workload at its first parameter and the highest closed-model
+1. `headline` — the first table: the run's first workload (ranking.headline_key) at its first parameter and the highest closed-model
    level up to 50 VUs, for every stack, so a ranked answer exists within minutes;
 2. `closed` — every other closed-model cell;
 3. `open` — the open-model cells (relative rates need the closed-model peaks measured in 1–2).
@@ -118,7 +118,7 @@ class InterleavedRun:
                     self.stored[cell.key] = cell
                     continue
                 all_cells.append(cell)
-        headline = headline_key(all_cells)
+        headline = headline_key(all_cells, ctx.config.workloads)
         suffix = pool_suffix(self.pool)
         phases = [_Phase("headline" + suffix), _Phase("closed" + suffix), _Phase("open" + suffix)]
         for cell in all_cells:

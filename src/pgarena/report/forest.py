@@ -161,7 +161,7 @@ def forest_figure(verdict: TableVerdict, title: str, fid: str) -> dict | None:
 def forest_tables(results: RunResults, verdicts: Verdicts) -> tuple[list[dict], list[dict]]:
     """(each paired table's entry for the page: its figure id, title, method, groups and pair sentences; the
     figures), the run's headline table first, then the others in report order (workload, parameter, level)."""
-    headline = headline_key(results.cells)
+    headline = headline_key(results.cells, results.config.get("workloads"))
     mixed = len({c.engine for c in results.cells}) > 1
     seen: dict[int, TableVerdict] = {}
     for family in families.families(results.cells):

@@ -236,7 +236,11 @@ def test_a_fixed_port_in_use_is_one_clear_error(tmp_path):
 
 
 def test_stacks_wanting_different_databases_are_refused_in_one_line(tmp_path):
-    for stack_id, port in (("wants-a", 5432), ("wants-b", 6543)):
+    # Free ports, not 5432: with no --stacks a stack whose database port is taken is only marked unavailable
+    # (plan.ports_in_use), and seed000-go-pgx's e2e test holds 5432 while it runs beside this one (CI, 2026-11-27).
+    first = free_port()
+    second = next(p for p in iter(free_port, None) if p != first)
+    for stack_id, port in (("wants-a", first), ("wants-b", second)):
         folder = tmp_path / "stacks" / stack_id
         folder.mkdir(parents=True)
         (folder / "stack.toml").write_text(
@@ -247,6 +251,6 @@ def test_stacks_wanting_different_databases_are_refused_in_one_line(tmp_path):
                            "--results-dir", str(tmp_path / "results")], cwd=PROJECT_DIR, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2
-    assert "stack wants-b wants the managed database's port different from stack wants-a (5432 vs 6543)" in (
+    assert f"stack wants-b wants the managed database's port different from stack wants-a ({first} vs {second})" in (
         " ".join(done.stderr.split())), done.stderr
     assert "Traceback" not in done.stderr

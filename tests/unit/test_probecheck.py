@@ -80,3 +80,14 @@ def test_an_independent_probe_is_rejected_at_about_the_stated_level():
     rejected = sum(bool((c := fit_table(*_table(stacks=6, rounds=12, offsets=[0.0] * 6, seed=seed)).probe_check)
                         and c.dependent) for seed in range(runs))
     assert rejected / runs <= 3 * PROBE_DEPENDENCE_LEVEL
+
+
+def test_two_rounds_that_swung_eightfold_give_an_unbounded_interval_not_an_overflow():
+    """A CI run (2026-11-27): three copies, the machine's speed swinging 37,000 → 4,700 2xx/s between two rounds;
+    the pairs' own variance at 1 degree of freedom made a half-width whose exp overflowed and the report crashed."""
+    rps = {"a": [37_550.0, 4_665.0], "b": [36_946.0, 12_379.0], "c": [28_306.0, 18_318.0]}
+    inference = judge(rps, level=0.999)
+    for found in inference.pairs.values():
+        assert found.low >= 0.0 and found.high > found.low
+    assert not inference.claims_above()
+    assert any(found.high == math.inf for found in inference.pairs.values())

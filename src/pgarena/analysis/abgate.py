@@ -39,6 +39,7 @@ from pgarena.analysis.sequential import (
 )
 from pgarena.analysis.verdicts import block_rounds_of, has_rounds, per_round_rps, percent, verdict_settings
 from pgarena.results.models import Cell, RunResults
+from pgarena.stats.intervals import ratio_bounds
 
 Outcome = Literal["regression", "no regression", "undecided"]
 EXIT_CODES: dict[Outcome, int] = {"no regression": 0, "regression": 1, "undecided": 2}
@@ -211,9 +212,8 @@ class GateRule:
         centre = math.log(found.ratio)
         down = one_sided_radius(units, found.variance, low_alpha, found.df, tightest)
         up = one_sided_radius(units, found.variance, high_alpha, found.df, tightest)
-        return replace(found, low=math.exp(centre - down) if math.isfinite(down) else 0.0,
-                       high=math.exp(centre + up) if math.isfinite(up) else math.inf,
-                       level=1 - low_alpha - high_alpha)
+        low, high = ratio_bounds(centre, down, up)
+        return replace(found, low=low, high=high, level=1 - low_alpha - high_alpha)
 
     def interval(self, inference: Inference) -> PairInterval | None:
         """head / base with the gate's bounds (None: the two were never measured in the same round)."""

@@ -43,6 +43,7 @@ from pgarena.analysis.sequential import (
     judge,
     pair_alpha,
 )
+from pgarena.stats.intervals import ratio_bounds
 
 EXECUTION_SD = 0.034
 """Prior sd of the execution effect on a pair's log ratio: twice the 1.7 % measured here (the between-run sd of
@@ -110,7 +111,7 @@ def judge_blocks(per_round: PerRound, reference: PerRound | None, block_rounds: 
             m = len(means)
             centre = math.fsum(means) / m
             h = half_width(m, variance, inference.alpha, df, BLOCK_TIGHTEST_AT)
-            low, high = (math.exp(centre - h), math.exp(centre + h)) if math.isfinite(h) else (0.0, math.inf)
+            low, high = ratio_bounds(centre, h)
             inference.pairs[(a, b)] = PairInterval(math.exp(centre), low, high, used, level, margin, variance, df,
                                                    blocks=m)
     return inference

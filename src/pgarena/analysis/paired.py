@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pgarena.analysis.sequential import Inference, PairInterval, Status
-from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_EQUIVALENCE_MARGIN, t_critical
+from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_EQUIVALENCE_MARGIN, ratio_bounds, t_critical
 
 RATIO_METHOD = "paired Student t-interval on the per-round log ratios (geometric mean of the ratios)"
 
@@ -83,8 +83,8 @@ def paired_ratio(a: Sequence[float | None], b: Sequence[float | None],
         return None
     mean = statistics.fmean(logs)
     half = t_critical(level, n - 1) * statistics.stdev(logs) / math.sqrt(n)
-    return RatioInterval(ratio=math.exp(mean), low=math.exp(mean - half), high=math.exp(mean + half), rounds=n,
-                         level=level)
+    low, high = ratio_bounds(mean, half)
+    return RatioInterval(ratio=math.exp(mean), low=low, high=high, rounds=n, level=level)
 
 
 def _median(values: Sequence[float | None]) -> float:

@@ -43,7 +43,7 @@ from functools import lru_cache
 from typing import Literal
 
 from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
-from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, t_critical
+from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, ratio_bounds, t_critical
 
 DEFAULT_FAMILY_LEVEL = 0.95
 """Probability that every interval of a table holds at once, at whatever round the run stopped."""
@@ -346,7 +346,7 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
             else:
                 variance, df = own, n - 1  # type: ignore[assignment]
             h = half_width(n, variance, alpha, df, tightest_at)  # type: ignore[arg-type]
-            low, high = (math.exp(centre - h), math.exp(centre + h)) if math.isfinite(h) else (0.0, math.inf)
+            low, high = ratio_bounds(centre, h)
             inference.pairs[(a, b)] = PairInterval(math.exp(centre), low, high, n, level, margin, variance, df)
     return inference
 

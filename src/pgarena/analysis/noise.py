@@ -29,18 +29,17 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit
 from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
 from pgarena.analysis.ranking import BY_RPS, comparable_groups, level_group_label, rank_basis
-from pgarena.analysis.sequential import AdditiveFit, additive_fit
 from pgarena.analysis.verdicts import has_rounds
 from pgarena.contract import workloads as wl
 from pgarena.results.models import Cell, RunResults
 
-PerRound = Mapping[str, Sequence[float | None]]
-"""stack → one figure per round (None: no window in that round), rounds aligned across stacks."""
+
 @dataclass(frozen=True)
 class NoiseBudget:
     """One table's (or a run's pooled) noise, on the log scale of 2xx/s (0.10 ≈ 10 % per window)."""

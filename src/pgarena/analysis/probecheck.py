@@ -24,8 +24,9 @@ kappa-1, six stacks from 431 to 6,191 2xx/s, F 1.02 on 5 and 19 degrees of freed
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from pgarena.analysis.additive import PerRound
 
 PROBE_DEPENDENCE_LEVEL = 0.01
 """A table whose probe readings differ by stack at this significance level gets no speed correction."""
@@ -50,7 +51,7 @@ class ProbeCheck:
         return f"F {self.f:.2f} on {self.df_stacks} and {self.df_residual} df, p {self.p:.2g}"
 
 
-def round_only_rss(z: Mapping[str, Sequence[float | None]]) -> float:
+def round_only_rss(z: PerRound) -> float:
     """Residual sum of squares of z[s,r] = ρ_r + e: each value minus the mean of its round."""
     rounds = max((len(v) for v in z.values()), default=0)
     rss = 0.0
@@ -62,7 +63,7 @@ def round_only_rss(z: Mapping[str, Sequence[float | None]]) -> float:
     return rss
 
 
-def stack_dependence(z: Mapping[str, Sequence[float | None]], two_way_rss: float, two_way_df: int) -> ProbeCheck | None:
+def stack_dependence(z: PerRound, two_way_rss: float, two_way_df: int) -> ProbeCheck | None:
     """The F test of the stack effects on `z` (stack → the probe's log reading per round, None: no window),
     given the two-way fit's residual sum of squares and degrees of freedom. None: fewer than two stacks, no
     residual degrees of freedom, or no residual variance to test against."""

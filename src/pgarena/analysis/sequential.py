@@ -14,14 +14,16 @@ run stopped at*. This module gives intervals with that property:
 - **The noise is estimated from the whole table.** A two-way additive fit y'[s,r] = μ_s + ρ_r + e (the
   round effect ρ removes the drift the rounds share) gives a pooled per-window variance σ² with
   N − S − R + 1 degrees of freedom, far more than one pair's rounds give. Each pair's variance is that pooled
-  2σ² moderated by the pair's own sample variance (Smyth's empirical-Bayes variance, SAGMB 3(1), 2004, prior
-  weight `PRIOR_DF`), so a pair of stacks noisier than the rest widens its own interval.
+  2σ² moderated by the pair's own sample variance (the empirical-Bayes variance of Smyth, "Linear models and
+  empirical Bayes methods for assessing differential expression", SAGMB 3(1), 2004, with a fixed prior weight
+  `PRIOR_DF`), so a pair of stacks noisier than the rest widens its own interval.
 - **Anytime-valid.** The interval of a pair after n paired rounds is Robbins' normal-mixture confidence
   sequence (Howard, Ramdas, McAuliffe and Sekhon, "Time-uniform, nonparametric, nonasymptotic confidence
   sequences", Annals of Statistics 49(2), 2021, eq. (14) with a Gaussian mixture): with variance v per round,
   |d̄_n − δ| ≤ √(2v(n+ρ)·(ln(1/α′) + ½·ln((n+ρ)/ρ))) / n holds for every n at once with probability ≥ 1 − α′,
-  so looking after every round and stopping on what one sees does not inflate the error; ρ makes it tightest
-  at `DEFAULT_TIGHTEST_AT` rounds. The variance is plugged in, widened by Student's over the normal critical value.
+  so looking after every round and stopping on what one sees does not inflate the error. The mixture
+  parameter ρ is chosen to make the boundary tightest at `DEFAULT_TIGHTEST_AT` rounds. The variance is
+  plugged in, widened by the ratio of Student's to the normal critical value at its degrees of freedom.
 - **Simultaneous over every pair.** α′ = (1 − level) / (S(S−1)/2): a Bonferroni split over every pair of
   the table's S stacks, so any pair the table chooses to show after seeing the data (neighbours in the
   order, each stack against the best) is covered, and all its intervals hold together at `level`.
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit
 from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
 from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, ratio_bounds, t_critical
 
@@ -57,9 +60,6 @@ MIN_SLOPE_DF = 8
 """The speed covariate is used only with at least this many residual degrees of freedom left for it."""
 
 Status = Literal["ordered", "equivalent", "not resolved"]
-PerRound = Mapping[str, Sequence[float | None]]
-"""stack → a figure per round (None: not measured in that round), rounds aligned across stacks."""
-
 
 # --- the boundary ---------------------------------------------------------------------------------------
 
@@ -133,11 +133,11 @@ class TableFit:
     effect: dict[str, float]
     """stack → μ̂, its paired estimate on the log scale (differences between stacks are meaningful)."""
     variance: float | None
+    """Pooled per-window variance σ² of the residuals (None: too few degrees of freedom)."""
     df: int
-    """Pooled per-window variance σ² of the residuals (None: too few degrees of freedom), its df."""
     slope: float
+    """β of the speed correction (0: not applied)."""
     windows: int
-    """β of the speed correction (0: not applied); the windows fitted."""
     raw_variance: float | None = None
     """The same σ² before the speed correction (the noise budget's 'before')."""
     probe_check: ProbeCheck | None = None
@@ -148,60 +148,9 @@ def _logs(values: Sequence[float | None]) -> list[float | None]:
     return [math.log(v) if v is not None and v > 0 else None for v in values]
 
 
-FIT_TOLERANCE = 1e-10
-"""The alternating means stop when no stack effect moves by more than this (log units)."""
-FIT_MAX_ITERATIONS = 10_000
-
-
-@dataclass(frozen=True)
-class AdditiveFit:
-    """y[s,r] = μ[s] + ρ[r] + e[s,r] fitted by least squares on the windows present (log units)."""
-
-    stack_effects: dict[str, float]
-    """μ: each stack's level (only differences between stacks are meaningful)."""
-    round_effects: dict[int, float]
-    """ρ: each round's shared deviation, centred to mean 0 over the rounds present."""
-    residuals: dict[tuple[str, int], float]
-    """e per (stack, round index) window."""
-    rss: float
-    df: int
-    """Residual sum of squares and degrees of freedom N − S − R + 1 (can be ≤ 0 for a tiny table)."""
-    iterations: int
-
-
-def additive_fit(y: PerRound) -> AdditiveFit:
-    """The two-way least-squares fit of `y`: y[s,r] = μ_s + ρ_r + e by alternating means (Gauss–Seidel on
-    the normal equations: exact after one pass for a complete design, converging for a connected one) until
-    no stack effect moves by more than FIT_TOLERANCE (or FIT_MAX_ITERATIONS passes)."""
-    rows = {s: [(r, float(v)) for r, v in enumerate(vals) if v is not None] for s, vals in y.items()}
-    rows = {s: points for s, points in rows.items() if points}
-    columns: dict[int, list[tuple[str, float]]] = {}
-    for s, points in rows.items():
-        for r, v in points:
-            columns.setdefault(r, []).append((s, v))
-    mu = {s: math.fsum(v for _, v in points) / len(points) for s, points in rows.items()}
-    rho = dict.fromkeys(columns, 0.0)
-    iterations = 0
-    for iterations in range(1, FIT_MAX_ITERATIONS + 1 if columns else 1):
-        for r, points in columns.items():
-            rho[r] = math.fsum(v - mu[s] for s, v in points) / len(points)
-        shift = math.fsum(rho.values()) / len(rho)
-        for r in rho:
-            rho[r] -= shift
-        change = 0.0
-        for s, points in rows.items():
-            new = math.fsum(v - rho[r] for r, v in points) / len(points)
-            change = max(change, abs(new - mu[s]))
-            mu[s] = new
-        if change <= FIT_TOLERANCE:
-            break
-    residuals = {(s, r): v - mu[s] - rho[r] for s, points in rows.items() for r, v in points}
-    df = len(residuals) - len(rows) - len(columns) + 1
-    return AdditiveFit(mu, rho, residuals, math.fsum(e * e for e in residuals.values()), df, iterations)
-
-
 def _two_way(y: Mapping[str, Sequence[float | None]], rounds: int) -> tuple[dict[str, float], list[float], float, int]:
-    fit = additive_fit(y)  # as (μ, ρ per round index, residual sum of squares, residual df)
+    """`additive_fit` as (μ, ρ per round index, residual sum of squares, residual df)."""
+    fit = additive_fit(y)
     return fit.stack_effects, [fit.round_effects.get(r, 0.0) for r in range(rounds)], fit.rss, fit.df
 
 

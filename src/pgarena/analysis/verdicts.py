@@ -134,11 +134,13 @@ class TableVerdict:
             return (f"Paired over {self.rounds} interleaved round(s) where both stacks were measured in rounds; "
                     f"{', '.join(self.sequential)} measured sequentially: compared by independent 95 % intervals.")
         if self.paired:
-            check = self.inference.fit.probe_check if self.inference else None
-            corrected = (" corrected for the machine's speed in each window (β = "
-                         f"{self.inference.fit.slope:.2f})" if self.inference and self.inference.fit.slope else
-                         " not corrected for the machine's speed: the speed probe read differently beside different "
-                         f"stacks ({check.sentence()})" if check and check.dependent else "")
+            fit = self.inference.fit if self.inference else None
+            corrected = ""
+            if fit is not None and fit.slope:
+                corrected = f" corrected for the machine's speed in each window (β = {fit.slope:.2f})"
+            elif fit is not None and fit.probe_check is not None and fit.probe_check.dependent:
+                corrected = (" not corrected for the machine's speed: the speed probe read differently beside "
+                             f"different stacks ({fit.probe_check.sentence()})")
             blocks = next((p.blocks for p in self.inference.pairs.values() if p.blocks), None) if self.inference else None
             over = (f" in {blocks} block(s), the stacks restarted between blocks; intervals over the blocks' means"
                     if blocks else "")

@@ -50,6 +50,12 @@ BUILD_WONT_FIT = 75
 a cold tool build that takes longer than a --budget lets builds take says so at once (docs/contract.md)."""
 
 
+def build_values(values: dict[str, str], timeout_s: float) -> dict[str, str]:
+    """A stack's template values for its build command: the run's, and `build_timeout_s`, the whole seconds the
+    build may take (PGARENA_BUILD_TIMEOUT_S in its environment)."""
+    return {**values, "build_timeout_s": str(int(timeout_s))}
+
+
 def mark_build_failed(info: StackInfo, build_log: Path, *, timed_out: bool, timeout_s: float, returncode: int,
                       where: str = "", note: str = "") -> None:
     """Record in `info` that the stack's build failed: status `build_failed`, the reason ("build[ on HOST]

@@ -17,7 +17,7 @@ from pgarena.db.postgres import (
 from pgarena.db.serverlog import role_errors
 from pgarena.db.startline import level_database
 from pgarena.pipeline import wire
-from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext, mark_build_failed
+from pgarena.pipeline.context import LOG_TAIL_LINES, LiveStack, RunContext, build_values, mark_build_failed
 from pgarena.pipeline.targets import bring_up_target
 from pgarena.pipeline.verified import verification_line
 from pgarena.results.models import (
@@ -195,9 +195,9 @@ def _build_and_start_here(ctx: RunContext, stack: Stack, info: StackInfo, values
             return None, None
         ctx.log(f"[{stack.id}] building")
         build_log = logs / "build.log"
-        build_values = {**values, "build_timeout_s": str(int(timeout_s))}  # PGARENA_BUILD_TIMEOUT_S
-        step = run_logged(render_template(definition.build.command, build_values), cwd=stack.directory,
-                          env=stack_environment(build_values, definition.build.env), log_path=build_log,
+        for_build = build_values(values, timeout_s)
+        step = run_logged(render_template(definition.build.command, for_build), cwd=stack.directory,
+                          env=stack_environment(for_build, definition.build.env), log_path=build_log,
                           timeout_s=timeout_s, tracker=ctx.registry, secrets=_secrets(values),
                           cpus=sorted(set(config.generator_cpus) | set(config.server_cpus)))  # every CPU of the run
         info.build_seconds = round(step.duration_s, 3)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.config.topology import HostDef
-from pgarena.pipeline.context import RunContext, mark_build_failed
+from pgarena.pipeline.context import RunContext, build_values, mark_build_failed
 from pgarena.results.models import StackInfo
 from pgarena.system import reaper
 from pgarena.system.ssh.host import SshHost
@@ -92,9 +92,9 @@ def build_and_start(ctx: RunContext, stack: Stack, info: StackInfo, values: dict
         if definition.build and not restart:
             ctx.log(f"[{stack.id}] building on {spec.destination}")
             build_log = logs / "build.log"
-            build_values = {**values, "build_timeout_s": str(int(definition.build.timeout_s))}
-            step = host.run(render_template(definition.build.command, build_values), cwd=remote_dir,
-                            env=remote_environment(build_values, definition.build.env),
+            for_build = build_values(values, definition.build.timeout_s)
+            step = host.run(render_template(definition.build.command, for_build), cwd=remote_dir,
+                            env=remote_environment(for_build, definition.build.env),
                             timeout_s=definition.build.timeout_s, log_path=build_log)
             if step.returncode != 0:  # 124: the remote `timeout` fired
                 mark_build_failed(info, build_log, timed_out=step.returncode == 124,

@@ -30,21 +30,18 @@ DEFAULT_MIN_REPETITIONS = 3
 """Never stop before this many repetitions, however tight the first ones are."""
 
 
+LOG_FLOAT_MAX = math.log(1.7e308)
+"""ln of about the largest float: exp beyond it overflows (below −LOG_FLOAT_MAX it underflows to 0.0, no error)."""
+
+
 def ratio_bounds(log_centre: float, log_down: float, log_up: float | None = None) -> tuple[float, float]:
     """exp(centre − down), exp(centre + up) (up defaults to down): an interval on the log scale as ratios, 0 and
     inf where a bound is infinite or beyond what a float holds (two windows on a machine that swung 8× between
     them, read at 1 degree of freedom, give a half-width whose exp overflows: a CI run, 2026-11-27)."""
     up = log_down if log_up is None else log_up
-
-    def bounded(x: float) -> float:
-        return math.inf if x >= LOG_FLOAT_MAX else 0.0 if x <= -LOG_FLOAT_MAX else math.exp(x)
-
-    low = bounded(log_centre - log_down) if math.isfinite(log_down) else 0.0
-    return low, bounded(log_centre + up) if math.isfinite(up) else math.inf
-
-
-LOG_FLOAT_MAX = math.log(1.7e308)
-"""ln of about the largest float: exp beyond it overflows."""
+    low = math.exp(log_centre - log_down) if math.isfinite(log_down) else 0.0
+    high = log_centre + up
+    return low, math.exp(high) if math.isfinite(up) and high < LOG_FLOAT_MAX else math.inf
 
 
 def _coverage_at_theta(theta: float, df: int) -> float:

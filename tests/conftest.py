@@ -257,3 +257,16 @@ def require_load_path(engine: str) -> None:
         except (toxiproxy_install.ToxiproxyUnavailable, toxiproxy.ToxiproxyError) as exc:
             pytest.skip(f"toxiproxy {toxiproxy_install.TOXIPROXY_VERSION} is not installed and cannot be built here: "
                         f"{exc}")
+
+
+def script_module(name: str):
+    """A script of scripts/ imported as a module for its tests (a generator for a module-scoped fixture): it is
+    in sys.modules while they run (dataclasses look their module up there) and removed after."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    yield module
+    del sys.modules[name]

@@ -28,6 +28,8 @@ OHA_OK = PROJECT_DIR / "tests" / "fixtures" / "engines" / "oha_ok.json"
 class FakeOha(OhaEngine):
     """Prints a real oha JSON document instead of generating load (hyperfine's MockExecutor idea)."""
 
+    lead_in = False  # no per-request file to cut a window from its lead-in: re-warms stay runs of their own
+
     @property
     def binary(self) -> Path:
         return Path("/bin/cat")

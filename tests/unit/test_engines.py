@@ -438,6 +438,43 @@ def test_oha_command_get(fake_binaries, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_oha_keeps_every_latency_only_for_counted_windows(fake_binaries, tmp_path):
+    """A measured window writes its per-request file for the percentiles; a warm-up or re-warm
+    (`latencies=False`) does not, and its parse falls back to oha's own summary."""
+    spec = LoadSpec(url="http://127.0.0.1:8080/", method="GET", connections=1, duration_s=1, timeout_s=1)
+    assert _option(OhaEngine().command(spec, tmp_path, "w"), "--db-url") == str(tmp_path / "w.db")
+    assert "--db-url" not in OhaEngine().command(replace(spec, latencies=False), tmp_path, "w")
+
+
+def test_a_lead_in_runs_in_the_same_process_and_keeps_every_answer(fake_binaries, tmp_path):
+    spec = LoadSpec(url="http://127.0.0.1:8080/", method="GET", connections=1, duration_s=1, timeout_s=1,
+                    latencies=False, lead_in_s=0.5)
+    argv = OhaEngine().command(spec, tmp_path, "w")
+    assert _option(argv, "-z") == "1500ms" and "--db-url" in argv  # the window is cut by each answer's end
+
+
+def test_the_window_after_a_lead_in_counts_what_ended_in_it():
+    """Answers that ended in the lead-in or after the deadline are left out of the window's figures but reported
+    as uncounted (they reached the database); failures without an answer have no time and all count."""
+    from pgarena.load.engines.oha import window_after_lead_in
+
+    data = fixture("oha_ok")
+    data["errorDistribution"] = {"connection closed before message completed": 2}
+    rows = ([(0.1 + i * 0.001, 0.004, 200) for i in range(300)]  # lead-in
+            + [(0.5 + i * 0.001, 0.002, 200) for i in range(900)] + [(1.2, 0.003, 500)]  # the window
+            + [(1.5004, 0.005, 200), (1.51, 0.005, 503)])  # ended after the deadline (oha -w)
+    out = window_after_lead_in(data, rows, lead_in_s=0.5, window_s=1.0, timeout_s=0.25)
+    assert out.status_codes == {"200": 900, "500": 1}
+    assert out.duration_seconds == 1.0 and out.rps == 900
+    assert out.errors.non_2xx == 1 and out.errors.connect == 2
+    assert out.requests == 903
+    assert out.uncounted_2xx == 301 and out.uncounted_other == 1
+    assert out.latency.p50_ms == pytest.approx(2.0)
+    assert out.latency.max_ms == 250  # the two without an answer count at the timeout
+    with pytest.raises(EngineOutputError, match="no response in the 1.0 s after its 0.5 s lead-in"):
+        window_after_lead_in(data, rows[:300], lead_in_s=0.5, window_s=1.0, timeout_s=0.25)
+
+
 def test_oha_command_asks_for_no_compression_like_k6(fake_binaries, tmp_path):
     """oha advertises gzip/br by default and k6 nothing: a stack that compresses when asked would do more
     work for one engine than for the other."""

@@ -91,3 +91,91 @@ def test_pgarena_reads_its_own_cpu_over_a_window_and_not_its_children(tmp_path):
             pass
     assert 0.15 <= own.total() < 0.28 and len(own.samples) >= 5
     assert own.samples == sorted(own.samples)
+
+
+def test_the_generator_is_reaped_when_it_exits_not_at_the_next_poll():
+    """run_measured sleeps between polls on the child's pidfd, so it wakes when the child exits: a waiter asked to
+    sleep 30 s returns once a 0.2 s child is gone (a plain sleep would take all 30 s)."""
+    import subprocess
+    import time
+
+    from pgarena.system.children import _ExitWaiter
+
+    child = subprocess.Popen(["sleep", "0.2"])
+    waiter = _ExitWaiter(child.pid)
+    started = time.monotonic()
+    try:
+        waiter(30.0)
+    finally:
+        waiter.close()
+        child.wait()
+    assert time.monotonic() - started < 10.0
+
+
+def test_only_meters_given_are_exact():
+    from pgarena.system.resources import CpuMeters
+
+    meters = CpuMeters({"db": lambda: 1.0})
+    assert meters.exact("db") and not meters.exact("stack")
+
+
+def test_results_are_written_between_windows_at_most_every_save_interval(tmp_path, monkeypatch):
+    """After a window results.json is written only once SAVE_EVERY_S has passed since the last write; a round's
+    end (`save()`) always writes."""
+    from types import SimpleNamespace
+
+    from pgarena.results import store
+    from tests.unit.test_compare import make_run
+
+    clock = [100.0]
+    monkeypatch.setattr(store.time, "monotonic", lambda: clock[0])
+    saver = store.Saver(SimpleNamespace(results=make_run("s", []), run_dir=tmp_path))
+    saver.save(now=False)
+    assert not (tmp_path / "results.json").exists()
+    clock[0] += store.SAVE_EVERY_S
+    saver.save(now=False)
+    assert (tmp_path / "results.json").exists()
+    (tmp_path / "results.json").unlink()
+    saver.save(now=False)
+    assert not (tmp_path / "results.json").exists()
+    saver.save()
+    assert (tmp_path / "results.json").exists()
+
+
+def test_the_cpu_meters_start_after_the_lead_in():
+    """`window(after_s)` reads the meters' start when the lead-in is over, not when the block begins; a block
+    over before then has no figure (not a zero)."""
+    import threading
+
+    from pgarena.system.resources import CpuMeters
+
+    value, read = [1.0], threading.Event()
+
+    def meter() -> float:
+        read.set()
+        return value[0]
+
+    meters = CpuMeters({"stack": meter})
+    with meters.window(after_s=0.05) as deltas:
+        assert read.wait(10.0)  # the timer read the start
+        value[0] = 5.0
+    assert deltas == {"stack": 4.0}
+    with meters.window(after_s=30.0) as early:
+        pass
+    assert early == {}
+
+
+def test_the_tree_sampler_rebases_its_cpu_once_after_the_lead_in(monkeypatch):
+    import time
+
+    from pgarena.system import resources
+
+    calls: list[bool] = []
+    monkeypatch.setattr(resources, "_sample", lambda state, first: calls.append(first))
+    with resources.TreeSampler({"stack": 1}, interval_s=0.01, cpu_after_s=0.05):
+        deadline = time.monotonic() + 10.0
+        while not any(calls[1:]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)
+    assert calls[0] is True  # the block's start
+    assert calls[1:].count(True) == 1  # the lead-in's end, once

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "measurer_overhead.py"
+from tests.conftest import script_module
 
 
 @pytest.fixture(scope="module")
 def mo():
-    spec = importlib.util.spec_from_file_location("measurer_overhead", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    yield module
-    del sys.modules[spec.name]
+    yield from script_module("measurer_overhead")
 
 
 def test_ratio_summary_is_per_round_with_median_and_t_interval(mo):

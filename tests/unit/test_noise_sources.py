@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import random
-import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "noise_sources.py"
+from tests.conftest import script_module
 
 
 @pytest.fixture(scope="module")
 def ns():
-    spec = importlib.util.spec_from_file_location("noise_sources", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    yield module
-    del sys.modules[spec.name]
+    yield from script_module("noise_sources")
 
 
 def test_the_fit_leaves_the_noise_the_meter_does_not_explain(ns):

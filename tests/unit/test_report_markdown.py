@@ -95,3 +95,14 @@ def test_a_sequential_run_keeps_independent_intervals_and_says_so():
     assert "Independent 95 % intervals of the mean 2xx/s (no interleaved rounds)" in fifty
     assert "| 1–2 | 1–2 | go-fast |" in fifty and "Tied for rank 1" in fifty and "| × best |" in fifty
     assert "No schedule was recorded" in text
+
+
+def test_a_phase_says_whether_its_re_warm_was_the_windows_lead_in():
+    from pgarena.report.conditions import _phase_window
+    from pgarena.results.models import PhaseRecord
+
+    phase = PhaseRecord(name="headline", cells=1, window_seconds=1.0, rewarm_seconds=0.5)
+    assert _phase_window(phase) == "1 s after a 0.5 s re-warm"  # not recorded (older results) or a run of its own
+    assert _phase_window(phase.model_copy(update={"rewarm_lead_in": True})) == \
+        "1 s after a 0.5 s re-warm in the same generator process"
+    assert _phase_window(phase.model_copy(update={"rewarm_lead_in": False})) == "1 s after a 0.5 s re-warm"

@@ -78,3 +78,13 @@ def test_the_resilience_section_ranks_by_recovery_and_shows_never_as_a_finding()
     assert [r.split(" | ")[1] for r in rows] == ["quick", "slow", "stuck"]
     assert rows[0].startswith("| 1 |") and "**never**" in rows[2] and rows[2].startswith("| 3 |")
     assert len(figures(run)) == 3 and figures(run)[0]["layout"]["shapes"][0]["x1"] == 10.0
+
+
+def test_a_segment_starts_before_a_window_without_a_poll():
+    """Before a window the segment is only started: a poll there would count for the segment it ends, and costs a
+    psutil scan of the stack's sockets between windows."""
+    polls = []
+    poller = ConnectionPoller("postgresql://nowhere", "role", ports=lambda: polls.append(1) or {40001}, direct=True)
+    poller._conn = object()  # never used in direct mode
+    assert poller.take_peak(poll=False) is None and polls == []
+    assert poller.take_peak() == 1 and len(polls) == 1

@@ -125,9 +125,10 @@ class ConnectionPoller:
             if self.active:
                 self._poll()
 
-    def take_peak(self) -> int | None:
-        """The peak since the previous call (polled once more now, if active); starts the next segment."""
-        if self.active:
+    def take_peak(self, poll: bool = True) -> int | None:
+        """The peak since the previous call (polled once more now, if active and `poll`); starts the next
+        segment. Before a window, `poll=False` only starts it: a poll there would count for the segment it ends."""
+        if self.active and poll:
             self._poll()
         with self._lock:
             peak, self._segment_peak = self._segment_peak, None

@@ -119,8 +119,8 @@ class CellRun:
     """Where its generators run: more than one, one k6 process per place (distributed.py)."""
 
     def count(self, outcome: LoadOutcome) -> None:
-        """Add a window's 200 answers and its requests of unknown outcome (no answer at all)."""
-        self.answered_200 += outcome.answered_2xx
+        """Add a window's 200 answers (its lead-in's too) and its requests of unknown outcome (no answer at all)."""
+        self.answered_200 += outcome.answered_2xx + outcome.uncounted_2xx
         self.unknown_outcome += outcome.errors.timeout + outcome.errors.connect + outcome.errors.other
 
 
@@ -163,8 +163,9 @@ def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimu
     at most `config.warmup_cap_s`; not counted, but its 2xx answers count for tx. With `db` (interleaved
     schedules, whose tx changes are summed per window) the warm-up's own tx changes are added too."""
     tx_before = txcheck.snapshot(db) if db is not None and run.tx_changes is not None else None
+    spec = replace(run.spec, latencies=False)
     warmed = warmup.warm_up(lambda seconds: window_result(run_window(
-        engine, run.spec, seconds, run.raw_dir, f"{run.label}-warmup", config, run.places), run), minimum_s=minimum_s,
+        engine, spec, seconds, run.raw_dir, f"{run.label}-warmup", config, run.places), run), minimum_s=minimum_s,
         cap_s=config.warmup_cap_s)
     if tx_before is not None:
         run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))  # type: ignore[arg-type]
@@ -175,14 +176,22 @@ def rewarm(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, s
     """A window at the cell's load that is not counted (its 200 answers still count for tx)."""
     if seconds <= 0:
         return
-    window = run_window(engine, run.spec, seconds, run.raw_dir, f"{run.label}-{stem}", config, run.places)
+    window = run_window(engine, replace(run.spec, latencies=False), seconds, run.raw_dir, f"{run.label}-{stem}",
+                        config, run.places)
     run.count(window.outcome)
+
+
+def lead_in_applies(engine: Engine, open_model: bool, places: Sequence[GeneratorPlace]) -> bool:
+    """Whether a window's re-warm is its generator's lead-in (LoadSpec.lead_in_s) rather than a process of its
+    own: an engine that can cut it (oha), the closed model, one generator on this machine."""
+    return engine.lead_in and not open_model and len(places) <= 1 and not (places and places[0].ssh is not None)
 
 
 def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,
                        base_url: str, routes: dict[str, str], cpu: CpuMeters, round_index: int | None = None,
                        rewarm_s: float = 0.0) -> Repetition:
-    """One measured window of the cell (preceded by `rewarm_s` of uncounted load), appended to its
+    """One measured window of the cell (preceded by `rewarm_s` of uncounted load: the same generator process's
+    lead-in where `lead_in_applies`, else a generator run of its own), appended to its
     repetitions: the generator with pgarena's answer sampler beside it (checks.py) and pg_stat_statements
     read right before and right after it (windowcheck.py). Raises NotReady when the stack has exited."""
     cell, spec = run.cell, run.spec
@@ -190,7 +199,9 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         raise NotReady(f"the stack exited (code {server.exit_code()}) during the cell")
     index = len(cell.repetitions) + 1
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None and round_index is not None else None
-    rewarm(run, engine=engine, config=config, seconds=rewarm_s, stem=f"rewarm{index}")
+    lead_in = rewarm_s if lead_in_applies(engine, spec.rate is not None, run.places) else 0.0
+    if not lead_in:
+        rewarm(run, engine=engine, config=config, seconds=rewarm_s, stem=f"rewarm{index}")
     stem = f"{run.label}-rep{index}"
     is_tx = cell.workload == wl.TX
     sample_cases = _tx_sample_cases(db, cell, index, run.tx_avoid) if is_tx else run.cases
@@ -198,18 +209,23 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
                             reuse=not is_tx, known_wrong=run.known_wrong, answer=run.answer)
     # NOTE: pg_stat_statements is read right around the generator and the sampler, outside the CPU window.
     before = accounting.read_counts(db) if cell.window_accounting_unavailable is None else None
-    with OwnCpuSampler() as own, TreeSampler({"stack": server.pid, "db": db.postmaster_pid}) as usage, \
-            cpu.window() as exact, sampler:
-        window_start_ns = time.monotonic_ns()
-        window = run_window(engine, spec, cell.duration_seconds, run.raw_dir, stem, config, run.places)
+    # NOTE: PostgreSQL's tree (a backend per pooled connection of every stack up) is walked only when no cgroup
+    # counts its CPU: only its CPU is reported, and walking 200 backends took tens of ms between windows.
+    trees = {"stack": server.pid, "db": None if cpu.exact("db") else db.postmaster_pid}
+    with OwnCpuSampler() as own, TreeSampler(trees, cpu_after_s=lead_in) as usage, \
+            cpu.window(after_s=lead_in) as exact, sampler:
+        window_start_ns = time.monotonic_ns() + int(lead_in * 1e9)
+        window = run_window(engine, replace(spec, lead_in_s=lead_in), cell.duration_seconds, run.raw_dir, stem, config,
+                            run.places)
         window_end_ns = time.monotonic_ns()
     outcome = window.outcome
     record = None
     if before is not None:
         record = windowcheck.judge_window(
             cell.workload, cell.parameter, before, accounting.read_counts(db), pattern=run.object_pattern,
-            nested=run.nested_patterns, answered_2xx=outcome.answered_2xx + sampler.answered_2xx,
-            unknown=outcome.errors.total + sampler.unknown, in_flight=spec.connections + 1)
+            nested=run.nested_patterns,
+            answered_2xx=outcome.answered_2xx + outcome.uncounted_2xx + sampler.answered_2xx,
+            unknown=outcome.errors.total + outcome.uncounted_other + sampler.unknown, in_flight=spec.connections + 1)
     run.count(outcome)
     run.answered_200 += sampler.answered_2xx  # the sampler's transactions reach the database too
     run.unknown_outcome += sampler.unknown

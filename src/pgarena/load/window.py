@@ -77,6 +77,10 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     With more than one place the window is driven by one k6 process per place and merged
     (distributed.py); with one place or none, by the one generator below, exactly as always.
 
+    With `spec.lead_in_s` (an engine with `lead_in`, closed model, one generator here) the process first loads
+    the stack for that long over the same connections, and the window is the `duration_s` after it, cut by
+    each answer's end time (the re-warm without a new process and new connections: docs/methodology.md).
+
     The generator's CPU is read over the measured window only (docs/methodology.md, "Generator CPU"):
     its process CPU is sampled while it runs; the window ends when it writes its summary (the raw
     output file's modification time) and began the window's measured duration earlier, so k6's start-up
@@ -88,9 +92,14 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     samples: list[tuple[float, float]] = []
     code, process_cpu = run_measured(argv, stdout_path=raw_dir / f"{stem}.stdout",
                                      stderr_path=raw_dir / f"{stem}.stderr", cpus=config.generator_cpus,
-                                     timeout_s=duration_s + 2 * config.http_timeout_s + 60, cpu_samples=samples)
+                                     timeout_s=spec.lead_in_s + duration_s + 2 * config.http_timeout_s + 60,
+                                     cpu_samples=samples)
     try:
-        outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s, offered=offered_requests(spec, duration_s))
+        if spec.lead_in_s:
+            outcome = engine.parse_after_lead_in(raw_dir, stem, lead_in_s=spec.lead_in_s, window_s=duration_s,
+                                                 timeout_s=spec.timeout_s)
+        else:
+            outcome = engine.parse(raw_dir, stem, timeout_s=spec.timeout_s, offered=offered_requests(spec, duration_s))
     except EngineOutputError as exc:
         raise EngineOutputError(f"{exc} (exit code {code}; see {raw_dir / (stem + '.stderr')})") from None
     raw = engine.raw_output(raw_dir, stem)

@@ -3,7 +3,7 @@
 All stacks that can run beside each other are built, started, verified and warmed first; they then stay
 up together (each pinned to the server CPU set, each in its own cgroup) while rounds of windows visit every
 (stack, cell) once in the seeded order of `schedule.round_order`. One stack is under load at a time; each
-window is preceded by a short re-warm that is not counted. Because the stacks of a cell are measured
+window is preceded by a short re-warm that is not counted (with oha, its own process's lead-in: measure.py). Because the stacks of a cell are measured
 minutes apart at most, their ratio within a round is free of the machine's slow drift, and `paired` turns
 the per-round figures into ratios with intervals and ranks (Abedi and Brecht, ICPE 2017).
 
@@ -37,6 +37,7 @@ from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.measure import (
     CellRun,
     finish_cell,
+    lead_in_applies,
     measure_repetition,
     repetition_line,
     start_cell,
@@ -49,7 +50,7 @@ from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
 from pgarena.pipeline.rounds import rounds_policy
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
-from pgarena.results.store import save
+from pgarena.results.store import Saver, save
 from pgarena.system.process import NotReady
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class _Phase:
 
 
 class InterleavedRun:
-    """Executes the phases over the live stacks; every window is saved as it is measured."""
+    """Executes the phases over the live stacks; windows are saved as they are measured (store.SAVE_EVERY_S)."""
 
     def __init__(self, ctx: RunContext, lives: list[LiveStack], record: ScheduleRecord,
                  pool: int | None = None) -> None:
@@ -89,6 +90,7 @@ class InterleavedRun:
         self.idle_cpu_s: dict[str, float] = {live.id: 0.0 for live in lives}
         self.idle_wall_s: dict[str, float] = {live.id: 0.0 for live in lives}
         self.stored = {c.key: c for c in ctx.results.cells}
+        self.saver = Saver(ctx)
         self.plan_index: dict[tuple, int] = {}
         """Every planned cell's position: stack by stack, each stack's cells in plan order."""
         self.phases: list[_Phase] = []
@@ -232,7 +234,7 @@ class InterleavedRun:
         poller = live.connections
         if poller is not None:
             poller.active = True
-            poller.take_peak()
+            poller.take_peak(poll=False)
         try:
             from pgarena.pipeline.plan import resolve_rate
 
@@ -269,7 +271,7 @@ class InterleavedRun:
             ctx.progress.repetition_done(rep.index, rep.rps)
             summarize(cell, config, live.cpu.source, headroom_rps=headroom_rps(ctx))
         ctx.progress.cell_done()
-        save(ctx.results, ctx.run_dir)
+        self.saver.save(now=False)
         return (rep.rps, getattr(rep, "reference_unit_ns", None)) if rep is not None else None
 
     # --- phases ---------------------------------------------------------------------------------------
@@ -297,7 +299,10 @@ class InterleavedRun:
         if record is None:
             record = PhaseRecord(name=phase.name, cells=len({k[1:] for k in phase.cells}),
                                  window_seconds=next(iter(phase.cells.values())).duration_seconds,
-                                 rewarm_seconds=self.rewarm_seconds(phase))
+                                 rewarm_seconds=self.rewarm_seconds(phase),
+                                 rewarm_lead_in=ctx.engine is not None and all(
+                                     lead_in_applies(ctx.engine, c.model == "open", ctx.generator_places)
+                                     for c in phase.cells.values()))
             self.record.phases.append(record)
         for live in self.lives.values():  # idle stacks are not polled for connections
             if live.connections is not None:
@@ -328,7 +333,7 @@ class InterleavedRun:
                        if unsettled else "every pair settled"))
             if index >= policy.min_rounds and unsettled:
                 ctx.progress.total += len(phase.cells)
-            save(ctx.results, ctx.run_dir)
+            self.saver.save()
 
         titles = {key[1:]: cell_title(cell) for key, cell in phase.cells.items()}
         from pgarena.pipeline.executions import restart_block
@@ -351,7 +356,7 @@ class InterleavedRun:
         self.finished_phases.add(phase.name)
         record.finished_at = dt.datetime.now(dt.timezone.utc)
         self._record_idle()
-        save(ctx.results, ctx.run_dir)
+        self.saver.save()
         ctx.log(f"{phase.name} phase: {outcome.rounds} round(s), {outcome.stop_reason}"
                 + (f"; unsettled: {'; '.join(outcome.unsettled[:3])}" if outcome.unsettled else ""))
         return outcome

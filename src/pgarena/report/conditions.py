@@ -87,6 +87,8 @@ def _phase_window(phase: PhaseRecord) -> str | None:
     if phase.window_seconds is None:
         return None
     rewarm = "" if phase.rewarm_seconds is None else f" after a {phase.rewarm_seconds:g} s re-warm"
+    if rewarm and phase.rewarm_lead_in:
+        rewarm += " in the same generator process"
     return f"{phase.window_seconds:g} s{rewarm}"
 
 

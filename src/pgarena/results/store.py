@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import ValidationError
 
@@ -16,6 +18,31 @@ def save(results: RunResults, run_dir: Path) -> Path:
     """Write results.json atomically (temporary file in the same folder, then rename)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     return write_text_atomic(run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
+
+
+SAVE_EVERY_S = 10.0
+"""Between windows, results.json is written when this long has passed since it last was: a 3.6 MB file took
+40–70 ms, after every window of a 21-stack round. A run stopped in between resumes from the last write and
+measures the windows after it again."""
+
+
+class _Run(Protocol):
+    results: RunResults
+    run_dir: Path
+
+
+class Saver:
+    """results.json of one run (its `results` in its `run_dir`), written now or (`now=False`, after a window) at
+    most every SAVE_EVERY_S."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.saved_at = time.monotonic()
+
+    def save(self, now: bool = True) -> None:
+        if now or time.monotonic() - self.saved_at >= SAVE_EVERY_S:
+            save(self.run.results, self.run.run_dir)
+            self.saved_at = time.monotonic()
 
 
 class ResultsError(Exception):

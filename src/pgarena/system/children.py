@@ -9,6 +9,7 @@ exactly from the kernel's rusage when it is reaped (wait4).
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import time
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ def run_measured(
         )
         deadline = time.monotonic() + timeout_s
         watched = _watch(proc.pid) if cpu_samples is not None else None
+        wait_exit = _ExitWaiter(proc.pid)
         try:
             while True:
                 if watched is not None:
@@ -55,10 +57,12 @@ def run_measured(
                     kill_tree(proc.pid, grace_s=2.0)
                     pid, status, usage = os.wait4(proc.pid, 0)
                     break
-                time.sleep(CPU_SAMPLE_INTERVAL_S)
+                wait_exit(CPU_SAMPLE_INTERVAL_S)
         except BaseException:  # Ctrl-C: the generator has its own process group, so stop it here
             kill_tree(proc.pid, grace_s=2.0)
             raise
+        finally:
+            wait_exit.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     total = usage.ru_utime + usage.ru_stime
     if cpu_samples is not None:
@@ -68,6 +72,33 @@ def run_measured(
 
 CPU_SAMPLE_INTERVAL_S = 0.02
 """How often run_measured polls the generator (exit and, when asked, its CPU seconds so far)."""
+
+
+class _ExitWaiter:
+    """Sleeps up to a timeout, waking as soon as the process exits (a pidfd; without one, a plain sleep): the
+    window's generator is reaped the moment it is done rather than up to a poll interval later, every window."""
+
+    def __init__(self, pid: int) -> None:
+        self._poll: select.poll | None = None
+        self._fd: int | None = None
+        try:
+            self._fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # Linux before 5.3, or not Linux
+            return
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLIN)
+
+    def __call__(self, timeout_s: float) -> None:
+        if self._poll is None:
+            time.sleep(timeout_s)
+        else:
+            self._poll.poll(timeout_s * 1000)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
 
 
 def _watch(pid: int) -> psutil.Process | None:

@@ -131,17 +131,28 @@ class TreeSampler:
     """Sample several process trees for the duration of a `with` block."""
 
     def __init__(self, root_pids: dict[str, int | None], interval_s: float = SAMPLE_INTERVAL_S,
-                 pss_trees: Collection[str] = ("stack",)) -> None:
+                 pss_trees: Collection[str] = ("stack",), cpu_after_s: float = 0.0) -> None:
         self._states = {name: _TreeState(pid, pss=name in pss_trees) for name, pid in root_pids.items() if pid}
         self._interval_s = interval_s
+        self._cpu_after_s = cpu_after_s
+        """CPU counts from this long after the block starts (a window's lead-in left out; memory peaks do not)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="pgarena-sampler", daemon=True)
         self.usage: dict[str, TreeUsage] = {}
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._interval_s):
+        rebase_at = time.monotonic() + self._cpu_after_s if self._cpu_after_s > 0 else None
+        while True:
+            wait = self._interval_s
+            if rebase_at is not None:
+                wait = max(0.0, min(wait, rebase_at - time.monotonic()))
+            if self._stop.wait(wait):
+                return
+            rebase = rebase_at is not None and time.monotonic() >= rebase_at
+            if rebase:
+                rebase_at = None
             for state in self._states.values():
-                _sample(state, first=False)
+                _sample(state, first=rebase)
 
     def __enter__(self) -> TreeSampler:
         for state in self._states.values():
@@ -174,12 +185,32 @@ class CpuMeters:
         self.source = source if self._meters else "psutil"
         self.probe = probe
 
+    def exact(self, name: str) -> bool:
+        """Whether `name`'s CPU seconds come from an exact meter (no psutil sampling needed for them)."""
+        return name in self._meters
+
     @contextmanager
-    def window(self) -> Iterator[dict[str, float]]:
+    def window(self, after_s: float = 0.0) -> Iterator[dict[str, float]]:
+        """The meters' deltas over the block, from `after_s` after it starts (a window's lead-in left out); a
+        block that ends before then yields none."""
         deltas: dict[str, float] = {}
-        start = {name: meter() for name, meter in self._meters.items()}
+        start: dict[str, float] = {}
+
+        def read_start() -> None:
+            start.update({name: meter() for name, meter in self._meters.items()})
+
+        timer = threading.Timer(after_s, read_start) if after_s > 0 else None
+        if timer is None:
+            read_start()
+        else:
+            timer.daemon = True
+            timer.start()
         try:
             yield deltas
         finally:
+            if timer is not None:
+                timer.cancel()
+                timer.join()
             for name, meter in self._meters.items():
-                deltas[name] = max(0.0, meter() - start[name])
+                if name in start:
+                    deltas[name] = max(0.0, meter() - start[name])

@@ -43,6 +43,12 @@ class LoadSpec:
     the first of them."""
     timeline_path: Path | None = None
     """k6: also write every request to this file (`--out json=`), for a resilience timeline."""
+    latencies: bool = True
+    """oha: keep every request's latency (`--db-url`) for the percentiles; False for windows that are not
+    counted (warm-ups, re-warms), which then skip writing and reading it (about 30 ms a window)."""
+    lead_in_s: float = 0.0
+    """Load before the measured `duration_s` in the same generator process, over the same connections (the
+    re-warm, for an engine with `lead_in`): the window counts only the answers that ended after it."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,11 @@ class LoadOutcome:
     dropped: int | None = None
     """Open model: requests the generator itself reports it could not start on schedule (k6's
     dropped_iterations); None when it does not report them (oha: the caller uses offered − completed)."""
+    uncounted_2xx: int = 0
+    uncounted_other: int = 0
+    """A window after a lead-in: the 2xx and the other answers of the same process outside the measured span
+    (the lead-in's, and those that ended after the deadline). They reached the stack and its database like
+    the counted ones, so the database's bookkeeping (tx, statements per request) adds them."""
 
     @property
     def answered_2xx(self) -> int:
@@ -95,6 +106,10 @@ def find_binary(name: str, extra: list[Path]) -> Path | None:
 
 class Engine(ABC):
     """A load generator. Subclasses name their pinned version and how to install it."""
+
+    lead_in = False
+    """Whether a window may start with a lead-in in the same process (LoadSpec.lead_in_s): the engine can tell
+    when each answer ended, so the measured span is cut from the process's own timeline."""
 
     name: str
     pinned_version: str
@@ -144,6 +159,11 @@ class Engine(ABC):
         is the window's HTTP timeout: requests without an answer count at it in the latency, and so do the
         open model's dropped requests; `offered` (open model: requests scheduled in the window) tells an
         engine that does not count its dropped requests how many there were (offered − completed)."""
+
+    def parse_after_lead_in(self, workdir: Path, stem: str, *, lead_in_s: float, window_s: float,
+                            timeout_s: float) -> LoadOutcome:
+        """The measured span of a window that began with a lead-in (engines with `lead_in` only)."""
+        raise NotImplementedError(f"{self.name} cannot cut a window from its lead-in")
 
     @abstractmethod
     def raw_output(self, workdir: Path, stem: str) -> Path:

@@ -22,6 +22,12 @@ adds the requests without an answer at the timeout and computes the percentiles 
 (engines/latency.py). The SQLite file can be large; it is removed once read (results.json keeps the
 figures, `<stem>.stdout` oha's own summary). Without it (older raw output) the documented summary rule
 of engines/latency.py applies.
+
+A window after a lead-in (`LoadSpec.lead_in_s`: the interleaved schedule's re-warm, closed model) is one oha
+process of both (`-z` their sum) over the same connections; its figures are cut from that file by each answer's
+end on oha's clock: the answers that ended within the window's `duration_s` after the lead-in. Requests without
+an answer have no time there, so all of the process's count in the window. `<stem>.stdout` then summarises the
+whole process.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class OhaEngine(Engine):
     """hatoo/oha, built from crates.io with `cargo install --locked` into pgarena's tool cache."""
 
     name = "oha"
+    lead_in = True
     pinned_version = OHA_VERSION
     install_hint = (
         f"cargo install oha --version {OHA_VERSION} --locked --root {oha_install_dir()} "
@@ -81,7 +88,7 @@ class OhaEngine(Engine):
     def command(self, spec: LoadSpec, workdir: Path, stem: str) -> list[str]:
         argv = [
             str(self.binary), "--no-tui", "--output-format", "json",
-            "-z", f"{int(round(spec.duration_s * 1000))}ms",
+            "-z", f"{int(round((spec.lead_in_s + spec.duration_s) * 1000))}ms",
             "-c", str(spec.connections),
             "-t", f"{int(round(spec.timeout_s * 1000))}ms",
             "-m", spec.method,
@@ -92,7 +99,8 @@ class OhaEngine(Engine):
         ]
         requests_file = self.requests_file(workdir, stem)
         requests_file.unlink(missing_ok=True)  # oha appends to an existing file
-        argv += ["--db-url", str(requests_file)]
+        if spec.latencies or spec.lead_in_s:
+            argv += ["--db-url", str(requests_file)]
         if spec.rate is not None:
             argv += ["-q", f"{spec.rate:.3f}", "--latency-correction"]
         if spec.bodies_file is not None:
@@ -109,28 +117,84 @@ class OhaEngine(Engine):
 
     def parse(self, workdir: Path, stem: str, timeout_s: float | None = None,
               offered: int | None = None) -> LoadOutcome:
-        path = self.raw_output(workdir, stem)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise EngineOutputError(f"oha output {path.name} unreadable: {exc}") from None
+        data = self._summary(workdir, stem)
         requests_file = self.requests_file(workdir, stem)
         durations = read_request_durations_ms(requests_file)
         requests_file.unlink(missing_ok=True)
         return parse_oha_json(data, timeout_s=timeout_s, durations_ms=durations, offered=offered)
+
+    def _summary(self, workdir: Path, stem: str) -> dict:
+        path = self.raw_output(workdir, stem)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise EngineOutputError(f"oha output {path.name} unreadable: {exc}") from None
+
+    def parse_after_lead_in(self, workdir: Path, stem: str, *, lead_in_s: float, window_s: float,
+                            timeout_s: float) -> LoadOutcome:
+        """The measured span of a window that began with a lead-in (closed model): the answers that ended in
+        [lead_in_s, lead_in_s + window_s) of oha's own clock, from its per-request file."""
+        data = self._summary(workdir, stem)
+        requests_file = self.requests_file(workdir, stem)
+        rows = read_request_rows(requests_file)
+        requests_file.unlink(missing_ok=True)
+        if rows is None:
+            raise EngineOutputError(f"oha wrote no per-request file {requests_file.name}: the window cannot be "
+                                    "told from its lead-in")
+        return window_after_lead_in(data, rows, lead_in_s=lead_in_s, window_s=window_s, timeout_s=timeout_s)
 
 
 def read_request_durations_ms(path: Path) -> list[float] | None:
     """Every answered request's latency (ms) from oha's `--db-url` file; None when it is missing or
     unreadable. oha's `duration` column is the one its percentiles use (from the scheduled start with
     `--latency-correction`)."""
+    rows = _read_requests(path, "duration")
+    return None if rows is None else [row[0] * 1000 for row in rows]
+
+
+def read_request_rows(path: Path) -> list[tuple[float, float, int]] | None:
+    """(end, duration, status) of every answered request, seconds on oha's clock, from its `--db-url` file;
+    None when it is missing or unreadable."""
+    return _read_requests(path, "end, duration, status")
+
+
+def _read_requests(path: Path, columns: str) -> list[tuple] | None:
     if not path.is_file():
         return None
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-            return [row[0] * 1000 for row in conn.execute("SELECT duration FROM oha")]
+            return list(conn.execute(f"SELECT {columns} FROM oha"))  # noqa: S608 — the callers' fixed column names
     except sqlite3.Error:
         return None
+
+
+def window_after_lead_in(data: dict, rows: list[tuple[float, float, int]], *, lead_in_s: float, window_s: float,
+                         timeout_s: float) -> LoadOutcome:
+    """A LoadOutcome of the answers that ended in [lead_in_s, lead_in_s + window_s) (`rows`: oha's per-request
+    file). Requests without an answer have no time in oha's output: all of the process's count in the window
+    (its failures are never hidden in the lead-in), at the timeout in the latency."""
+    out = parse_output(OhaOutput, data, "oha")
+    errors, _aborted = classify_oha_errors(out.error_distribution)
+    end = lead_in_s + window_s
+    inside = [(duration, status) for finished, duration, status in rows if lead_in_s <= finished < end]
+    statuses: dict[str, int] = {}
+    for _duration, status in inside:
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+    if not inside:
+        raise EngineOutputError(f"oha received no response in the {window_s:.1f} s after its {lead_in_s:.1f} s "
+                                f"lead-in (errors: {out.error_distribution})")
+    errors.non_2xx = sum(count for code, count in statuses.items() if not code.startswith("2"))
+    outside_2xx = sum(1 for finished, _d, status in rows if not lead_in_s <= finished < end and 200 <= status < 300)
+    return LoadOutcome(
+        requests=len(inside) + errors.connect + errors.timeout + errors.other,
+        duration_seconds=window_s,
+        latency=from_durations([duration * 1000 for duration, _status in inside], errors.unanswered,
+                               timeout_s * 1000),
+        errors=errors,
+        status_codes=statuses,
+        uncounted_2xx=outside_2xx,
+        uncounted_other=len(rows) - len(inside) - outside_2xx,
+    )
 
 
 def classify_oha_errors(distribution: dict[str, int]) -> tuple[Errors, int]:

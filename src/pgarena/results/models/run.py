@@ -40,6 +40,9 @@ class PhaseRecord(Record):
     unsettled: list[str] = Field(default_factory=list, description="pairs still unordered when it stopped")
     window_seconds: float | None = Field(None, description="measured window of the phase's cells (None: not recorded)")
     rewarm_seconds: float | None = Field(None, description="uncounted load before each of its windows (None: the run's)")
+    rewarm_lead_in: bool | None = Field(None, description=(
+        "True: the re-warm was the lead-in of each window's own generator process (oha, closed model, one generator "
+        "here), the window cut from it by each answer's end; False: a generator run of its own; None: not recorded"))
     slot_seconds: float | None = Field(None, description=(
         "wall time per window, measured: its re-warm, the window, the answer and accounting checks and the "
         "bookkeeping after it, averaged over the windows the phase measured (after a resume: those since; None: not "

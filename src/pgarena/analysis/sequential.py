@@ -148,7 +148,7 @@ def _logs(values: Sequence[float | None]) -> list[float | None]:
     return [math.log(v) if v is not None and v > 0 else None for v in values]
 
 
-def _two_way(y: Mapping[str, Sequence[float | None]], rounds: int) -> tuple[dict[str, float], list[float], float, int]:
+def _two_way(y: PerRound, rounds: int) -> tuple[dict[str, float], list[float], float, int]:
     """`additive_fit` as (μ, ρ per round index, residual sum of squares, residual df)."""
     fit = additive_fit(y)
     return fit.stack_effects, [fit.round_effects.get(r, 0.0) for r in range(rounds)], fit.rss, fit.df

@@ -71,6 +71,12 @@ class GeneratorPlace:
     remote_dir: str | None = None
 
 
+def distributed(places: Sequence[GeneratorPlace]) -> bool:
+    """Whether a window is driven by several generators or by one on another host (run_distributed_window),
+    rather than by the one generator process here."""
+    return len(places) > 1 or bool(places and places[0].ssh is not None)
+
+
 def local_places(count: int) -> list[GeneratorPlace]:
     """`count` places on this host: gen1, gen2, …"""
     return [GeneratorPlace(name=f"gen{i}") for i in range(1, count + 1)]

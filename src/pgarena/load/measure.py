@@ -22,7 +22,7 @@ from pgarena.contract.values import Verdict
 from pgarena.db import accounting
 from pgarena.db.postgres import Database
 from pgarena.load import warmup
-from pgarena.load.distributed import GeneratorPlace
+from pgarena.load.distributed import GeneratorPlace, distributed
 from pgarena.load.engines import Engine, LoadOutcome, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.slo import LevelResult, SloTarget, search_max_sustainable
@@ -184,7 +184,7 @@ def rewarm(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, s
 def lead_in_applies(engine: Engine, open_model: bool, places: Sequence[GeneratorPlace]) -> bool:
     """Whether a window's re-warm is its generator's lead-in (LoadSpec.lead_in_s) rather than a process of its
     own: an engine that can cut it (oha), the closed model, one generator on this machine."""
-    return engine.lead_in and not open_model and len(places) <= 1 and not (places and places[0].ssh is not None)
+    return engine.lead_in and not open_model and not distributed(places)
 
 
 def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: Database, server: ServerProcess,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pgarena.config.run import RunConfig
 from pgarena.contract import workloads as wl
-from pgarena.load.distributed import GeneratorPlace, run_distributed_window
+from pgarena.load.distributed import GeneratorPlace, distributed, run_distributed_window
 from pgarena.load.engines import Engine, LoadSpec
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.windowrecord import Window, offered_requests, window_cpu_seconds
@@ -86,7 +86,7 @@ def run_window(engine: Engine, spec: LoadSpec, duration_s: float, raw_dir: Path,
     output file's modification time) and began the window's measured duration earlier, so k6's start-up
     (JavaScript VMs, SharedArray) and oha's per-request file after the window are not counted.
     """
-    if len(places) > 1 or (places and places[0].ssh is not None):  # a generator elsewhere: copied there too
+    if distributed(places):  # a generator elsewhere: copied there too
         return run_distributed_window(engine, spec, duration_s, raw_dir, stem, config, places)
     argv = [*engine.argv_prefix, *engine.command(replace(spec, duration_s=duration_s), raw_dir, stem)]
     samples: list[tuple[float, float]] = []

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pgarena.analysis.paired import adjacent_pairs, paired_ranks, paired_ratio
+from pgarena.analysis.paired import paired_ranks, paired_ratio
 
 
 def test_ratio_of_constant_ratios_is_exact_and_zero_width():

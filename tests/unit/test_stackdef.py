@@ -471,3 +471,20 @@ def test_a_stack_that_needs_a_newer_postgresql_is_made_unavailable_before_its_bu
     assert results.stack("rust-fraiseql").status == "unavailable" and "rust-fraiseql" not in planned
     assert all(s.available == t.available for s, t in zip(stacks, out) if s.id != "rust-fraiseql")
     assert _too_old_for(stacks, "18.4", Results(), {}, lines.append) == stacks
+
+
+def test_a_fixed_port_runs_beside_the_others_unless_a_stack_before_it_fixes_the_same_one():
+    from dataclasses import replace
+
+    from pgarena.pipeline.plan import coexist_problem
+
+    stacks, _ = load_stacks(REAL_STACKS_DIR)
+    by_id = {s.id: s for s in stacks}
+    seed, go = by_id["seed000-fastify-pg"], by_id["go-nethttp-pgx"]
+    assert seed.definition.run.port == 3101 and go.definition.run.port is None
+    assert coexist_problem(seed, [go]) is None, "its port is not one pgarena hands out (those are ephemeral)"
+    assert coexist_problem(go, [seed]) is None
+    twin = replace(seed, definition=seed.definition.model_copy(update={"id": "seed000-fastify-pg-copy"}))
+    assert coexist_problem(twin, [go, seed]) == "it listens on the fixed port 3101, as seed000-fastify-pg does"
+    assert coexist_problem(twin, [go]) is None, "only a stack already up together holds the port"
+    assert coexist_problem(replace(twin, target_url="http://10.0.0.7:3101"), [seed]) is None, "a remote target's port is elsewhere"

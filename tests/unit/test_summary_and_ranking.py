@@ -327,13 +327,17 @@ def test_ratios_to_a_baseline_and_a_missing_baseline_is_said(config):
     assert w.to_baseline == {} and w.baseline_problem == "baseline elsewhere is not in this table"
 
 
-def test_a_sequential_fallback_mixes_paired_and_independent_comparisons(config):
+def test_a_stack_measured_on_its_own_is_shown_beside_a_paired_table_but_neither_ranked_nor_compared(config):
     from pgarena.analysis.verdicts import table_verdict
 
     fast, slow = rounds("fast", FAST, config), rounds("slow", SLOW, config)
-    alone = rounds("alone", [3_000, 3_010, 2_990], config, in_rounds=False)
-    v = table_verdict([alone, slow, fast])
-    assert v.paired and v.sequential == ["alone"]
-    assert v.rank_all == {"fast": "1", "slow": "2", "alone": "3"}, "paired above, independent below"
-    assert v.to_best["alone"].interval is None and v.to_best["slow"].interval is not None
-    assert "alone measured sequentially" in v.method()
+    alone = rounds("alone", [30_000, 30_100, 29_900], config, in_rounds=False)  # far above both, at another time
+    v = table_verdict([alone, slow, fast], baseline="alone")
+    assert v.paired and v.sequential == ["alone"] and v.inference is not None, "the rounds' stacks keep the inference"
+    assert set(v.inference.fit.effect) == {"fast", "slow"}
+    assert v.rank_all == {"fast": "1", "slow": "2", "alone": "–"}, "no rank from a moment no round shared"
+    assert [c.stack for c in v.cells] == ["fast", "slow", "alone"] and v.best == "fast" and v.leaders() == ["fast"]
+    assert "alone" not in v.to_best and v.to_best["slow"].interval is not None
+    assert [(p.upper, p.lower) for p in v.pairs] == [("fast", "slow")]
+    assert "alone: measured on its own after the rounds" in v.method() and v.family_sentence() is not None
+    assert v.to_baseline == {} and v.baseline_problem == "baseline alone was measured on its own, not in the rounds of this table"

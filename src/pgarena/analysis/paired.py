@@ -13,9 +13,9 @@ figure across rounds. This module turns per-round figures into:
 - `paired_ranks`: ranks with ties where stack i is *surely above* j when the interval of i/j lies wholly
   above 1 (the pairwise counterpart of `stats.rank_with_ties`).
 
-These are per-pair, fixed-sample intervals, used where one pair is looked at once (`rankcheck`, tables mixing
-paired and sequential stacks). The verdict of an interleaved table, and the rounds' stopping rule, use
-`analysis.sequential`: simultaneous over every pair of the table and valid after every look.
+These are per-pair, fixed-sample intervals, used where one pair is looked at once (`rankcheck`). The
+verdict of an interleaved table, and the rounds' stopping rule, use `analysis.sequential`: simultaneous over every
+pair of the table and valid after every look.
 
 Values are "higher is better" figures (requests/s); a round in which either stack has no value is left
 out of that pair.
@@ -160,14 +160,6 @@ class PairVerdict:
             margin = r.margin if isinstance(r, PairInterval) else DEFAULT_EQUIVALENCE_MARGIN
             return f"{self.upper} and {self.lower} are equivalent within ±{margin * 100:.0f} % ({r.low:.2f}–{high})"
         return f"{self.upper} and {self.lower}: not resolved ({r.low:.2f}–{high})"
-
-
-def adjacent_pairs(per_round: Mapping[str, Sequence[float | None]],
-                   level: float = DEFAULT_CONFIDENCE_LEVEL) -> list[PairVerdict]:
-    """Each stack against the next one in median order, with per-pair fixed-sample intervals (tables that
-    mix paired and sequential stacks)."""
-    order = median_order(per_round)
-    return [PairVerdict(hi, lo, paired_ratio(per_round[hi], per_round[lo], level)) for hi, lo in zip(order, order[1:])]
 
 
 def neighbour_pairs(inference: Inference, order: Sequence[str]) -> list[PairVerdict]:

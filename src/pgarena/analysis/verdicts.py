@@ -13,9 +13,9 @@ For each group of comparable cells (`ranking.comparable_groups`):
 - **Independent otherwise** (a sequential run, results from before rounds): today's ranks from the
   overlap of each cell's own interval (`ranking.table_ranks`), and ratios of medians without an interval.
 - **Mixed** when some stacks of the table were measured in rounds and others not (a stack that could not
-  run beside the others fell back to sequential): two stacks measured in rounds are ordered by their paired
-  interval, any other pair by the overlap of their own intervals; ranks follow from that relation the same
-  way (`stats.rank_with_ties`' rule: every position a stack could take).
+  run beside the others, a second one fixing the same port, was measured on its own afterwards): the stacks
+  of the rounds are judged as above; the others are shown with their own figures, unranked and without a
+  ratio — they saw another moment of the machine, and nothing paired covers them.
 
 Two ranks side by side: among the stacks whose answers are exact (no flags.INEXACT flag) and among every
 stack that answered validly; a stack with ❌ columns has only the second, with the columns named. Invalid
@@ -32,7 +32,6 @@ from pgarena.analysis.executions import judge_table
 from pgarena.analysis.paired import (
     PairVerdict,
     RatioInterval,
-    adjacent_pairs,
     neighbour_pairs,
     paired_ratio,
 )
@@ -124,15 +123,12 @@ class TableVerdict:
     wrong_columns: dict[str, list[str]] = field(default_factory=dict)
     """stack → its ❌ columns on this workload (flags.INEXACT cells)."""
     sequential: list[str] = field(default_factory=list)
-    """Stacks of a paired table measured without rounds: compared by their own intervals (mixed table)."""
+    """Stacks of a paired table measured without rounds (a mixed table): shown, neither ranked nor compared."""
 
     def method(self) -> str:
         """One sentence: how this table's ranks were established."""
         if self.basis == NOT_RANKED:
             return "Not ranked: each stack was offered a share of its own peak, so the loads differ."
-        if self.paired and self.sequential:
-            return (f"Paired over {self.rounds} interleaved round(s) where both stacks were measured in rounds; "
-                    f"{', '.join(self.sequential)} measured sequentially: compared by independent 95 % intervals.")
         if self.paired:
             fit = self.inference.fit if self.inference else None
             corrected = ""
@@ -144,8 +140,10 @@ class TableVerdict:
             blocks = next((p.blocks for p in self.inference.pairs.values() if p.blocks), None) if self.inference else None
             over = (f" in {blocks} block(s), the stacks restarted between blocks; intervals over the blocks' means"
                     if blocks else "")
+            apart = (f" {', '.join(self.sequential)}: measured on its own after the rounds (the schedule says why), "
+                     "so neither ranked nor compared with the others." if self.sequential else "")
             return (f"Paired over {self.rounds} interleaved round(s){over}: ranks and ratios from each round's "
-                    f"ratios{corrected}.")
+                    f"ratios{corrected}.{apart}")
         if self.basis == BY_P99:
             return "p99 latency by independent 95 % intervals of the mean: ranked where they do not overlap."
         return "Independent 95 % intervals of the mean 2xx/s (no interleaved rounds): ranked where they do not overlap."
@@ -232,25 +230,6 @@ def _ratios(per_round: PerRound | None, reference: str, cells: Sequence[Cell],
     return out
 
 
-def _mixed_labels(cells: Sequence[Cell], per_round: PerRound) -> dict[str, str]:
-    """Ranks of a mixed table: `x` is surely above `y` when their paired interval lies above 1 (both in
-    rounds) or their own intervals are disjoint with x's higher (otherwise); labels as stats.rank_with_ties."""
-    def above(x: Cell, y: Cell) -> bool:
-        if x.stack in per_round and y.stack in per_round:
-            ratio = paired_ratio(per_round[x.stack], per_round[y.stack])
-            return ratio is not None and ratio.relation == "above"
-        return x.summary.rps_interval.low > y.summary.rps_interval.high  # type: ignore[union-attr]
-
-    order = sorted(cells, key=lambda c: -c.summary.rps.median)  # type: ignore[union-attr]
-    labels = {}
-    for position, cell in enumerate(order, start=1):
-        surely_above = sum(above(o, cell) for o in order if o is not cell)
-        surely_below = sum(above(cell, o) for o in order if o is not cell)
-        best, worst = min(1 + surely_above, position), max(len(order) - surely_below, position)
-        labels[cell.stack] = str(best) if best == worst else f"{best}–{worst}"
-    return labels
-
-
 def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
                   wrong_columns: Mapping[str, list[str]] | None = None, level: float = DEFAULT_FAMILY_LEVEL,
                   margin: float = DEFAULT_EQUIVALENCE_MARGIN, block_rounds: int | None = None,
@@ -273,14 +252,10 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
         verdict.cells = [c for c, _ in table_ranks(measured)]
         return verdict
     exact_stacks = [c.stack for c in ranked if exact(c)]
-    if mixed:
-        assert per_round is not None
-        verdict.cells = [c for c, _ in table_ranks(measured, in_field)]
-        verdict.rank_all = _mixed_labels(ranked, per_round)
-        verdict.rank_exact = _mixed_labels([c for c in ranked if exact(c)], per_round)
-        verdict.pairs = adjacent_pairs(per_round)
-        verdict.sequential = [c.stack for c in ranked if c.stack not in per_round]
-    elif per_round is not None:
+    if per_round is not None:
+        # a mixed table's stacks measured on their own (`sequential`, not in any round) are shown with their
+        # figures but neither ranked nor compared: they were measured at another time, so no paired claim covers
+        # them, and an interval of each alone would compare two moments of the machine, not two stacks
         reference = per_round_rps(in_rounds, "reference_unit_ns")
         inference = judge_table(per_round, reference, block_rounds=block_rounds, level=level, margin=margin)
         order = inference.order()
@@ -291,6 +266,7 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
         verdict.rank_all = rank_labels(inference, order)
         verdict.rank_exact = rank_labels(inference, [s for s in order if s in exact_stacks])
         verdict.pairs = neighbour_pairs(inference, order)
+        verdict.sequential = [c.stack for c in ranked if c.stack not in per_round]
         reasons = {c.summary.stop_reason for c in in_rounds if c.summary is not None}
         verdict.stop_reason = next(iter(reasons)) if len(reasons) == 1 else None
     else:
@@ -300,18 +276,21 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
     for c in measured:
         verdict.rank_all.setdefault(c.stack, UNRANKED)
         verdict.rank_exact.setdefault(c.stack, UNRANKED)
-    if basis == BY_RPS and ranked:
-        pool = exact_stacks or [c.stack for c in ranked]
+    compared = [c for c in ranked if c.stack not in verdict.sequential]
+    if basis == BY_RPS and compared:
+        exact_compared = [c.stack for c in compared if exact(c)]
+        pool = exact_compared or [c.stack for c in compared]
         verdict.best = next(c.stack for c in verdict.cells if c.stack in pool)
-        verdict.to_best = _ratios(per_round, verdict.best, ranked, verdict.inference)
+        verdict.to_best = _ratios(per_round, verdict.best, compared, verdict.inference)
         if baseline is not None:
             verdict.baseline = baseline
-            if baseline in {c.stack for c in ranked}:
-                verdict.to_baseline = _ratios(per_round, baseline, ranked, verdict.inference)
+            if baseline in {c.stack for c in compared}:
+                verdict.to_baseline = _ratios(per_round, baseline, compared, verdict.inference)
             else:
-                verdict.baseline_problem = (f"baseline {baseline} was not measured validly in this table"
-                                            if baseline in {c.stack for c in cells} else
-                                            f"baseline {baseline} is not in this table")
+                verdict.baseline_problem = (
+                    f"baseline {baseline} was measured on its own, not in the rounds of this table"
+                    if baseline in verdict.sequential else f"baseline {baseline} was not measured validly in this table"
+                    if baseline in {c.stack for c in cells} else f"baseline {baseline} is not in this table")
     return verdict
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -198,12 +199,16 @@ def resolve_rate(cell: Cell, cells: list[Cell]) -> None:
     cell.arrival_rate = round(value * peak, 1)
 
 
-def coexist_problem(stack: Stack) -> str | None:
-    """Why a stack cannot run beside the others (None if it can; a remote target always can)."""
+def coexist_problem(stack: Stack, before: Sequence[Stack] = ()) -> str | None:
+    """Why a stack cannot run beside the others (None if it can). A fixed port is no reason by itself: the
+    ports pgarena gives the other stacks are the kernel's ephemeral ones, and a start checks that the fixed one
+    is free (lifecycle.bring_up). Two stacks fixing the same port cannot both be up, so a stack whose port one
+    of the stacks `before` it already fixes runs apart. A remote target always can."""
     if stack.target_url is not None:
         return None
     port = stack.definition.run.port
-    return f"it listens on the fixed port {port}" if port else None
+    holder = next((s.id for s in before if s.target_url is None and port and s.definition.run.port == port), None)
+    return f"it listens on the fixed port {port}, as {holder} does" if holder else None
 
 
 def pool_batch_done(ctx: RunContext, stacks: list[Stack], pool: int) -> bool:

@@ -218,7 +218,9 @@ def execute(
     runnable = [s for s in stacks if s.available]
     together = len(runnable) if interleave else 1  # stacks up at once, each holding its pool
     largest_pool = max(config.pool_levels)
-    max_connections = together * largest_pool + 50  # the managed cluster's; raised only above the profile's 200
+    # the managed cluster's, raised only above the profile's 200: every stack's pool, and for the one under load a
+    # connection per virtual user beyond it (an app that fixes its pool in its code: seed 000's, pg.Pool max 100)
+    max_connections = together * largest_pool + (max(config.vus, default=0) if interleave else 0) + 50
     registry = pidregistry.PidRegistry(run_dir).__enter__()
     try:
         with ExitStack() as scope:
@@ -396,7 +398,7 @@ def _interleaved(ctx: RunContext, stacks: list[Stack], resumed: bool) -> None:
     pending = [s for s in stacks if not (resumed and ctx.results.stack(s.id).status in FINISHED_STACK_STATES)]
     together, apart = [], []
     for stack in pending:
-        problem = coexist_problem(stack)
+        problem = coexist_problem(stack, together)
         if problem is None:
             together.append(stack)
         else:

@@ -52,7 +52,7 @@ def ratio_payload(verdict: TableVerdict | None, cell: Cell, reference: str | Non
             "high": None if i is None else rounded(i.high, 4)}
 
 
-def _why_unranked(cell: Cell) -> str:
+def _why_unranked(cell: Cell, verdict: TableVerdict | None) -> str:
     marks = cell_marks(cell)
     if "failed" in marks:
         return "failed"
@@ -61,6 +61,8 @@ def _why_unranked(cell: Cell) -> str:
         reasons.append("a demonstration of a mistake, not a competitor")
     if relative_rate(cell):
         reasons.append("offered a share of its own peak (loads differ)")
+    if verdict is not None and cell.stack in verdict.sequential:
+        reasons.append("measured on its own after the interleaved rounds, so not compared")
     if not reasons and cell.summary is not None and cell.summary.rps_interval is None:
         reasons.append("no interval (fewer than 2 repetitions)")
     return ", ".join(dict.fromkeys(reasons)) or "not ranked"
@@ -98,7 +100,7 @@ def headline(results: RunResults, verdicts: Verdicts) -> list[dict]:
                     best_inexact.append(_leader(cell, verdicts.rank_all(cell), verdict))  # type: ignore[arg-type]
             for cell in sorted(cells, key=lambda c: -(c.summary.rps.median if c.summary else -1)):
                 if verdicts.rank_all(cell) == UNRANKED:
-                    unranked.append({"stack": cell.stack, "why": _why_unranked(cell)})
+                    unranked.append({"stack": cell.stack, "why": _why_unranked(cell, verdict)})
             rows.append({"family": family.title, "level": group + (f" · {engine}" if mixed else ""),
                          "model": level_cell.model,
                          "basis": verdict.basis if verdict else None,

@@ -109,6 +109,31 @@ def test_scheduler_stops_on_its_budget_and_says_so():
     assert outcome.unsettled and "not resolved" in outcome.unsettled[0]
 
 
+def test_a_moving_deadline_is_read_again_after_every_round_from_the_measured_slot():
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
+
+    machine = DriftingMachine({"a": 1000.0, "b": 1000.0}, drift_per_s=0.0, seed=1)
+    scatter, slots = random.Random(2), []
+
+    def measure(slot: Slot) -> float:  # 3 % scatter, ±2 % margin: never settled within these rounds
+        machine.now += 1.5
+        return 1000.0 * scatter.gauss(1.0, 0.03)
+
+    def deadline_of(slot_s: float) -> float:
+        slots.append(slot_s)
+        return 30.0  # later than the static 9 s: the time the phases after would not need
+
+    outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=measure, clock=machine.clock,
+                         policy=RoundsPolicy(min_rounds=2, max_rounds=200, margin=0.02, deadline=9.0,
+                                             deadline_of=deadline_of, forecast=False))
+    assert slots and set(slots) == {1.5}, "called after every round with the measured seconds per window"
+    assert outcome.stop_reason == "budget" and outcome.rounds == 10, "3 s a round: an eleventh would pass 30 s"
+    capped = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=measure, clock=machine.clock,
+                        policy=RoundsPolicy(min_rounds=2, max_rounds=200, margin=0.02, budget_s=6,
+                                            deadline_of=lambda slot_s: machine.now + 1000, forecast=False))
+    assert capped.rounds == 2, "the phase's own budget_s still bounds a moving deadline"
+
+
 def test_a_pair_out_of_reach_of_the_cap_stops_early_and_says_so():
     from pgarena.load.scheduler import RoundsPolicy, run_rounds
 

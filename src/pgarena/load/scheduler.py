@@ -69,6 +69,10 @@ class RoundsPolicy:
     deadline: float | None = None
     budget_s: float | None = None
     """A time budget relative to the phase's start (the earlier of this and `deadline` applies)."""
+    deadline_of: Callable[[float], float] | None = None
+    """A deadline that moves with the time the rounds' windows take: called after every round with the mean
+    seconds per window measured so far, it replaces `deadline` (the headline's: what the phases after it need
+    is forecast from that slot, pipeline/rounds.py)."""
     gate: GateRule | None = None
     """An A/B (`pgarena ab`): its pair is settled once head/base clears the regression floor, not when ordered or
     equivalent; a cell without both stacks is judged as usual."""
@@ -197,6 +201,10 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             window_seconds.append(clock() - t0)
             windows += 1
         seconds_per_window = (sum(window_seconds[-50:]) / len(window_seconds[-50:])) if window_seconds else None
+        if policy.deadline_of is not None and seconds_per_window:
+            deadline = min([d for d in (policy.deadline_of(seconds_per_window),
+                                        None if policy.budget_s is None else started + policy.budget_s)
+                            if d is not None])
         by_cap = by_time = policy.max_rounds - r
         if deadline is not None and seconds_per_window:
             per_round = seconds_per_window * max(1, sum(len(s.active) for s in state.values()))

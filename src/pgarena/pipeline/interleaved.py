@@ -48,7 +48,7 @@ from pgarena.load.scheduler import RoundsOutcome, run_rounds
 from pgarena.load.summary import summarize
 from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
-from pgarena.pipeline.rounds import rounds_policy
+from pgarena.pipeline.rounds import BUDGET_RESERVE_S, headline_deadline_of, rounds_policy
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import Saver, save
 from pgarena.system.process import NotReady
@@ -58,8 +58,6 @@ if TYPE_CHECKING:
 
 IDLE_CPU_LIMIT = 0.05
 """A stack that used more than 5 % of one CPU while other stacks were measured is flagged as a disturbance."""
-BUDGET_RESERVE_S = 60.0
-"""Of a run's budget, kept for what follows the last round: cells' closing checks, ceilings, reports."""
 
 STOP_REASONS = {"settled": "settled", "out-of-reach": "out-of-reach", "max-rounds": "max-repetitions",
                 "budget": "budget"}
@@ -318,10 +316,13 @@ class InterleavedRun:
         # nothing after this phase (no other phase, pool size or SLO search): it may spend the budget's rest
         last = (config.slo_p99_ms is None and self.pool == (list(config.pool_sizes) or [None])[-1]
                 and all(p.name in self.finished_phases for p in self.phases if p is not phase))
-        policy = rounds_policy(config, least, self.phase_deadline(phase), tables, last=last)
+        static = self.phase_deadline(phase)
+        moving = headline_deadline_of(self, phase, static, last)
+        policy = rounds_policy(config, least, static, tables, last=last, deadline_of=moving)
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),
                            unit="window")
         left = "" if policy.deadline is None else f", {format_duration(max(0.0, policy.deadline - time.monotonic()))} of the budget"
+        left += " or more: what the tables after it will not need" if moving else ""
         ctx.log(f"{phase.name} phase: {record.cells} cell(s) × {len({k[0] for k in phase.cells})} stack(s), "
                 f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed}){left}")
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from pgarena.analysis.abgate import GATE_MIN_BLOCKS, GATE_MIN_ROUNDS, GateRule
 from pgarena.config.run import RunConfig
 from pgarena.load.scheduler import RoundsPolicy
@@ -14,13 +18,14 @@ def max_rounds(config: RunConfig) -> int:
 
 
 def rounds_policy(config: RunConfig, least: int, deadline: float | None, tables: int,
-                  last: bool = False) -> RoundsPolicy:
+                  last: bool = False, deadline_of: Callable[[float], float] | None = None) -> RoundsPolicy:
     """The policy of one phase: at least `least` rounds, the profile's cap, the phase's `deadline`. An A/B
     (`config.regression_margin`) decides its pair against the regression floor, each of its `tables` at the
     bounds the gate uses (analysis/abgate.py: its regression claim split over the `tables`) and from the round
     the gate decides at, so that a cell the rounds settled is one the gate can decide. With `config.restart_every` the
     stacks are restarted every that many rounds and the cells judged over those blocks (analysis/executions.py).
-    The `last` phase of a run races its open pairs until the deadline or the cap (RoundsPolicy.forecast)."""
+    The `last` phase of a run races its open pairs until the deadline or the cap (RoundsPolicy.forecast);
+    `deadline_of` moves the deadline with the measured slot (`headline_deadline_of`)."""
     gate, level, block = None, config.confidence_level, config.restart_every
     if config.regression_margin is not None and config.baseline is not None:
         head = next(s for s in config.stacks or [] if s != config.baseline)
@@ -30,4 +35,76 @@ def rounds_policy(config: RunConfig, least: int, deadline: float | None, tables:
     return RoundsPolicy(min_rounds=max(2, least), max_rounds=max(2, least, max_rounds(config)),
                         target_rel_half_width=config.target_rel_half_width, level=level,
                         margin=config.equivalence_margin, deadline=deadline, gate=gate, block_rounds=block,
-                        every_pair=config.resolve_every_pair, forecast=not last)
+                        every_pair=config.resolve_every_pair, forecast=not last, deadline_of=deadline_of)
+
+
+BUDGET_RESERVE_S = 60.0
+"""Of a run's budget, kept for what follows the last round: cells' closing checks, ceilings, reports."""
+FORECAST_MARGIN = 1.15
+"""What the phases after the headline are forecast to need is taken this much larger: their windows are not the
+headline's (bench3, 2026-11-27: 1.83 s a slot against the headline's 1.73), and a phase left short of its least
+rounds has no paired verdict at all."""
+PHASE_START_S = 15.0
+"""Each phase's start: the database levelled (VACUUM, CHECKPOINT)."""
+WARMUP_OVERHEAD_S = 0.5
+"""A warm-up's time beyond its own seconds (the generator's start, its checks): 180 warm-ups of 1.06 s took
+~265 s in bench3's closed phase."""
+
+
+@dataclass(frozen=True)
+class PhaseNeed:
+    """The least a phase still to come takes: `rounds` rounds of `windows` windows, each a re-warm and a window
+    of `window_s` together, after `warmup_s` of warm-ups (overhead included)."""
+
+    windows: int
+    rounds: int
+    window_s: float
+    warmup_s: float
+
+    def seconds(self, overhead_s: float) -> float:
+        """At `overhead_s` of pgarena's work per window beyond its re-warm and window."""
+        return PHASE_START_S + self.warmup_s + self.rounds * self.windows * (self.window_s + overhead_s)
+
+
+def later_need_s(needs: Sequence[PhaseNeed], slot_s: float, own_window_s: float) -> float:
+    """What the phases after this one need at the least (with the margin), forecast from this phase's measured
+    slot: the per-window overhead is the slot less this phase's re-warm and window, and is the same for theirs."""
+    overhead = max(0.0, slot_s - own_window_s)
+    return FORECAST_MARGIN * sum(need.seconds(overhead) for need in needs)
+
+
+def moving_deadline(static: float, end: float, needs: Sequence[PhaseNeed],
+                    own_window_s: float) -> Callable[[float], float]:
+    """The headline's deadline as its rounds measure their slot (RoundsPolicy.deadline_of): all the time up to
+    `end` that the phases after it do not need (`later_need_s`), and never less than its `static` share — so the
+    time a later phase could not use (a round more did not fit) goes to the headline, which is read first."""
+    return lambda slot_s: max(static, end - later_need_s(needs, slot_s, own_window_s))
+
+
+def phase_need(run: Any, phase: Any) -> PhaseNeed:
+    """The least `phase` (an interleaved._Phase of `run`, an InterleavedRun, not started yet; typed Any, as
+    interleaved.py imports this module) takes: its cells that can be measured, its least rounds, its windows,
+    and a warm-up at its cap (or the stack's declared minimum) for every stack and workload not warmed yet."""
+    config, later = run.ctx.config, run._later(phase)
+    cap = max(later.warmup_cap_s, config.warmup_s) if later is not None else config.warmup_cap_s
+    cells = [(run.lives[key[0]], cell) for key, cell in phase.cells.items() if cell.status != "failed"]
+    warm = {(live.id, cell.workload, cell.db_rtt_ms): max(cap, config.warmup_s, live.stack.definition.run.min_warmup_s)
+            for live, cell in cells if (cell.workload, cell.db_rtt_ms) not in live.warmed and not cell.repetitions}
+    first = next(iter(phase.cells.values()))
+    return PhaseNeed(windows=len(cells), rounds=max(2, later.repetitions if later is not None else config.repetitions),
+                     window_s=first.duration_seconds + run.rewarm_seconds(phase),
+                     warmup_s=sum(seconds + WARMUP_OVERHEAD_S for seconds in warm.values()))
+
+
+def headline_deadline_of(run: Any, phase: Any, static: float | None,
+                         last: bool) -> Callable[[float], float] | None:
+    """The headline's moving deadline (`moving_deadline`, up to the run's deadline less `BUDGET_RESERVE_S`) when the phases of its batch are all that
+    follow it; None otherwise (no budget, not the headline, the last phase, or SLO searches or another pool size
+    to come, which are not forecast): the `static` deadline applies."""
+    config, deadline = run.ctx.config, run.ctx.deadline
+    if (static is None or deadline is None or last or not phase.name.startswith("headline") or config.slo_p99_ms is not None
+            or run.pool != (list(config.pool_sizes) or [None])[-1]):
+        return None
+    needs = [phase_need(run, p) for p in run.phases if p is not phase and p.name not in run.finished_phases]
+    own = next(iter(phase.cells.values())).duration_seconds + run.rewarm_seconds(phase)
+    return moving_deadline(static, deadline - BUDGET_RESERVE_S, needs, own)

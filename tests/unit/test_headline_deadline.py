@@ -1,0 +1,93 @@
+"""The headline's deadline moves with its measured slot (pipeline/rounds.py): it gets every second up to the run's
+end that the phases after it are not forecast to need at their least rounds, and never less than its share."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pgarena.pipeline.rounds import (
+    BUDGET_RESERVE_S,
+    FORECAST_MARGIN,
+    PHASE_START_S,
+    WARMUP_OVERHEAD_S,
+    PhaseNeed,
+    headline_deadline_of,
+    later_need_s,
+    moving_deadline,
+    phase_need,
+)
+
+# bench3 (2026-11-27): the closed phase after the headline, 180 windows a round at 1 s + 0.5 s, 180 warm-ups
+CLOSED = PhaseNeed(windows=180, rounds=2, window_s=1.5, warmup_s=180 * (1.0 + WARMUP_OVERHEAD_S))
+
+
+def test_what_the_later_phases_need_is_forecast_from_the_headlines_own_overhead_per_window():
+    need = later_need_s([CLOSED], slot_s=1.733, own_window_s=1.5)
+    assert need == pytest.approx(FORECAST_MARGIN * (PHASE_START_S + 270 + 2 * 180 * 1.733))
+    assert 900 < need < 1100, "bench3's closed phase took 923 s for its two rounds and warm-ups"
+    assert later_need_s([CLOSED], slot_s=1.2, own_window_s=1.5) == pytest.approx(
+        FORECAST_MARGIN * (PHASE_START_S + 270 + 2 * 180 * 1.5)), "a slot shorter than its window: no overhead"
+    slower = PhaseNeed(windows=180, rounds=2, window_s=3.0, warmup_s=0)
+    assert later_need_s([slower], 1.733, 1.5) - later_need_s([slower], 1.5, 1.5) == pytest.approx(
+        FORECAST_MARGIN * 2 * 180 * 0.233), "the overhead is per window, the later windows' own length added"
+    assert later_need_s([CLOSED, CLOSED], 1.733, 1.5) == pytest.approx(2 * later_need_s([CLOSED], 1.733, 1.5))
+
+
+def test_the_headline_takes_what_is_left_but_never_less_than_its_share():
+    deadline = moving_deadline(static=1000.0, end=3000.0, needs=[CLOSED], own_window_s=1.5)
+    assert deadline(1.733) == pytest.approx(3000.0 - later_need_s([CLOSED], 1.733, 1.5))
+    assert deadline(1.733) > deadline(2.5), "a slower slot leaves the headline less"
+    assert deadline(30.0) == 1000.0, "later phases that need more than is left do not shrink the headline's share"
+    assert moving_deadline(1000.0, 3000.0, [], 1.5)(1.7) == 3000.0, "nothing after it: all of the time"
+
+
+def _run(phases, *, deadline=5000.0, slo=None, pools=(), pool=None, warmed=()):
+    lives = {"s1": SimpleNamespace(id="s1", warmed=set(warmed), stack=SimpleNamespace(
+        definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=0.0)))),
+             "s2": SimpleNamespace(id="s2", warmed=set(), stack=SimpleNamespace(
+                 definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=5.0))))}
+    config = SimpleNamespace(slo_p99_ms=slo, pool_sizes=list(pools), warmup_s=1.0, warmup_cap_s=10.0, repetitions=3)
+    later = SimpleNamespace(warmup_cap_s=1.0, repetitions=2)
+    return SimpleNamespace(ctx=SimpleNamespace(config=config, deadline=deadline), lives=lives, phases=phases,
+                           finished_phases=set(), pool=pool,
+                           _later=lambda p: None if p.name.startswith("headline") else later,
+                           rewarm_seconds=lambda p: 0.5)
+
+
+def _cell(workload, status="ok", repetitions=()):
+    return SimpleNamespace(workload=workload, db_rtt_ms=None, status=status, repetitions=list(repetitions),
+                           duration_seconds=1.0)
+
+
+def _phases():
+    headline = SimpleNamespace(name="headline", cells={("s1", "perf-test"): _cell("perf-test"),
+                                                       ("s2", "perf-test"): _cell("perf-test")})
+    closed = SimpleNamespace(name="closed", cells={("s1", "users"): _cell("users"), ("s2", "users"): _cell("users"),
+                                                   ("s1", "static"): _cell("static"),
+                                                   ("s2", "static"): _cell("static", status="failed")})
+    return headline, closed
+
+
+def test_a_phases_need_counts_its_measurable_cells_and_the_warm_ups_still_to_come():
+    headline, closed = _phases()
+    need = phase_need(_run([headline, closed], warmed=[("users", None)]), closed)
+    assert (need.windows, need.rounds, need.window_s) == (3, 2, 1.5), "the failed cell takes no window"
+    # s1 warmed users already: s1 static at the later cap (1 s), s2 users at its declared 5 s
+    assert need.warmup_s == pytest.approx((1.0 + WARMUP_OVERHEAD_S) + (5.0 + WARMUP_OVERHEAD_S))
+
+
+def test_only_a_headline_with_nothing_but_its_batchs_phases_after_it_moves():
+    headline, closed = _phases()
+    moving = headline_deadline_of(_run([headline, closed]), headline, static=1000.0, last=False)
+    assert moving is not None and moving(1.7) == pytest.approx(
+        5000.0 - BUDGET_RESERVE_S - later_need_s([phase_need(_run([headline, closed]), closed)], 1.7, 1.5))
+    assert headline_deadline_of(_run([headline, closed]), closed, 1000.0, False) is None, "not the headline"
+    assert headline_deadline_of(_run([headline]), headline, 1000.0, True) is None, "the last phase has it all"
+    assert headline_deadline_of(_run([headline, closed], deadline=None), headline, None, False) is None
+    assert headline_deadline_of(_run([headline, closed], slo=50.0), headline, 1000.0, False) is None, \
+        "SLO searches follow, and are not forecast"
+    assert headline_deadline_of(_run([headline, closed], pools=(5, 10), pool=5), headline, 1000.0, False) is None, \
+        "another pool size follows"
+    assert headline_deadline_of(_run([headline, closed], pools=(5, 10), pool=10), headline, 1000.0, False) is not None

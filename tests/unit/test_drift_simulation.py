@@ -134,6 +134,29 @@ def test_a_moving_deadline_is_read_again_after_every_round_from_the_measured_slo
     assert capped.rounds == 2, "the phase's own budget_s still bounds a moving deadline"
 
 
+def test_a_stack_the_verdict_will_not_rank_has_its_least_rounds_and_is_neither_judged_nor_raced():
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
+
+    machine = DriftingMachine({"a": 1000.0, "b": 1000.0, "x": 1005.0}, drift_per_s=0.0, seed=4)
+    pairs = [(s, CELL) for s in ("a", "b", "x")]
+    policy = RoundsPolicy(min_rounds=3, max_rounds=40, margin=0.03)  # a–b: equivalent after some rounds
+    outcome = run_rounds(pairs, seed=5, measure=machine.measure, clock=machine.clock, policy=policy,
+                         unranked=lambda cell: {"x"})
+    x_windows = [w.round for w in machine.windows if w.stack == "x"]
+    assert x_windows == [1, 2, 3], "measured in the least rounds, then out of the race"
+    assert outcome.rounds > 3 and sum(w.stack == "a" for w in machine.windows) == outcome.rounds
+    assert outcome.stop_reason == "settled", "a and b equivalent: nothing else was judged"
+    # without it, x stays in the race between its close neighbours
+    machine2 = DriftingMachine({"a": 1000.0, "b": 1000.0, "x": 1005.0}, drift_per_s=0.0, seed=4)
+    run_rounds(pairs, seed=5, measure=machine2.measure, clock=machine2.clock, policy=policy)
+    assert sum(w.stack == "x" for w in machine2.windows) > 3
+    # a cell of nothing but unranked stacks: its least rounds, then settled
+    machine3 = DriftingMachine({"a": 1000.0, "b": 1010.0}, drift_per_s=0.0, seed=4)
+    alone = run_rounds([("a", CELL), ("b", CELL)], seed=5, measure=machine3.measure, clock=machine3.clock,
+                       policy=policy, unranked=lambda cell: {"a", "b"})
+    assert (alone.rounds, alone.stop_reason, len(machine3.windows)) == (3, "settled", 6)
+
+
 def test_a_pair_out_of_reach_of_the_cap_stops_early_and_says_so():
     from pgarena.load.scheduler import RoundsPolicy, run_rounds
 

@@ -109,11 +109,15 @@ def comparable_groups(cells: Iterable[Cell]) -> dict[tuple, list[Cell]]:
     return groups
 
 
+def flagged_out(cell: Cell) -> bool:
+    """A flag keeps the cell out of the ranking, whatever its figures (an invalid flag, a demonstration)."""
+    return any(flag in INVALID or flag == DEMONSTRATION for flag in cell.flags)
+
+
 def in_field(cell: Cell) -> bool:
     """Measured, valid and with an interval: it takes part in the ranking (noisy or not)."""
     s = cell.summary
-    return (cell.status == "ok" and s is not None and s.rps_interval is not None
-            and not any(flag in INVALID or flag == DEMONSTRATION for flag in cell.flags))
+    return cell.status == "ok" and s is not None and s.rps_interval is not None and not flagged_out(cell)
 
 
 def out_of_field(cell: Cell) -> str | None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
@@ -152,7 +152,8 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                clock: Callable[[], float] = time.monotonic,
                on_round_end: Callable[[int, list[str]], None] | None = None,
                label: Callable[[Hashable], str] = str,
-               on_new_block: Callable[[int, list[tuple[str, Hashable]]], None] | None = None) -> RoundsOutcome:
+               on_new_block: Callable[[int, list[tuple[str, Hashable]]], None] | None = None,
+               unranked: Callable[[Hashable], Collection[str]] | None = None) -> RoundsOutcome:
     """Race interleaved rounds of `pairs` until the policy says stop (see the module docstring).
 
     `known` maps (stack, cell, round) to a figure measured before (a resumed run): those windows are not
@@ -160,6 +161,9 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
     pairs still open, e.g. to save and report progress. With `policy.block_rounds` = k, `on_new_block(block, pairs)`
     is called before the first round of every block after the first (rounds k+1, 2k+1, …) that has a window to
     take, with the (stack, cell) pairs still racing: the caller restarts those stacks and warms those cells.
+    `unranked(cell)` names the stacks of a cell the verdict will not rank (an invalid flag, a demonstration):
+    they are measured in the least rounds, like every stack, but neither judged nor raced — the race's family of
+    pairs is the verdict's, and no round is spent on a pair no table will state.
     """
     figures: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
     refs: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
@@ -212,13 +216,16 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
         open_sentences = []
         for cell in list(state):
             cell_rounds[cell] = r
-            per_stack = {s: _per_round(figures[cell][s], r) for s in stacks_of[cell]}
-            reference = {s: _per_round(refs[cell][s], r) for s in stacks_of[cell]}
+            left_out = set(unranked(cell)) if unranked is not None else set()
+            judged = [s for s in stacks_of[cell] if s not in left_out]
+            per_stack = {s: _per_round(figures[cell][s], r) for s in judged}
+            reference = {s: _per_round(refs[cell][s], r) for s in judged}
             stop = _judge_cell(state[cell], per_stack, reference, policy)
             if stop is None and r >= policy.min_rounds:
                 # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
                 stop = _narrow(state[cell], (by_cap, by_cap if policy.gate or not policy.forecast else by_time),
                                policy.gate)
+                state[cell].active &= set(judged)  # the unranked ones had their least rounds
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
                 del_state = state.pop(cell)
@@ -259,6 +266,9 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
 def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
                 reference: dict[str, list[float | None]], policy: RoundsPolicy) -> StopReason | None:
     """Judge one cell after a round: 'settled' when nothing is left open, else None (open pairs stored)."""
+    if not per_stack:  # nothing the verdict will rank: its figures are shown after the least rounds
+        cell.inference, cell.open_pairs = None, []
+        return "settled"
     if len(per_stack) == 1:
         values = next(iter(per_stack.values()))
         return "settled" if _one_stack_settled(values, policy) else None

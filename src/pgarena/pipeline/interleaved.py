@@ -48,7 +48,7 @@ from pgarena.load.scheduler import RoundsOutcome, run_rounds
 from pgarena.load.summary import summarize
 from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
-from pgarena.pipeline.rounds import BUDGET_RESERVE_S, headline_deadline_of, rounds_policy
+from pgarena.pipeline.rounds import BUDGET_RESERVE_S, headline_deadline_of, rounds_policy, unranked_of
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import Saver, save
 from pgarena.system.process import NotReady
@@ -341,7 +341,7 @@ class InterleavedRun:
 
         outcome = run_rounds(phase.pairs(), seed=self.record.seed or 0, policy=policy,
                              measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end,
-                             label=lambda cell: titles.get(cell, str(cell)),
+                             label=lambda cell: titles.get(cell, str(cell)), unranked=unranked_of(phase),
                              on_new_block=lambda block, racing: restart_block(self, phase, block, racing))
         for key, cell in phase.cells.items():
             run = self.runs.get(key)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pgarena.analysis.abgate import GATE_MIN_BLOCKS, GATE_MIN_ROUNDS, GateRule
+from pgarena.analysis.ranking import flagged_out
 from pgarena.config.run import RunConfig
 from pgarena.load.scheduler import RoundsPolicy
 
@@ -108,3 +109,11 @@ def headline_deadline_of(run: Any, phase: Any, static: float | None,
     needs = [phase_need(run, p) for p in run.phases if p is not phase and p.name not in run.finished_phases]
     own = next(iter(phase.cells.values())).duration_seconds + run.rewarm_seconds(phase)
     return moving_deadline(static, deadline - BUDGET_RESERVE_S, needs, own)
+
+
+def unranked_of(phase: Any) -> Callable[[Hashable], set[str]]:
+    """For the race (`run_rounds`' `unranked`): the stacks of a cell of `phase` whose cell a flag keeps out of the
+    ranking at this point (`ranking.flagged_out`; summarize() sets the flags after every window)."""
+    def unranked(cell_key: Hashable) -> set[str]:
+        return {key[0] for key, cell in phase.cells.items() if key[1:] == cell_key and flagged_out(cell)}
+    return unranked

@@ -157,6 +157,29 @@ def test_a_stack_the_verdict_will_not_rank_has_its_least_rounds_and_is_neither_j
     assert (alone.rounds, alone.stop_reason, len(machine3.windows)) == (3, "settled", 6)
 
 
+def test_when_a_whole_round_no_longer_fits_the_cells_whose_round_does_get_it():
+    from pgarena.load.scheduler import RoundsPolicy, run_rounds
+
+    machine = DriftingMachine({}, drift_per_s=0.0, seed=1)
+    scatter = random.Random(3)
+    other = ("users", 20, "closed", 50)
+
+    def measure(slot: Slot) -> float:  # equal stacks, 3 % scatter: never resolved within ±1 % in these rounds
+        machine.now += 1.0
+        return 1000.0 * scatter.gauss(1.0, 0.03)
+
+    pairs = [("a", CELL), ("b", CELL), ("a", other), ("b", other)]
+    outcome = run_rounds(pairs, seed=1, measure=measure, clock=machine.clock,
+                         policy=RoundsPolicy(min_rounds=2, max_rounds=200, margin=0.01, budget_s=14, forecast=False))
+    # 4 s a round: 3 whole rounds by 12 s; the 2 s left fit one cell's round (its two stacks), not the other's
+    assert sorted(outcome.cell_rounds.values()) == [3, 4] and outcome.rounds == 4 and machine.now == 14.0
+    assert set(outcome.cell_stop.values()) == {"budget"} and outcome.stop_reason == "budget"
+    assert {s.split(": ", 1)[0] for s in outcome.unsettled} == {str(CELL), str(other)}, \
+        "the cell left out of the last round keeps its open pair in the record"
+    short = min(outcome.cell_rounds, key=outcome.cell_rounds.get)
+    assert all(len(v) == 3 for v in outcome.values[short].values()), "its figures end at its own last round"
+
+
 def test_a_pair_out_of_reach_of_the_cap_stops_early_and_says_so():
     from pgarena.load.scheduler import RoundsPolicy, run_rounds
 

@@ -83,5 +83,5 @@ def test_the_report_draws_every_paired_table_headline_first():
     assert [e["headline"] for e in entries].count(True) == 1
     assert {f["id"] for f in payload["sections"]["forest"]} == {e["figure"] for e in entries}
     one_vu = next(e for e in entries if e["title"] == "perf-test · 1 row · 1 VU")
-    assert one_vu["groups"] == [["go-fast", "py-steady"]] and "equivalent within ±10 %" in one_vu["sentences"][0]
+    assert one_vu["groups"] == [["go-fast", "py-steady"], ["node-wrong"]] and "equivalent within ±10 %" in one_vu["sentences"][0]
     assert all(e["title"] != "tx · 50 VUs" for e in entries), "tx: one stack in the field, nothing to compare"

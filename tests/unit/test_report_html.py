@@ -45,8 +45,9 @@ def test_noisy_cells_are_ranked_wrong_columns_ranked_among_all_and_invalid_ones_
     failed = rows[("node-wrong", "tx", "50 VUs")]
     assert noisy["marks"] == ["noisy"] and (noisy["rank"], noisy["rank_all"]) == ("2", "2"), \
         "noisy, but the paired interval puts it clearly below go-fast"
-    assert inexact["marks"] == ["inexact"] and (inexact["rank"], inexact["rank_all"]) == ("–", "–"), \
-        "measured on its own after the rounds: neither ranked nor compared"
+    assert inexact["marks"] == ["inexact"] and (inexact["rank"], inexact["rank_all"]) == ("–", "3")
+    apart = rows[("node-wrong", "perf-test · 1 row", "50 VUs")]
+    assert (apart["rank"], apart["rank_all"]) == ("–", "–"), "measured on its own after the rounds: not ranked"
     assert inexact["wrong_columns"] == ["timestamp_val"]
     assert "invalid" in invalid["marks"] and (invalid["rank"], invalid["rank_all"]) == ("–", "–")
     assert failed["marks"] == ["failed"] and failed["rank"] == "–" and "rps_median" not in failed
@@ -70,12 +71,14 @@ def test_headline_names_a_leader_or_an_explicit_tie_in_every_ranked_cell():
     assert (first["family"], first["level"]) == ("perf-test · 1 row", "1 VU")
     assert [b["stack"] for b in first["best"]] == ["go-fast", "py-steady"] and first["tie"]
     assert {b["rank"] for b in first["best"]} == {"1–2"}
-    assert first["unranked"] == [{"stack": "node-wrong", "why": "measured on its own after the interleaved rounds, "
-                                                                "so not compared"}]
-    assert first["sentences"] == ["go-fast and py-steady are equivalent within ±10 % (0.98–1.02)"]
+    assert first["unranked"] == [], "node-wrong (❌ columns) is ranked among all stacks"
+    assert first["sentences"] == ["go-fast and py-steady are equivalent within ±10 % (0.98–1.03)",
+                                  "py-steady is 1.03× node-wrong (1.01–1.06) (node-wrong: ❌ timestamp_val)"]
     second = headline[1]
     assert [b["stack"] for b in second["best"]] == ["go-fast"] and not second["tie"] and second["paired"]
     assert second["sentences"] == ["go-fast is 1.53× py-steady (1.49–1.56)"]
+    assert second["unranked"] == [{"stack": "node-wrong", "why": "measured on its own after the interleaved rounds, "
+                                                                 "so not compared"}]
     for row in headline:
         if "own peak" in row["level"]:  # a share of each stack's own peak: never ranked
             continue

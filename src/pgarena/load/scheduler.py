@@ -21,7 +21,8 @@ race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari
   too (`out-of-reach`), and its report lists them "not resolved" with their intervals;
 - the phase stops when no cell is left, at the cap of rounds (`max-rounds`), or when the next round would
   overrun the deadline (`budget`) — before `min_rounds` too: a cell left with fewer rounds than a verdict
-  needs says "not resolved".
+  needs says "not resolved". A round that no longer fits whole is taken by the cells whose own round fits
+  (`_cells_that_fit`); the others stop before it.
 
 Before `min_rounds` every stack of every cell is measured in every round. A cell of one stack has no pair:
 it stops once its own interval is within `target_rel_half_width`, as a sequential cell does.
@@ -33,6 +34,7 @@ in flight, and a resume passes the stored figures back in `known`.
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
@@ -141,6 +143,31 @@ class _CellState:
     open_pairs: list[tuple[str, str]] = field(default_factory=list)
 
 
+def _sentences(cell: _CellState, key: Hashable, label: Callable[[Hashable], str]) -> list[str]:
+    """The sentences of a cell's pairs still open (none before its first judgement)."""
+    if cell.inference is None:
+        return []
+    return [f"{label(key)}: {pair_sentence(cell.inference, a, b)}" for a, b in cell.open_pairs]
+
+
+def _cells_that_fit(state: Mapping[Hashable, _CellState], seconds_per_window: float, left_s: float, seed: int,
+                    r: int) -> list[Hashable]:
+    """When a whole round no longer fits before the deadline: the cells whose round does, taken in a seeded
+    random order (a cell's round is whole, all its active stacks, so its pairs stay paired). The time left
+    after the last round would otherwise go unused (bench5, 2026-11-27: 3 minutes, while a round of the 11
+    later tables took 5.6)."""
+    rng = random.Random(f"pgarena-partial:{seed}:{r}")
+    order = sorted(state, key=str)
+    rng.shuffle(order)
+    fitting, used = [], 0.0
+    for cell in order:
+        cost = seconds_per_window * len(state[cell].active)
+        if used + cost <= left_s:
+            fitting.append(cell)
+            used += cost
+    return fitting
+
+
 def _one_stack_settled(values: Sequence[float | None], policy: RoundsPolicy) -> bool:
     present = [v for v in values if v is not None]
     return len(present) >= 2 and relative_half_width(present, 0.95) <= policy.target_rel_half_width
@@ -190,6 +217,8 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
     windows = 0
     r = 0
     open_sentences: list[str] = []
+    parted: list[str] = []
+    """The open pairs of cells that left the rounds unresolved (out of reach, or no room in the last round)."""
     while True:
         r += 1
         in_round = [(stack, cell) for stack, cell in pairs if cell in state and stack in state[cell].active]
@@ -229,14 +258,11 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
                 del_state = state.pop(cell)
-                if stop != "settled" and del_state.inference is not None:
-                    open_sentences += [f"{label(cell)}: {pair_sentence(del_state.inference, a, b)}"
-                                       for a, b in del_state.open_pairs]
+                if stop != "settled":
+                    parted += _sentences(del_state, cell, label)
                 continue
-            inference = state[cell].inference
-            if inference is not None:
-                open_sentences += [f"{label(cell)}: {pair_sentence(inference, a, b)}"
-                                   for a, b in state[cell].open_pairs]
+            open_sentences += _sentences(state[cell], cell, label)
+        open_sentences = parted + open_sentences
         if on_round_end is not None:
             on_round_end(r, open_sentences)
         reason: StopReason | None = None
@@ -249,7 +275,13 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
         elif deadline is not None and seconds_per_window is not None:  # before the minimum too: a budget is a budget
             next_round = seconds_per_window * sum(len(s.active) for s in state.values())
             if clock() + next_round > deadline:
-                reason = "budget"
+                fitting = ([] if policy.block_rounds else
+                           _cells_that_fit(state, seconds_per_window, deadline - clock(), seed, r + 1))
+                if not fitting:
+                    reason = "budget"
+                for cell in [c for c in state if c not in fitting] if fitting else []:
+                    parted += _sentences(state.pop(cell), cell, label)  # it stops at this round, as it would have
+                    cell_stop[cell] = "budget"
         if reason is not None:
             for cell in state:
                 cell_stop[cell] = reason

@@ -286,11 +286,12 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
             verdict.baseline = baseline
             if baseline in {c.stack for c in compared}:
                 verdict.to_baseline = _ratios(per_round, baseline, compared, verdict.inference)
+            elif baseline in verdict.sequential:
+                verdict.baseline_problem = f"baseline {baseline} was measured on its own, not in the rounds of this table"
+            elif baseline in {c.stack for c in cells}:
+                verdict.baseline_problem = f"baseline {baseline} was not measured validly in this table"
             else:
-                verdict.baseline_problem = (
-                    f"baseline {baseline} was measured on its own, not in the rounds of this table"
-                    if baseline in verdict.sequential else f"baseline {baseline} was not measured validly in this table"
-                    if baseline in {c.stack for c in cells} else f"baseline {baseline} is not in this table")
+                verdict.baseline_problem = f"baseline {baseline} is not in this table"
     return verdict
 
 

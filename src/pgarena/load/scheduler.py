@@ -211,8 +211,13 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
     cell_rounds: dict[Hashable, int] = {}
     cell_stop: dict[Hashable, StopReason] = {}
     started = clock()
-    deadline = min([d for d in (policy.deadline, None if policy.budget_s is None else started + policy.budget_s)
-                    if d is not None], default=None)
+    budget_end = None if policy.budget_s is None else started + policy.budget_s
+
+    def earliest(d: float | None) -> float | None:
+        """The earlier of `d` and the end of the phase's own budget (None: neither)."""
+        return min([x for x in (d, budget_end) if x is not None], default=None)
+
+    deadline = earliest(policy.deadline)
     window_seconds: list[float] = []
     windows = 0
     r = 0
@@ -235,9 +240,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             windows += 1
         seconds_per_window = (sum(window_seconds[-50:]) / len(window_seconds[-50:])) if window_seconds else None
         if policy.deadline_of is not None and seconds_per_window:
-            deadline = min([d for d in (policy.deadline_of(seconds_per_window),
-                                        None if policy.budget_s is None else started + policy.budget_s)
-                            if d is not None])
+            deadline = earliest(policy.deadline_of(seconds_per_window))
         by_cap = by_time = policy.max_rounds - r
         if deadline is not None and seconds_per_window:
             per_round = seconds_per_window * max(1, sum(len(s.active) for s in state.values()))
@@ -279,9 +282,10 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                            _cells_that_fit(state, seconds_per_window, deadline - clock(), seed, r + 1))
                 if not fitting:
                     reason = "budget"
-                for cell in [c for c in state if c not in fitting] if fitting else []:
-                    parted += _sentences(state.pop(cell), cell, label)  # it stops at this round, as it would have
-                    cell_stop[cell] = "budget"
+                else:
+                    for cell in [c for c in state if c not in fitting]:  # it stops at this round, as it would have
+                        parted += _sentences(state.pop(cell), cell, label)
+                        cell_stop[cell] = "budget"
         if reason is not None:
             for cell in state:
                 cell_stop[cell] = reason

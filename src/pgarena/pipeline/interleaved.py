@@ -48,7 +48,7 @@ from pgarena.load.scheduler import RoundsOutcome, run_rounds
 from pgarena.load.summary import summarize
 from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
-from pgarena.pipeline.rounds import BUDGET_RESERVE_S, headline_deadline_of, rounds_policy, unranked_of
+from pgarena.pipeline.rounds import BUDGET_RESERVE_S, batch_is_last, headline_deadline_of, rounds_policy, unranked_of
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import Saver, save
 from pgarena.system.process import NotReady
@@ -314,8 +314,7 @@ class InterleavedRun:
         least = later.repetitions if later is not None else config.repetitions
         tables = len({key[1:] for p in self.phases for key in p.cells})
         # nothing after this phase (no other phase, pool size or SLO search): it may spend the budget's rest
-        last = (config.slo_p99_ms is None and self.pool == (list(config.pool_sizes) or [None])[-1]
-                and all(p.name in self.finished_phases for p in self.phases if p is not phase))
+        last = batch_is_last(self) and all(p.name in self.finished_phases for p in self.phases if p is not phase)
         static = self.phase_deadline(phase)
         moving = headline_deadline_of(self, phase, static, last)
         policy = rounds_policy(config, least, static, tables, last=last, deadline_of=moving)

@@ -91,24 +91,33 @@ def phase_need(run: Any, phase: Any) -> PhaseNeed:
     cells = [(run.lives[key[0]], cell) for key, cell in phase.cells.items() if cell.status != "failed"]
     warm = {(live.id, cell.workload, cell.db_rtt_ms): max(cap, config.warmup_s, live.stack.definition.run.min_warmup_s)
             for live, cell in cells if (cell.workload, cell.db_rtt_ms) not in live.warmed and not cell.repetitions}
-    first = next(iter(phase.cells.values()))
     return PhaseNeed(windows=len(cells), rounds=max(2, later.repetitions if later is not None else config.repetitions),
-                     window_s=first.duration_seconds + run.rewarm_seconds(phase),
+                     window_s=window_and_rewarm_s(run, phase),
                      warmup_s=sum(seconds + WARMUP_OVERHEAD_S for seconds in warm.values()))
+
+
+def window_and_rewarm_s(run: Any, phase: Any) -> float:
+    """A window of `phase` with the re-warm before it, in seconds of load."""
+    return next(iter(phase.cells.values())).duration_seconds + run.rewarm_seconds(phase)
+
+
+def batch_is_last(run: Any) -> bool:
+    """Nothing follows `run`'s batch of phases: no SLO search and no further pool size (`run.pool` the last)."""
+    config = run.ctx.config
+    return config.slo_p99_ms is None and run.pool == (list(config.pool_sizes) or [None])[-1]
 
 
 def headline_deadline_of(run: Any, phase: Any, static: float | None,
                          last: bool) -> Callable[[float], float] | None:
-    """The headline's moving deadline (`moving_deadline`, up to the run's deadline less `BUDGET_RESERVE_S`) when the phases of its batch are all that
-    follow it; None otherwise (no budget, not the headline, the last phase, or SLO searches or another pool size
-    to come, which are not forecast): the `static` deadline applies."""
-    config, deadline = run.ctx.config, run.ctx.deadline
-    if (static is None or deadline is None or last or not phase.name.startswith("headline") or config.slo_p99_ms is not None
-            or run.pool != (list(config.pool_sizes) or [None])[-1]):
+    """The headline's moving deadline (`moving_deadline`, up to the run's deadline less `BUDGET_RESERVE_S`) when
+    the phases of its batch are all that follow it; None otherwise (no budget, not the headline, the last phase,
+    or SLO searches or another pool size to come, which are not forecast): the `static` deadline applies."""
+    deadline = run.ctx.deadline
+    if (static is None or deadline is None or last or not phase.name.startswith("headline")
+            or not batch_is_last(run)):
         return None
     needs = [phase_need(run, p) for p in run.phases if p is not phase and p.name not in run.finished_phases]
-    own = next(iter(phase.cells.values())).duration_seconds + run.rewarm_seconds(phase)
-    return moving_deadline(static, deadline - BUDGET_RESERVE_S, needs, own)
+    return moving_deadline(static, deadline - BUDGET_RESERVE_S, needs, window_and_rewarm_s(run, phase))
 
 
 def unranked_of(phase: Any) -> Callable[[Hashable], set[str]]:

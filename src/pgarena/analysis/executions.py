@@ -30,7 +30,7 @@ in reasonable time", ISMM 2013: repeat at the level with the variance):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pgarena.analysis.sequential import (
     DEFAULT_EQUIVALENCE_MARGIN,
@@ -118,10 +118,12 @@ def judge_blocks(per_round: PerRound, reference: PerRound | None, block_rounds: 
 
 
 def judge_table(per_round: PerRound, reference: PerRound | None = None, *, block_rounds: int | None = None,
-                level: float = DEFAULT_FAMILY_LEVEL, margin: float = DEFAULT_EQUIVALENCE_MARGIN) -> Inference:
+                level: float = DEFAULT_FAMILY_LEVEL, margin: float = DEFAULT_EQUIVALENCE_MARGIN,
+                horizon: Collection[str] | None = None) -> Inference:
     """A table's inference: over blocks of executions when the run restarted its stacks every `block_rounds`
-    rounds, over rounds (`sequential.judge`) when it did not."""
+    rounds (the confidence sequence alone: no final look), over rounds (`sequential.judge`, with the final look
+    for the stacks of `horizon`) when it did not."""
     if block_rounds:
         return judge_blocks(per_round, reference, block_rounds, level=level, margin=margin)
-    return judge(per_round, reference, level=level, margin=margin)
+    return judge(per_round, reference, level=level, margin=margin, horizon=horizon)
 

@@ -27,6 +27,17 @@ run stopped at*. This module gives intervals with that property:
 - **Simultaneous over every pair.** α′ = (1 − level) / (S(S−1)/2): a Bonferroni split over every pair of
   the table's S stacks, so any pair the table chooses to show after seeing the data (neighbours in the
   order, each stack against the best) is covered, and all its intervals hold together at `level`.
+- **One final look where the time ran out** (`horizon`). The confidence sequence pays for every look it
+  allows: at 20 stacks it is ~1.25× as wide as a fixed-sample interval of the same rounds. Most of a budgeted
+  run's tables end because the time or the cap of rounds is spent, not on what they showed; a pair whose two
+  stacks were measured in every round until then was measured for a count of rounds its data did not choose.
+  So the error is split in advance, as in Haybittle and Peto's design (a strict boundary at the interim
+  looks, nearly the whole error at the end): a `1 − FINAL_SHARE` share goes to the confidence sequence the race
+  looks at after every round, `FINAL_SHARE` to one fixed-sample Student interval at the end for those pairs
+  (`fixed_half_width`, the same moderated variance and degrees of freedom), and the pair's interval is the
+  narrower of its two, which have the same centre. By Bonferroni over the two procedures every claim of the
+  table still holds jointly at `level`. A table that stopped on what it showed (settled, out of reach) and a
+  stack that left the race early keep the confidence sequence alone.
 
 A pair is **ordered** when its interval excludes 1, **equivalent within ±m** when it lies inside [1/(1+m), 1+m]
 (two one-sided tests at the same level), **not resolved** otherwise. A table's order comes from the paired
@@ -39,7 +50,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -58,6 +69,9 @@ MIN_FIT_DF = 3
 """Fewer residual degrees of freedom than this: no pooled variance (the pair's own alone)."""
 MIN_SLOPE_DF = 8
 """The speed covariate is used only with at least this many residual degrees of freedom left for it."""
+FINAL_SHARE = 0.8
+"""The share of a table's error spent on the final look at the horizon (module docstring); the rest on the race's
+confidence sequences."""
 
 Status = Literal["ordered", "equivalent", "not resolved"]
 
@@ -106,6 +120,15 @@ def half_width(n: int, variance: float, alpha: float, df: float = math.inf,
     return radius * (variance_widening(alpha, df) if math.isfinite(df) else 1.0)
 
 
+def fixed_half_width(n: int, variance: float, alpha: float, df: float = math.inf) -> float:
+    """Half-width, on the log scale, of the fixed-sample Student interval for the mean of `n` paired differences
+    of per-round `variance` (`df` degrees of freedom) at two-sided error `alpha`: the final look's."""
+    if n < 1:
+        return math.inf
+    z = statistics.NormalDist().inv_cdf(1 - alpha / 2) * (variance_widening(alpha, df) if math.isfinite(df) else 1.0)
+    return z * math.sqrt(variance / n)
+
+
 def pair_count(stacks: int) -> int:
     """The claims one table can make: one per pair of its stacks."""
     return stacks * (stacks - 1) // 2
@@ -116,12 +139,16 @@ def pair_alpha(stacks: int, level: float = DEFAULT_FAMILY_LEVEL) -> float:
     return (1 - level) / max(1, pair_count(stacks))
 
 
-def detectable_ratio(window_log_sd: float, rounds: int, claims: int, level: float = DEFAULT_FAMILY_LEVEL) -> float:
+def detectable_ratio(window_log_sd: float, rounds: int, claims: int, level: float = DEFAULT_FAMILY_LEVEL,
+                     final: bool = True) -> float:
     """The smallest ratio > 1 the verdict resolves after `rounds` paired rounds, for windows whose log
     throughput scatters by `window_log_sd` (after the speed correction) in a table making `claims` claims:
-    exp of the interval's half-width with the variance known (a pair's difference has variance 2·sd²)."""
-    alpha = (1 - level) / max(1, claims)
-    return math.exp(half_width(rounds, 2 * window_log_sd**2, alpha))
+    exp of the interval's half-width with the variance known (a pair's difference has variance 2·sd²) — at the
+    final look, for a pair raced until the time ran out (`final`), else at a look of the race."""
+    total = (1 - level) / max(1, claims)
+    if final:
+        return math.exp(fixed_half_width(rounds, 2 * window_log_sd**2, FINAL_SHARE * total))
+    return math.exp(half_width(rounds, 2 * window_log_sd**2, (1 - FINAL_SHARE) * total))
 
 
 @dataclass(frozen=True)
@@ -200,6 +227,8 @@ class PairInterval:
     """Its degrees of freedom."""
     blocks: int | None = None
     """Over blocks of rounds, the stacks restarted between (analysis/executions.py): their count; variance a block's."""
+    final: bool = False
+    """The interval is the final look's (module docstring), not the race's confidence sequence."""
 
     @property
     def relation(self) -> Literal["above", "below", "equivalent", "not resolved"]:
@@ -224,7 +253,7 @@ class PairInterval:
     def inverse(self) -> PairInterval:
         """b / a."""
         return PairInterval(1 / self.ratio, 1 / self.high, 1 / self.low, self.rounds, self.level, self.margin,
-                            self.variance, self.df, self.blocks)
+                            self.variance, self.df, self.blocks, self.final)
 
 
 @dataclass
@@ -235,9 +264,12 @@ class Inference:
     level: float
     margin: float
     alpha: float
-    """Each pair's error (the table's 1 − level over its pairs)."""
+    """Each pair's error in the race's confidence sequence (the table's 1 − level over its pairs; with a final
+    look, its `1 − FINAL_SHARE` share of that)."""
     pairs: dict[tuple[str, str], PairInterval] = field(default_factory=dict)
     """(a, b) → a / b, for a before b in the mapping's order (use `interval` for either direction)."""
+    final_alpha: float | None = None
+    """Each pair's error at the final look (None: the table has none; its confidence sequence has the whole)."""
 
     def interval(self, a: str, b: str) -> PairInterval | None:
         """a / b, or None when the two were never measured in the same round."""
@@ -271,13 +303,17 @@ class Inference:
 
 def judge(per_round: PerRound, reference: PerRound | None = None, *, level: float = DEFAULT_FAMILY_LEVEL,
           margin: float = DEFAULT_EQUIVALENCE_MARGIN, stacks_in_family: int | None = None,
-          tightest_at: int = DEFAULT_TIGHTEST_AT) -> Inference:
+          tightest_at: int = DEFAULT_TIGHTEST_AT, horizon: Collection[str] | None = None) -> Inference:
     """Every pair of a table's stacks with its simultaneous anytime-valid interval. `stacks_in_family`: the
-    number of stacks the family-wise split counts (default: those in `per_round`)."""
+    number of stacks the family-wise split counts (default: those in `per_round`). `horizon`: the error is split
+    for a final look (module docstring), which the pairs of these stacks (measured in every round until the time
+    ran out) get; empty while the race runs; None: no final look, the confidence sequence has the whole error."""
     fit = fit_table(per_round, reference)
     names = [s for s in per_round if s in fit.effect]
     alpha = pair_alpha(stacks_in_family or len(names), level)
-    inference = Inference(fit=fit, level=level, margin=margin, alpha=alpha)
+    final_alpha = None if horizon is None else FINAL_SHARE * alpha
+    inference = Inference(fit=fit, level=level, margin=margin, alpha=alpha if horizon is None else alpha - final_alpha,
+                          final_alpha=final_alpha)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             diffs = [x - y for x, y in zip(fit.y[a], fit.y[b]) if x is not None and y is not None]
@@ -294,9 +330,12 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
                 df = prior_df + own_df
             else:
                 variance, df = own, n - 1  # type: ignore[assignment]
-            h = half_width(n, variance, alpha, df, tightest_at)  # type: ignore[arg-type]
-            low, high = ratio_bounds(centre, h)
-            inference.pairs[(a, b)] = PairInterval(math.exp(centre), low, high, n, level, margin, variance, df)
+            h = half_width(n, variance, inference.alpha, df, tightest_at)  # type: ignore[arg-type]
+            final = (final_alpha is not None and a in horizon and b in horizon  # type: ignore[operator]
+                     and (fixed := fixed_half_width(n, variance, final_alpha, df)) < h)  # type: ignore[arg-type]
+            low, high = ratio_bounds(centre, fixed if final else h)
+            inference.pairs[(a, b)] = PairInterval(math.exp(centre), low, high, n, level, margin, variance, df,
+                                                   final=final)
     return inference
 
 
@@ -378,22 +417,27 @@ def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = D
                       horizon: int = 400) -> int | None:
     """The paired rounds pair (a, b) would need, at its present estimate and variance, for its interval to
     exclude 1 or fit within the margin (None: not within `horizon` rounds, or nothing to go on), its centre taken
-    one standard error closer to the nearer outcome (no pair is given up on a chance low estimate)."""
+    one standard error closer to the nearer outcome (no pair is given up on a chance low estimate) — at the final
+    look where the table has one (raced until the time runs out, that is the interval the pair gets)."""
     found = inference.interval(a, b)
     if found is None or found.rounds == 0 or not math.isfinite(found.variance):
         return None
     centre = abs(math.log(found.ratio))
     error = math.sqrt(found.variance / found.rounds)  # give the pair the benefit of one standard error
     target = max(centre + error, math.log(1 + inference.margin) - max(0.0, centre - error))
-    return rounds_until(found, inference.alpha, target, tightest_at, horizon)
+    return rounds_until(found, inference.alpha, target, tightest_at, horizon, inference.final_alpha)
 
 
 def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: int = DEFAULT_TIGHTEST_AT,
-                 horizon: int = 400) -> int | None:
+                 horizon: int = 400, final_alpha: float | None = None) -> int | None:
     """The first round count ≤ `horizon` at which `found`'s log half-width, at its present variance and with
-    degrees of freedom growing as the pair's own do, falls below `half` (None: not within the horizon)."""
+    degrees of freedom growing as the pair's own do, falls below `half` (None: not within the horizon); with
+    `final_alpha`, the narrower of the confidence sequence's and the final look's."""
     for n in range(found.rounds, horizon + 1):
         df = found.df + (n - found.rounds)
-        if half_width(n, found.variance, alpha, df, tightest_at) < half:
+        width = half_width(n, found.variance, alpha, df, tightest_at)
+        if final_alpha is not None:
+            width = min(width, fixed_half_width(n, found.variance, final_alpha, df))
+        if width < half:
             return n
     return None

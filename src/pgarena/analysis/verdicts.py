@@ -152,11 +152,20 @@ class TableVerdict:
         """One sentence: the level at which all of the table's claims hold together (paired tables)."""
         if self.inference is None or len(self.inference.fit.effect) < 2:
             return None
-        stacks = len(self.inference.fit.effect)
+        stacks, final = len(self.inference.fit.effect), self.inference.final_alpha
+        looks = (f"anytime-valid confidence sequences, each at {percent(1 - self.inference.alpha)}" if final is None
+                 else f"anytime-valid confidence sequences at every round, each at {percent(1 - self.inference.alpha)}, "
+                 "and one final fixed-sample interval for the pairs measured in every round until the time or the cap "
+                 f"ended them ({self.final_pairs()} of its pairs here), each at {percent(1 - final)}, "
+                 "the narrower counting")
         return (f"Every interval and order in this table holds jointly with {percent(self.inference.level)} "
-                "confidence at whatever round the rounds stopped: anytime-valid confidence sequences, each at "
-                f"{percent(1 - self.inference.alpha)}, Bonferroni over the {pair_count(stacks)} pair(s) of its "
-                f"{stacks} stacks; 'equivalent' means within ±{percent(self.inference.margin)}.")
+                f"confidence at whatever round the rounds stopped: {looks}, Bonferroni over the "
+                f"{pair_count(stacks)} pair(s) of its {stacks} stacks; 'equivalent' means within "
+                f"±{percent(self.inference.margin)}.")
+
+    def final_pairs(self) -> int:
+        """How many of the table's pairs have the final look's interval."""
+        return sum(p.final for p in self.inference.pairs.values()) if self.inference else 0
 
     def stopping_sentence(self) -> str | None:
         """One sentence: the rule the rounds stopped by, and why this table stopped."""
@@ -257,7 +266,8 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
         # figures but neither ranked nor compared: they were measured at another time, so no paired claim covers
         # them, and an interval of each alone would compare two moments of the machine, not two stacks
         reference = per_round_rps(in_rounds, "reference_unit_ns")
-        inference = judge_table(per_round, reference, block_rounds=block_rounds, level=level, margin=margin)
+        inference = judge_table(per_round, reference, block_rounds=block_rounds, level=level, margin=margin,
+                                horizon=horizon_of(in_rounds))
         order = inference.order()
         verdict.inference = inference
         verdict.cells = sorted(measured, key=lambda c: (c.stack not in per_round,
@@ -293,6 +303,14 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
             else:
                 verdict.baseline_problem = f"baseline {baseline} is not in this table"
     return verdict
+
+
+def horizon_of(cells: Sequence[Cell]) -> set[str] | None:
+    """The stacks of a table measured in rounds whose pairs get the final look (`CellSummary.final_look`); None
+    for results from before it was recorded (their confidence sequences keep the whole error)."""
+    if any(c.summary is None or c.summary.final_look is None for c in cells):
+        return None
+    return {c.stack for c in cells if c.summary.final_look}  # type: ignore[union-attr]
 
 
 def wrong_columns_of(results: RunResults, workload: str) -> dict[str, list[str]]:

@@ -18,7 +18,9 @@ race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari
   self-A/B's estimate near the floor forecasts hundreds of rounds, and giving up then left most of a budget
   unspent;
 - a cell whose pairs are all resolved leaves (`settled`); one whose open pairs are all out of reach leaves
-  too (`out-of-reach`), and its report lists them "not resolved" with their intervals;
+  too (`out-of-reach`), and its report lists them "not resolved" with their intervals; the forecast is of the
+  interval a pair raced until the time runs out gets, the verdict's final look (`RoundsOutcome.horizon`: the
+  stacks of the cells the time or the cap stopped, measured in every round until then);
 - the phase stops when no cell is left, at the cap of rounds (`max-rounds`), or when the next round would
   overrun the deadline (`budget`) — before `min_rounds` too: a cell left with fewer rounds than a verdict
   needs says "not resolved". A round that no longer fits whole is taken by the cells whose own round fits
@@ -115,6 +117,10 @@ class RoundsOutcome:
     """Mean wall time of those windows (each `measure` call: re-warm, window, checks, bookkeeping); None: none."""
     unsettled: list[str] = field(default_factory=list)
     """Sentences for the neighbouring pairs still not resolved when the rounds stopped."""
+    horizon: dict[Hashable, list[str]] = field(default_factory=dict)
+    """cell → its stacks measured in every round until the time or the cap of rounds ended the cell (not what its
+    rounds showed): the verdict's final look is theirs (`sequential.judge`). Cells that stopped on what they
+    showed (settled, out of reach) are not here."""
 
 
 def _per_round(values: Mapping[int, float | None], rounds: int) -> list[float | None]:
@@ -224,9 +230,15 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
     open_sentences: list[str] = []
     parted: list[str] = []
     """The open pairs of cells that left the rounds unresolved (out of reach, or no room in the last round)."""
+    skipped: dict[Hashable, set[str]] = defaultdict(set)
+    """cell → its stacks left out of a round (their rounds' count was the race's choice: no final look)."""
+    timed_out: list[Hashable] = []
+    """Cells the time or the cap stopped."""
     while True:
         r += 1
         in_round = [(stack, cell) for stack, cell in pairs if cell in state and stack in state[cell].active]
+        for cell, cell_state in state.items():
+            skipped[cell] |= set(stacks_of[cell]) - cell_state.active
         k = policy.block_rounds
         if (k and on_new_block is not None and r > 1 and (r - 1) % k == 0
                 and any((stack, cell, r) not in known for stack, cell in in_round)):
@@ -253,13 +265,15 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             per_stack = {s: _per_round(figures[cell][s], r) for s in judged}
             reference = {s: _per_round(refs[cell][s], r) for s in judged}
             stop = _judge_cell(state[cell], per_stack, reference, policy)
+            # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
+            room = (by_cap, by_cap if policy.gate or not policy.forecast else by_time)
             if stop is None and r >= policy.min_rounds:
-                # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
-                stop = _narrow(state[cell], (by_cap, by_cap if policy.gate or not policy.forecast else by_time),
-                               policy.gate)
+                stop = _narrow(state[cell], room, policy.gate)
                 state[cell].active &= set(judged)  # the unranked ones had their least rounds
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
+                if min(room) <= 0:  # no round was left for it, whatever it showed: the time or the cap ended it
+                    timed_out.append(cell)
                 del_state = state.pop(cell)
                 if stop != "settled":
                     parted += _sentences(del_state, cell, label)
@@ -272,7 +286,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
         if not state:
             reasons = set(cell_stop.values())
             reason = ("settled" if reasons == {"settled"} else "budget" if "budget" in reasons
-                      else "out-of-reach")
+                      else "max-rounds" if "max-rounds" in reasons else "out-of-reach")
         elif r >= policy.max_rounds:
             reason = "max-rounds"
         elif deadline is not None and seconds_per_window is not None:  # before the minimum too: a budget is a budget
@@ -286,9 +300,11 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                     for cell in [c for c in state if c not in fitting]:  # it stops at this round, as it would have
                         parted += _sentences(state.pop(cell), cell, label)
                         cell_stop[cell] = "budget"
+                        timed_out.append(cell)
         if reason is not None:
             for cell in state:
                 cell_stop[cell] = reason
+                timed_out.append(cell)
             values = {cell: {stack: _per_round(by_round, cell_rounds.get(cell, r))
                              for stack, by_round in per_stack.items()} for cell, per_stack in figures.items()}
             references = {cell: {stack: _per_round(by_round, cell_rounds.get(cell, r))
@@ -296,6 +312,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             return RoundsOutcome(rounds=r, stop_reason=reason, values=values, references=references,
                                  cell_stop=cell_stop, cell_rounds=cell_rounds, windows=windows,
                                  unsettled=open_sentences,
+                                 horizon={c: [s for s in stacks_of[c] if s not in skipped[c]] for c in timed_out},
                                  seconds_per_window=sum(window_seconds) / len(window_seconds) if window_seconds else None)
 
 
@@ -310,7 +327,7 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
         return "settled" if _one_stack_settled(values, policy) else None
     has_refs = all(v is not None for s in per_stack for v, f in zip(reference[s], per_stack[s]) if f is not None)
     cell.inference = judge_table(per_stack, reference if has_refs else None, block_rounds=policy.block_rounds,
-                                 level=policy.level, margin=policy.margin)
+                                 level=policy.level, margin=policy.margin, horizon=())
     gate = policy.gate if policy.gate and {policy.gate.head, policy.gate.base} <= set(per_stack) else None
     cell.open_pairs = (unresolved_pairs(cell.inference, every_pair=policy.every_pair) if gate is None
                        else [(gate.head, gate.base)] if gate.is_open(cell.inference) else [])
@@ -320,7 +337,7 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
 def _narrow(cell: _CellState, remaining: tuple[int, int], gate: GateRule | None = None) -> StopReason | None:
     """After the minimum rounds: keep only the stacks of open pairs within reach of the rounds left
     (`remaining` = (rounds the cap leaves, rounds the time budget leaves)). No pair within reach: 'budget'
-    when the cap would have allowed one, else 'out-of-reach'."""
+    when the cap would have allowed one, 'max-rounds' when the cap allows no more, else 'out-of-reach'."""
     if cell.inference is None:  # a one-stack cell still short of its precision
         return None
     by_cap, by_time = remaining
@@ -336,6 +353,6 @@ def _narrow(cell: _CellState, remaining: tuple[int, int], gate: GateRule | None 
         if more <= min(by_cap, by_time):
             reachable.append((a, b))
     if not reachable:
-        return "budget" if within_cap else "out-of-reach"
+        return "budget" if within_cap else "max-rounds" if by_cap <= 0 else "out-of-reach"
     cell.active = {s for pair in reachable for s in pair}
     return None

@@ -337,7 +337,6 @@ class InterleavedRun:
 
         titles = {key[1:]: cell_title(cell) for key, cell in phase.cells.items()}
         from pgarena.pipeline.executions import restart_block
-
         outcome = run_rounds(phase.pairs(), seed=self.record.seed or 0, policy=policy,
                              measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end,
                              label=lambda cell: titles.get(cell, str(cell)), unranked=unranked_of(phase),
@@ -350,6 +349,7 @@ class InterleavedRun:
                 summarize(cell, config, self.lives[key[0]].cpu.source, headroom_rps=headroom_rps(ctx))
                 if cell.summary is not None:
                     cell.summary.stop_reason = STOP_REASONS[outcome.cell_stop.get(key[1:], outcome.stop_reason)]  # type: ignore[assignment]
+                    cell.summary.final_look = key[0] in outcome.horizon.get(key[1:], ())
         record.stop_reason, record.unsettled = outcome.stop_reason, outcome.unsettled
         if outcome.seconds_per_window is not None:  # the scheduler's own timing of each window (a resume: its own)
             record.slot_seconds = round(outcome.seconds_per_window, 3)

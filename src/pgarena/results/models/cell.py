@@ -61,6 +61,11 @@ class CellSummary(Record):
     stop_reason: Literal["interval", "budget", "max-repetitions", "fixed", "settled", "out-of-reach"] = Field(
         "fixed", description="why repetitions stopped: interval within target, time budget, cap, fixed count, or "
                              "(interleaved) every paired comparison of the cell ordered or equivalent")
+    final_look: bool | None = Field(None, description=(
+        "interleaved: measured in every round of its table until the time or the cap of rounds ended them (not "
+        "what the rounds showed), so its pairs with the table's other such stacks get the verdict's final "
+        "fixed-sample look (docs/methodology.md, 'Statistics'); None: not measured in rounds, or older results "
+        "(the confidence sequence alone, at the whole error)"))
     noisy: bool = Field(False, description="the RPS interval ended wider than the target: do not rank")
     latency_avg_ms: Spread
     latency_p99_ms: Spread

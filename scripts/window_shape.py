@@ -12,6 +12,9 @@ Two questions about the interleaved schedule's windows, each answered from every
   over the rounds, and what a window of the run's first `--window-s` reads of that rate: with `--rewarm-s 0.5`,
   a window as pgarena took it before the re-warm became the window's lead-in (a generator run of its own, new
   connections).
+  With `--windows 0.5,1` it also fits, for each window length w, ln(2xx in [`--lead-s`, `--lead-s` + w)) of every
+  visit with the verdict's two-way model (a level per stack, a deviation per round: analysis/additive.py) and
+  prints its window log-sd: how a shorter window after the same lead-in scatters, measured on the same visits.
 - `continuous`: whether a window's scatter comes from the generator's start (its connections, its process)
   or from the machine over time. One stack; per block a continuous oha run cut into 1 s windows after its
   first 0.5 s, then as many separate 1 s windows, each after its own 0.5 s re-warm, as pgarena takes them.
@@ -123,7 +126,22 @@ def switch(args: argparse.Namespace) -> dict:
         first = statistics.mean(profile[:round(args.window_s / args.bin_s)])
         print(f"{stack}: " + " ".join(f"{v:.2f}" for v in profile)
               + f"  (steady {steady:,.0f} 2xx/s; its first {args.window_s:g} s: {first:.3f} of it)")
+    for w in args.windows:
+        sd, n = window_log_sd(out, args.bin_s, args.lead_s, w)
+        print(f"a {w:g} s window after a {args.lead_s:g} s lead-in: window log-sd {sd:.3f} (two-way fit, {n} windows)")
     return {"bin_s": args.bin_s, "span_s": args.span_s, "bins": out}
+
+
+def window_log_sd(runs_by_stack: dict[str, list[list[int]]], bin_s: float, lead_s: float,
+                  window_s: float) -> tuple[float, int]:
+    """The two-way fit's residual log-sd of each visit's 2xx in [lead_s, lead_s + window_s), and the windows fitted."""
+    from pgarena.analysis.additive import additive_fit
+
+    first, last = round(lead_s / bin_s), round((lead_s + window_s) / bin_s)
+    y = {stack: [math.log(sum(run[first:last])) if sum(run[first:last]) > 0 else None for run in runs]
+         for stack, runs in runs_by_stack.items()}
+    fit = additive_fit(y)
+    return math.sqrt(fit.rss / fit.df), len(fit.residuals)
 
 
 def continuous(args: argparse.Namespace) -> dict:
@@ -169,6 +187,9 @@ def main(argv: list[str]) -> int:
     s.add_argument("--bin-s", type=float, default=0.1)
     s.add_argument("--rewarm-s", type=float, default=0.0, help="an uncounted oha run before each (pgarena's re-warm)")
     s.add_argument("--window-s", type=float, default=1.0, help="the first seconds of each run read as one window")
+    s.add_argument("--windows", type=lambda v: [float(x) for x in v.split(",")], default=[],
+                   help="window lengths (s) to fit after --lead-s, e.g. 0.5,1")
+    s.add_argument("--lead-s", type=float, default=0.5, help="the lead-in before those windows, in the same run")
     c = sub.add_parser("continuous", help="1 s of a continuous run against separate 1 s windows")
     c.add_argument("--stack", default=mo.DEFAULT_STACK)
     c.add_argument("--blocks", type=int, default=5)

@@ -133,3 +133,7 @@ def test_the_verdict_reads_the_final_look_from_the_cells_and_says_so(tmp_path, m
     assert after.final_pairs() == 1
     sentence = after.family_sentence()
     assert "one final fixed-sample interval" in sentence and "(1 of its pairs here)" in sentence and "95 %" in sentence
+    for c in cells:  # every stack left the race at some round: the split stands, no pair has the final look
+        c.summary.final_look = False
+    raced = table_verdict(cells)
+    assert raced.inference.final_alpha is not None and "(none of its pairs here)" in raced.family_sentence()

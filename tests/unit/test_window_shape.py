@@ -29,3 +29,22 @@ def test_scatter_and_memory_of_a_series(ws):
     assert ws.log_sd([2.0, 2.0, 2.0]) == 0
     assert ws.lag1([1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2]) > 0.3  # slow swings: neighbours alike
     assert ws.lag1([1, 2, 1, 2, 1, 2, 1, 2]) < -0.8  # alternation
+
+
+def test_a_shorter_window_scatters_more_only_where_the_noise_is_faster_than_it(ws):
+    import math
+    import random
+
+    rng = random.Random(5)
+    level = {"a": 2000, "b": 1000, "c": 500}  # answers per 100 ms bin: counting noise is small beside these
+    # the machine's speed changes per visit (slow spells longer than a window): both windows see the same factor
+    slow = {s: [[round(n * f) for _ in range(15)] for f in (math.exp(rng.gauss(0, 0.1)) for _ in range(40))]
+            for s, n in level.items()}
+    half, whole = ws.window_log_sd(slow, 0.1, 0.5, 0.5)[0], ws.window_log_sd(slow, 0.1, 0.5, 1.0)[0]
+    assert half == pytest.approx(whole, rel=0.05) and 0.07 < whole < 0.13
+    # independent per 100 ms bin: a window of half the bins scatters √2 times as much
+    fast = {s: [[round(n * math.exp(rng.gauss(0, 0.1))) for _ in range(15)] for _ in range(40)]
+            for s, n in level.items()}
+    sd_half, count = ws.window_log_sd(fast, 0.1, 0.5, 0.5)
+    assert sd_half / ws.window_log_sd(fast, 0.1, 0.5, 1.0)[0] == pytest.approx(math.sqrt(2), rel=0.15)
+    assert count == 120

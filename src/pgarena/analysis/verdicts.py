@@ -156,7 +156,7 @@ class TableVerdict:
         looks = (f"anytime-valid confidence sequences, each at {percent(1 - self.inference.alpha)}" if final is None
                  else f"anytime-valid confidence sequences at every round, each at {percent(1 - self.inference.alpha)}, "
                  "and one final fixed-sample interval for the pairs measured in every round until the time or the cap "
-                 f"ended them ({self.final_pairs()} of its pairs here), each at {percent(1 - final)}, "
+                 f"ended them ({self.final_pairs() or 'none'} of its pairs here), each at {percent(1 - final)}, "
                  "the narrower counting")
         return (f"Every interval and order in this table holds jointly with {percent(self.inference.level)} "
                 f"confidence at whatever round the rounds stopped: {looks}, Bonferroni over the "

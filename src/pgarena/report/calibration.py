@@ -83,7 +83,8 @@ def resolution_lines(check: AACheck) -> list[str]:
                   f"{check.seconds_per_window:g} s per window (window and re-warm; what happens between windows "
                   "was not measured in this run)")
     lines = [f"With a per-window log-sd of {check.window_log_sd:.3f} and {per_window}, the verdict separates two "
-             "stacks of one table once they differ by at least:", "",
+             "stacks of one table, measured in every round until the time runs out (the verdict's final look), once they "
+             "differ by at least:", "",
              "| rounds | " + " | ".join(f"{s} stacks: ratio · time" for s in stacks) + " |",
              "|---:|" + "---:|" * len(stacks)]
     for rounds in sorted({r.rounds for r in check.resolution}):

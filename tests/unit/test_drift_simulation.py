@@ -87,7 +87,8 @@ def test_scheduler_settles_the_true_order_on_a_drifting_machine():
                          policy=RoundsPolicy(min_rounds=3, max_rounds=12, margin=0.02))
     ranks = rank_labels(judge(outcome.values[CELL], margin=0.02))
     assert ranks["a"] == "3"  # surely last, though it was measured first in some rounds
-    assert outcome.stop_reason in ("settled", "out-of-reach")  # b and c are 0.5 % apart, a drifting 1 %/s
+    # b and c are 0.5 % apart, a drifting 1 %/s: settled, or b–c out of reach, or raced to the cap for its final look
+    assert outcome.stop_reason in ("settled", "out-of-reach", "max-rounds")
     assert all("a" not in sentence.split(": ", 1)[1].split(" ") for sentence in outcome.unsettled)
     assert len(machine.windows) <= 3 * outcome.rounds
 
@@ -183,11 +184,18 @@ def test_when_a_whole_round_no_longer_fits_the_cells_whose_round_does_get_it():
 def test_a_pair_out_of_reach_of_the_cap_stops_early_and_says_so():
     from pgarena.load.scheduler import RoundsPolicy, run_rounds
 
-    scatter = random.Random(2)
-    outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1, measure=lambda slot: 1000.0 * scatter.uniform(0.7, 1.3),
-                         policy=RoundsPolicy(min_rounds=3, max_rounds=8, margin=0.01))
-    assert outcome.stop_reason == "out-of-reach" and outcome.rounds < 8  # ±1 % at 17 % scatter: hundreds of rounds
-    assert outcome.unsettled and "not resolved" in outcome.unsettled[0]
+    # ±1 % at 17 % scatter needs hundreds of rounds; the forecast gives a pair the benefit of one standard error,
+    # so a chance large estimate keeps it racing for its final look until the cap now and then
+    early = 0
+    for seed in range(20):
+        scatter = random.Random(seed)
+        outcome = run_rounds([("a", CELL), ("b", CELL)], seed=1,
+                             measure=lambda slot: 1000.0 * scatter.uniform(0.7, 1.3),
+                             policy=RoundsPolicy(min_rounds=3, max_rounds=8, margin=0.01))
+        assert outcome.unsettled and "not resolved" in outcome.unsettled[0]
+        assert (outcome.stop_reason == "out-of-reach") == (outcome.rounds < 8), (seed, outcome.stop_reason)
+        early += outcome.rounds < 8
+    assert early >= 14, early  # 16 of 20 when written
 
 
 @pytest.mark.parametrize("forecast", [True, False])
@@ -207,7 +215,7 @@ def test_the_last_phase_races_a_pair_beyond_the_forecast_until_the_budget(foreca
                          policy=RoundsPolicy(min_rounds=3, max_rounds=1000, margin=0.01, budget_s=60,
                                              forecast=forecast))
     assert outcome.stop_reason == "budget" and outcome.unsettled
-    assert (outcome.rounds < 25) if forecast else (outcome.rounds == 30), (outcome.rounds, outcome.stop_reason)
+    assert (outcome.rounds < 30) if forecast else (outcome.rounds == 30), (outcome.rounds, outcome.stop_reason)
 
 
 def test_resumed_rounds_do_not_measure_known_windows_again():

@@ -137,3 +137,23 @@ def test_the_verdict_reads_the_final_look_from_the_cells_and_says_so(tmp_path, m
         c.summary.final_look = False
     raced = table_verdict(cells)
     assert raced.inference.final_alpha is not None and "(none of its pairs here)" in raced.family_sentence()
+
+
+def test_an_interval_wider_than_a_float_turns_around():
+    """A CI run, 2026-11-27: three copies, two rounds whose windows differed by 30 %, read at 1 degree of freedom at
+    the race's share of 0.1 % over three pairs: the half-width's exp underflowed to a lower bound of 0, and turning
+    the pair around divided by it."""
+    from pgarena.analysis.paired import RatioInterval
+
+    inference = judge({"a": [1939.0, 2876.0], "b": [3287.0, 3240.0], "c": [2455.0, 4276.0]}, level=0.999, horizon=())
+    for x in "abc":
+        for y in "abc":
+            if x != y:
+                found = inference.interval(x, y)
+                assert found is not None and found.low >= 0 and found.status == "not resolved"
+    assert any(p.low == 0 for p in inference.pairs.values()), "the case this guards"
+    assert inference.pairs[("a", "b")].inverse().high == math.inf
+    assert RatioInterval(1.2, 0.0, 3.0, 2, 0.95).inverse().high == math.inf
+    from pgarena.analysis.verdicts import Ratio
+
+    assert Ratio(0.5, inference.pairs[("a", "b")]).text().endswith("–∞)")

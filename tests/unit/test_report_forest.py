@@ -76,6 +76,25 @@ def test_forest_stays_readable_for_20_stacks():
     assert layout["xaxis"]["type"] == "log" and low < min(fig["data"][0]["x"]) and high > 1
 
 
+def test_an_interval_past_a_floats_range_runs_to_the_axis_edge():
+    from dataclasses import replace
+
+    from pgarena.analysis.verdicts import Ratio
+
+    verdict = twenty_stacks()
+    worst = min(verdict.to_best, key=lambda s: verdict.to_best[s].ratio)
+    found = verdict.to_best[worst]
+    verdict.to_best[worst] = Ratio(found.ratio, replace(found.interval, low=0.0, high=math.inf))
+    fig = forest_figure(verdict, "perf-test · 1 row · 50 VUs", "t")
+    low, high = fig["layout"]["xaxis"]["range"]
+    assert math.isfinite(low) and math.isfinite(high) and low < high
+    trace = fig["data"][0]
+    row = trace["customdata"].index(worst)
+    x = trace["x"][row]
+    assert math.isclose(trace["error_x"]["arrayminus"][row], x - 10 ** low, abs_tol=1e-3)
+    assert math.isclose(trace["error_x"]["array"][row], 10 ** high - x, abs_tol=1e-3)
+
+
 def test_the_report_draws_every_paired_table_headline_first():
     payload = html_payload(sample_results())
     entries = payload["forest"]

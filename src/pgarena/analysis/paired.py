@@ -64,7 +64,8 @@ class RatioInterval:
 
     def inverse(self) -> RatioInterval:
         """B / A."""
-        return RatioInterval(1 / self.ratio, 1 / self.high, 1 / self.low, self.rounds, self.level)
+        return RatioInterval(1 / self.ratio, 1 / self.high, math.inf if self.low == 0 else 1 / self.low, self.rounds,
+                             self.level)
 
 
 def paired_ratio(a: Sequence[float | None], b: Sequence[float | None],

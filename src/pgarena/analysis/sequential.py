@@ -252,7 +252,8 @@ class PairInterval:
 
     def inverse(self) -> PairInterval:
         """b / a."""
-        return PairInterval(1 / self.ratio, 1 / self.high, 1 / self.low, self.rounds, self.level, self.margin,
+        high = math.inf if self.low == 0 else 1 / self.low  # a lower bound of 0: `ratio_bounds` past a float's range
+        return PairInterval(1 / self.ratio, 1 / self.high, high, self.rounds, self.level, self.margin,
                             self.variance, self.df, self.blocks, self.final)
 
 
@@ -414,18 +415,19 @@ def unresolved_pairs(inference: Inference, order: Sequence[str] | None = None,
 
 
 def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = DEFAULT_TIGHTEST_AT,
-                      horizon: int = 400) -> int | None:
+                      horizon: int = 400, final: bool = True) -> int | None:
     """The paired rounds pair (a, b) would need, at its present estimate and variance, for its interval to
     exclude 1 or fit within the margin (None: not within `horizon` rounds, or nothing to go on), its centre taken
     one standard error closer to the nearer outcome (no pair is given up on a chance low estimate) — at the final
-    look where the table has one (raced until the time runs out, that is the interval the pair gets)."""
+    look where the table has one and the pair can still get it (`final`: both stacks measured in every round so
+    far; raced until the time runs out, that is the interval the pair gets)."""
     found = inference.interval(a, b)
     if found is None or found.rounds == 0 or not math.isfinite(found.variance):
         return None
     centre = abs(math.log(found.ratio))
     error = math.sqrt(found.variance / found.rounds)  # give the pair the benefit of one standard error
     target = max(centre + error, math.log(1 + inference.margin) - max(0.0, centre - error))
-    return rounds_until(found, inference.alpha, target, tightest_at, horizon, inference.final_alpha)
+    return rounds_until(found, inference.alpha, target, tightest_at, horizon, inference.final_alpha if final else None)
 
 
 def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: int = DEFAULT_TIGHTEST_AT,

@@ -25,6 +25,8 @@ intervals; tables at a share of each stack's own peak rank nothing (ranking.rank
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -88,7 +90,8 @@ class Ratio:
         """'0.66× (0.62–0.70)', or '0.66×' without a paired interval."""
         if self.interval is None:
             return f"{self.ratio:.2f}×"
-        return f"{self.ratio:.2f}× ({self.interval.low:.2f}–{self.interval.high:.2f})"
+        high = "∞" if not math.isfinite(self.interval.high) else f"{self.interval.high:.2f}"
+        return f"{self.ratio:.2f}× ({self.interval.low:.2f}–{high})"
 
 
 @dataclass

@@ -268,7 +268,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
             room = (by_cap, by_cap if policy.gate or not policy.forecast else by_time)
             if stop is None and r >= policy.min_rounds:
-                stop = _narrow(state[cell], room, policy.gate)
+                stop = _narrow(state[cell], room, policy.gate, set(stacks_of[cell]) - skipped[cell])
                 state[cell].active &= set(judged)  # the unranked ones had their least rounds
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
@@ -334,10 +334,13 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
     return None if cell.open_pairs else "settled"
 
 
-def _narrow(cell: _CellState, remaining: tuple[int, int], gate: GateRule | None = None) -> StopReason | None:
+def _narrow(cell: _CellState, remaining: tuple[int, int], gate: GateRule | None = None,
+            whole: Collection[str] = ()) -> StopReason | None:
     """After the minimum rounds: keep only the stacks of open pairs within reach of the rounds left
     (`remaining` = (rounds the cap leaves, rounds the time budget leaves)). No pair within reach: 'budget'
-    when the cap would have allowed one, 'max-rounds' when the cap allows no more, else 'out-of-reach'."""
+    when the cap would have allowed one, 'max-rounds' when the cap allows no more, else 'out-of-reach'. A pair of
+    two stacks of `whole` (measured in every round so far) is forecast at the final look it can still get; any
+    other at the confidence sequence."""
     if cell.inference is None:  # a one-stack cell still short of its precision
         return None
     by_cap, by_time = remaining
@@ -345,7 +348,7 @@ def _narrow(cell: _CellState, remaining: tuple[int, int], gate: GateRule | None 
     for a, b in cell.open_pairs:
         found = cell.inference.interval(a, b)
         need = (gate.rounds_needed(cell.inference) if gate is not None and {a, b} == {gate.head, gate.base}
-                else rounds_to_resolve(cell.inference, a, b))
+                else rounds_to_resolve(cell.inference, a, b, final=a in whole and b in whole))
         if need is None or found is None:
             continue
         more = need - found.rounds

@@ -3,6 +3,8 @@ machine is, every copy-vs-copy interval, and what difference it resolves in what
 
 from __future__ import annotations
 
+import math
+
 from pgarena.analysis.calibration import AACheck, PairReading
 from pgarena.analysis.noise import NoiseBudget
 
@@ -41,7 +43,7 @@ def sharpness_line(check: AACheck) -> str:
     unread = [t.label for t in check.tables if not t.pairs]
     parts = []
     if check.wide:
-        label, widest = max(check.wide, key=lambda w: w[1].high / w[1].low)
+        label, widest = max(check.wide, key=lambda w: w[1].high / w[1].low if w[1].low > 0 else math.inf)
         parts.append(f"{len(check.wide)} of {pairs} copy-vs-copy intervals reach beyond {bounds}, the widest "
                      f"{widest.a} / {widest.b} {widest.low:.2f}–{widest.high:.2f} ({label}, {widest.rounds} rounds)")
     if unread:

@@ -107,6 +107,10 @@ def forest_figure(verdict: TableVerdict, title: str, fid: str) -> dict | None:
                      f"answers, {verdict.rank_all.get(cell.stack, '–')} among all<br>"
                      f"{cell.summary.rps.median:,.0f} 2xx/s (median)")  # type: ignore[union-attr]
     xs = [ratio[c.stack] for c in rows]
+    # a bound of 0 or ∞ (an interval past a float's range: `ratio_bounds`) runs to the axis' edge
+    edge_low = min([v for v in lows if v > 0] + xs + [1.0]) / 1.06
+    edge_high = max([v for v in highs if math.isfinite(v)] + xs + [1.0]) * 1.06
+    lows, highs = [max(v, edge_low) for v in lows], [min(v, edge_high) for v in highs]
     inexact = [bool(verdict.wrong_columns.get(c.stack)) for c in rows]
     data = [{
         "type": "scatter", "mode": "markers", "name": "ratio to the best (paired 95 % interval)",
@@ -120,8 +124,7 @@ def forest_figure(verdict: TableVerdict, title: str, fid: str) -> dict | None:
                               for c in rows]},
         "customdata": [c.stack for c in rows], "hovertext": hover, "hoverinfo": "text",
     }]
-    low = min(min(lows), 1.0) / 1.06
-    high = max(max(highs), 1.0) * 1.06
+    low, high = edge_low, edge_high
     shapes: list[dict] = [{"type": "line", "name": "best", "xref": "x", "yref": "paper", "x0": 1, "x1": 1,
                            "y0": 0, "y1": 1, "line": {"color": "#999", "dash": "dash", "width": 1}}]
     annotations = []

@@ -18,9 +18,9 @@ from pgarena.analysis.sequential import (
     pair_alpha,
     rounds_to_resolve,
 )
-from pgarena.load.schedule import Slot
 from pgarena.load.scheduler import RoundsPolicy, run_rounds
 from pgarena.stats.intervals import t_critical
+from tests.unit.test_drift_simulation import DriftingMachine
 
 CELL = ("perf-test", 1, "closed", 50)
 
@@ -82,32 +82,20 @@ def test_detectable_ratio_is_the_final_looks_unless_asked_for_the_races():
     assert math.log(final) == pytest.approx(z * math.sqrt(2 * 0.01 / 20))
 
 
-class Machine:
-    def __init__(self, rps: dict[str, float], seed: int = 1, sd: float = 0.03):
-        self.now, self.rps, self.rng, self.sd = 0.0, rps, random.Random(seed), sd
-
-    def measure(self, slot: Slot) -> float:
-        self.now += 1.0
-        return self.rps[slot.stack] * math.exp(self.rng.gauss(0, self.sd))
-
-    def clock(self) -> float:
-        return self.now
-
-
 def test_the_scheduler_names_the_stacks_the_time_stopped_in_every_round():
     # two equal stacks and a far one: the far one is ordered early and leaves; the equal pair runs out of time
-    machine = Machine({"a": 1000.0, "b": 1000.0, "far": 3000.0})
+    machine = DriftingMachine({"a": 1000.0, "b": 1000.0, "far": 3000.0}, drift_per_s=0.0, seed=1)
     outcome = run_rounds([(s, CELL) for s in ("a", "b", "far")], seed=1, measure=machine.measure, clock=machine.clock,
                          policy=RoundsPolicy(min_rounds=3, max_rounds=500, margin=0.001, budget_s=40, forecast=False))
     assert outcome.cell_stop[CELL] == "budget" and outcome.values[CELL]["far"][-1] is None, "far left the race"
     assert outcome.horizon == {CELL: ["a", "b"]}
     # a table that stopped on what it showed gets no final look
-    settled = Machine({"a": 1000.0, "b": 2000.0})
+    settled = DriftingMachine({"a": 1000.0, "b": 2000.0}, drift_per_s=0.0, seed=1)
     done = run_rounds([(s, CELL) for s in ("a", "b")], seed=1, measure=settled.measure, clock=settled.clock,
                       policy=RoundsPolicy(min_rounds=3, max_rounds=500, budget_s=400))
     assert done.cell_stop[CELL] == "settled" and done.horizon == {}
     # the cap of rounds is a horizon too
-    capped = Machine({"a": 1000.0, "b": 1000.0})
+    capped = DriftingMachine({"a": 1000.0, "b": 1000.0}, drift_per_s=0.0, seed=1)
     cap = run_rounds([(s, CELL) for s in ("a", "b")], seed=1, measure=capped.measure, clock=capped.clock,
                      policy=RoundsPolicy(min_rounds=4, max_rounds=4, margin=0.001, forecast=False))
     assert cap.stop_reason == "max-rounds" and cap.horizon == {CELL: ["a", "b"]}

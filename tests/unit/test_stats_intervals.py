@@ -190,3 +190,15 @@ def test_rank_label_always_contains_the_median_order_position() -> None:
         for position, (_, label) in enumerate(rank_with_ties(items), start=1):
             best, _, worst = label.partition("–")
             assert int(best) <= position <= int(worst or best)
+
+
+def test_unbounded_ratio_bounds_turn_around_and_print():
+    import math
+
+    from pgarena.stats.intervals import bounds_text, inverse_bounds
+
+    assert inverse_bounds(0.5, 4.0) == (0.25, 2.0)
+    assert inverse_bounds(0.0, math.inf) == (0.0, math.inf)
+    assert inverse_bounds(0.0, 2.0) == (0.5, math.inf) and inverse_bounds(0.5, math.inf) == (0.0, 2.0)
+    assert bounds_text(0.84, 1.31) == "0.84–1.31"
+    assert bounds_text(0.0, math.inf) == "0.00–∞"

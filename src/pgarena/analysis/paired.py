@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pgarena.analysis.sequential import Inference, PairInterval, Status
-from pgarena.stats.intervals import DEFAULT_CONFIDENCE_LEVEL, DEFAULT_EQUIVALENCE_MARGIN, ratio_bounds, t_critical
+from pgarena.stats.intervals import (
+    DEFAULT_CONFIDENCE_LEVEL,
+    DEFAULT_EQUIVALENCE_MARGIN,
+    bounds_text,
+    inverse_bounds,
+    ratio_bounds,
+    t_critical,
+)
 
 RATIO_METHOD = "paired Student t-interval on the per-round log ratios (geometric mean of the ratios)"
 
@@ -64,8 +71,7 @@ class RatioInterval:
 
     def inverse(self) -> RatioInterval:
         """B / A."""
-        return RatioInterval(1 / self.ratio, 1 / self.high, math.inf if self.low == 0 else 1 / self.low, self.rounds,
-                             self.level)
+        return RatioInterval(1 / self.ratio, *inverse_bounds(self.low, self.high), self.rounds, self.level)
 
 
 def paired_ratio(a: Sequence[float | None], b: Sequence[float | None],
@@ -154,13 +160,13 @@ class PairVerdict:
         if self.ratio is None:
             return f"{self.upper} and {self.lower}: never measured in the same round"
         r = self.ratio
-        high = "∞" if not math.isfinite(r.high) else f"{r.high:.2f}"
+        bounds = bounds_text(r.low, r.high)
         if self.status == "ordered":
-            return f"{self.upper} is {r.ratio:.2f}× {self.lower} ({r.low:.2f}–{high})"
+            return f"{self.upper} is {r.ratio:.2f}× {self.lower} ({bounds})"
         if self.status == "equivalent":
             margin = r.margin if isinstance(r, PairInterval) else DEFAULT_EQUIVALENCE_MARGIN
-            return f"{self.upper} and {self.lower} are equivalent within ±{margin * 100:.0f} % ({r.low:.2f}–{high})"
-        return f"{self.upper} and {self.lower}: not resolved ({r.low:.2f}–{high})"
+            return f"{self.upper} and {self.lower} are equivalent within ±{margin * 100:.0f} % ({bounds})"
+        return f"{self.upper} and {self.lower}: not resolved ({bounds})"
 
 
 def neighbour_pairs(inference: Inference, order: Sequence[str]) -> list[PairVerdict]:

@@ -57,7 +57,7 @@ from typing import Literal
 
 from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit
 from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
-from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, ratio_bounds, t_critical
+from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, inverse_bounds, ratio_bounds, t_critical
 
 DEFAULT_FAMILY_LEVEL = 0.95
 """Probability that every interval of a table holds at once, at whatever round the run stopped."""
@@ -252,8 +252,7 @@ class PairInterval:
 
     def inverse(self) -> PairInterval:
         """b / a."""
-        high = math.inf if self.low == 0 else 1 / self.low  # a lower bound of 0: `ratio_bounds` past a float's range
-        return PairInterval(1 / self.ratio, 1 / self.high, high, self.rounds, self.level, self.margin,
+        return PairInterval(1 / self.ratio, *inverse_bounds(self.low, self.high), self.rounds, self.level, self.margin,
                             self.variance, self.df, self.blocks, self.final)
 
 

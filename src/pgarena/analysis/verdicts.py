@@ -25,8 +25,6 @@ intervals; tables at a share of each stack's own peak rank nothing (ranking.rank
 
 from __future__ import annotations
 
-import math
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -58,6 +56,7 @@ from pgarena.analysis.ranking import (
     table_ranks,
 )
 from pgarena.results.models import Cell, RunResults
+from pgarena.stats.intervals import bounds_text
 
 PerRound = dict[str, list[float | None]]
 """stack → 2xx/s in each round of the table (None: not measured in that round)."""
@@ -90,8 +89,7 @@ class Ratio:
         """'0.66× (0.62–0.70)', or '0.66×' without a paired interval."""
         if self.interval is None:
             return f"{self.ratio:.2f}×"
-        high = "∞" if not math.isfinite(self.interval.high) else f"{self.interval.high:.2f}"
-        return f"{self.ratio:.2f}× ({self.interval.low:.2f}–{high})"
+        return f"{self.ratio:.2f}× ({bounds_text(self.interval.low, self.interval.high)})"
 
 
 @dataclass

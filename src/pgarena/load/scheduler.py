@@ -35,7 +35,6 @@ in flight, and a resume passes the stored figures back in `known`.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections import defaultdict
@@ -45,6 +44,7 @@ from typing import Literal, Union
 
 from pgarena.analysis.abgate import GateRule
 from pgarena.analysis.executions import judge_table
+from pgarena.analysis.paired import PairVerdict
 from pgarena.analysis.sequential import (
     DEFAULT_EQUIVALENCE_MARGIN,
     DEFAULT_FAMILY_LEVEL,
@@ -129,17 +129,8 @@ def _per_round(values: Mapping[int, float | None], rounds: int) -> list[float | 
 
 def pair_sentence(inference: Inference, a: str, b: str) -> str:
     """'a is 1.52× b (1.41–1.64)', 'a and b are equivalent within ±10 % (0.97–1.05)' or 'a and b: not
-    resolved (0.84–1.31)'."""
-    found = inference.interval(a, b)
-    if found is None:
-        return f"{a} and {b}: never measured in the same round"
-    if found.status == "ordered":
-        return f"{a} is {found.ratio:.2f}× {b} ({found.low:.2f}–{found.high:.2f})"
-    if found.status == "equivalent":
-        return (f"{a} and {b} are equivalent within ±{found.margin * 100:.0f} % "
-                f"({found.low:.2f}–{found.high:.2f})")
-    high = "∞" if not math.isfinite(found.high) else f"{found.high:.2f}"
-    return f"{a} and {b}: not resolved ({found.low:.2f}–{high})"
+    resolved (0.84–1.31)': the report's sentence of the pair (`paired.PairVerdict.sentence`)."""
+    return PairVerdict(a, b, inference.interval(a, b)).sentence()
 
 
 @dataclass
@@ -234,6 +225,10 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
     """cell → its stacks left out of a round (their rounds' count was the race's choice: no final look)."""
     timed_out: list[Hashable] = []
     """Cells the time or the cap stopped."""
+
+    def throughout(cell: Hashable) -> list[str]:
+        """The cell's stacks measured in every round so far (a pair of two of them can still get the final look)."""
+        return [s for s in stacks_of[cell] if s not in skipped[cell]]
     while True:
         r += 1
         in_round = [(stack, cell) for stack, cell in pairs if cell in state and stack in state[cell].active]
@@ -268,7 +263,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
             room = (by_cap, by_cap if policy.gate or not policy.forecast else by_time)
             if stop is None and r >= policy.min_rounds:
-                stop = _narrow(state[cell], room, policy.gate, set(stacks_of[cell]) - skipped[cell])
+                stop = _narrow(state[cell], room, policy.gate, throughout(cell))
                 state[cell].active &= set(judged)  # the unranked ones had their least rounds
             if stop is not None and r >= policy.min_rounds:
                 cell_stop[cell] = stop
@@ -312,7 +307,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             return RoundsOutcome(rounds=r, stop_reason=reason, values=values, references=references,
                                  cell_stop=cell_stop, cell_rounds=cell_rounds, windows=windows,
                                  unsettled=open_sentences,
-                                 horizon={c: [s for s in stacks_of[c] if s not in skipped[c]] for c in timed_out},
+                                 horizon={c: throughout(c) for c in timed_out},
                                  seconds_per_window=sum(window_seconds) / len(window_seconds) if window_seconds else None)
 
 

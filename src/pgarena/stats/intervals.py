@@ -44,6 +44,16 @@ def ratio_bounds(log_centre: float, log_down: float, log_up: float | None = None
     return low, math.exp(high) if math.isfinite(up) and high < LOG_FLOAT_MAX else math.inf
 
 
+def inverse_bounds(low: float, high: float) -> tuple[float, float]:
+    """The bounds of 1 / x for x in [low, high] (a ratio turned around), a bound of 0 turning into ∞ and back."""
+    return (0.0 if math.isinf(high) else 1 / high), (math.inf if low == 0 else 1 / low)
+
+
+def bounds_text(low: float, high: float) -> str:
+    """'0.84–1.31' ('0.00–∞' where `ratio_bounds` gave an unbounded interval)."""
+    return f"{low:.2f}–" + ("∞" if not math.isfinite(high) else f"{high:.2f}")
+
+
 def _coverage_at_theta(theta: float, df: int) -> float:
     """P(|T| <= t) for Student's t with `df` (integer >= 1) degrees of freedom, in closed form, as a
     function of theta = atan(t / sqrt(df)) in [0, pi/2) (increasing in theta).

@@ -14,7 +14,9 @@ Two questions about the interleaved schedule's windows, each answered from every
   connections).
   With `--windows 0.5,1` it also fits, for each window length w, ln(2xx in [`--lead-s`, `--lead-s` + w)) of every
   visit with the verdict's two-way model (a level per stack, a deviation per round: analysis/additive.py) and
-  prints its window log-sd: how a shorter window after the same lead-in scatters, measured on the same visits.
+  prints its window log-sd: how a shorter window after the same lead-in scatters, measured on the same visits;
+  and, with pgarena's speed probe running on the server CPUs, the log-sd after the probe's correction, its
+  reading taken over the window or over the lead-in and the window (PROBE_SPANS).
 - `continuous`: whether a window's scatter comes from the generator's start (its connections, its process)
   or from the machine over time. One stack; per block a continuous oha run cut into 1 s windows after its
   first 0.5 s, then as many separate 1 s windows, each after its own 0.5 s re-warm, as pgarena takes them.
@@ -43,6 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measurer_overhead as mo  # noqa: E402  (a script beside this one)
 
+from pgarena.analysis.noise import noise_budget  # noqa: E402
 from pgarena.contract import workloads as wl  # noqa: E402
 from pgarena.load.window import load_spec  # noqa: E402
 from pgarena.system.speedprobe import SpeedProbe  # noqa: E402
@@ -87,6 +90,7 @@ class Oha:
         self.engine, self.raw = h.engine_for["oha"], raw
         self.spec = load_spec(wl.PERF_TEST, 1, base_url=h.base_url, routes=h.routes, connections=50, config=h.config)
         self.cpus = ",".join(map(str, h.config.generator_cpus))
+        self.server_cpus = list(h.config.server_cpus)
         raw.mkdir(parents=True, exist_ok=True)
 
     def run(self, seconds: float, stem: str) -> tuple[int, list[float]]:
@@ -107,18 +111,34 @@ def harness(scope: ExitStack, stack: str) -> mo.Harness:
     return mo.start_stack(scope, inner, ["oha"])
 
 
+PROBE_SPANS = ("window", "lead-in + window")
+"""What the speed probe's reading of a visit covers, for `switch --windows`: the window's own seconds (as
+pgarena reads it) or the lead-in's too (more units of the probe, the same spell of the machine)."""
+
+
 def switch(args: argparse.Namespace) -> dict:
     out: dict[str, list[list[int]]] = {}
+    starts: dict[str, list[int]] = {}
+    readings: dict[str, dict[str, dict[str, list[float | None]]]] = {}
     with ExitStack() as scope:
         ohas = {s: Oha(h, h.workdir / "switch") for s in args.stacks for h in [harness(scope, s)]}
+        probe = SpeedProbe(next(iter(ohas.values())).server_cpus).start() if args.windows else None
+        if probe is not None:
+            scope.callback(probe.stop)
         for oha in ohas.values():
             oha.run(8.0, "warm")
         for r in range(args.rounds):
             for stack, oha in ohas.items():
                 if args.rewarm_s > 0:
                     oha.run(args.rewarm_s, f"w{r}")
-                out.setdefault(stack, []).append(bins(oha.run(args.span_s, f"r{r}")[1], args.span_s, args.bin_s))
+                started, ends = oha.run(args.span_s, f"r{r}")
+                out.setdefault(stack, []).append(bins(ends, args.span_s, args.bin_s))
+                starts.setdefault(stack, []).append(started)
             print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
+        if probe is not None:
+            for w in args.windows:
+                readings[f"{w:g}"] = {span: {stack: [probe_reading(probe, t, args.lead_s, w, span) for t in ts]
+                                             for stack, ts in starts.items()} for span in PROBE_SPANS}
     first_steady = round(STEADY_FROM_S / args.bin_s)
     for stack, runs in out.items():
         steady = statistics.mean(statistics.mean(run[first_steady:]) for run in runs) / args.bin_s
@@ -128,8 +148,26 @@ def switch(args: argparse.Namespace) -> dict:
               + f"  (steady {steady:,.0f} 2xx/s; its first {args.window_s:g} s: {first:.3f} of it)")
     for w in args.windows:
         sd, n = window_log_sd(out, args.bin_s, args.lead_s, w)
-        print(f"a {w:g} s window after a {args.lead_s:g} s lead-in: window log-sd {sd:.3f} (two-way fit, {n} windows)")
-    return {"bin_s": args.bin_s, "span_s": args.span_s, "bins": out}
+        line = f"a {w:g} s window after a {args.lead_s:g} s lead-in: window log-sd {sd:.3f} (two-way fit, {n} windows)"
+        for span, reference in readings.get(f"{w:g}", {}).items():
+            budget = noise_budget(window_counts(out, args.bin_s, args.lead_s, w), reference)
+            if budget.adjusted_window_log_sd is not None and budget.correlation is not None:
+                line += f"; the probe over the {span}: {budget.adjusted_window_log_sd:.3f} (r {budget.correlation:+.2f})"
+        print(line)
+    return {"bin_s": args.bin_s, "span_s": args.span_s, "bins": out, "probe": readings}
+
+
+def probe_reading(probe: SpeedProbe, started_ns: int, lead_s: float, window_s: float, span: str) -> float | None:
+    """The probe's mean unit over a visit's window, or its lead-in and window (PROBE_SPANS)."""
+    first = started_ns + (0 if span == "lead-in + window" else int(lead_s * 1e9))
+    return probe.reading(first, started_ns + int((lead_s + window_s) * 1e9), wait_s=0).unit_ns
+
+
+def window_counts(runs_by_stack: dict[str, list[list[int]]], bin_s: float, lead_s: float,
+                  window_s: float) -> dict[str, list[float | None]]:
+    """Each visit's 2xx in [lead_s, lead_s + window_s) (None: none)."""
+    first, last = round(lead_s / bin_s), round((lead_s + window_s) / bin_s)
+    return {stack: [float(sum(run[first:last])) or None for run in runs] for stack, runs in runs_by_stack.items()}
 
 
 def window_log_sd(runs_by_stack: dict[str, list[list[int]]], bin_s: float, lead_s: float,
@@ -137,9 +175,8 @@ def window_log_sd(runs_by_stack: dict[str, list[list[int]]], bin_s: float, lead_
     """The two-way fit's residual log-sd of each visit's 2xx in [lead_s, lead_s + window_s), and the windows fitted."""
     from pgarena.analysis.additive import additive_fit
 
-    first, last = round(lead_s / bin_s), round((lead_s + window_s) / bin_s)
-    y = {stack: [math.log(sum(run[first:last])) if sum(run[first:last]) > 0 else None for run in runs]
-         for stack, runs in runs_by_stack.items()}
+    y = {stack: [math.log(v) if v else None for v in counts]
+         for stack, counts in window_counts(runs_by_stack, bin_s, lead_s, window_s).items()}
     fit = additive_fit(y)
     return math.sqrt(fit.rss / fit.df), len(fit.residuals)
 

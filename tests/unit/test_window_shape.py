@@ -48,3 +48,20 @@ def test_a_shorter_window_scatters_more_only_where_the_noise_is_faster_than_it(w
     sd_half, count = ws.window_log_sd(fast, 0.1, 0.5, 0.5)
     assert sd_half / ws.window_log_sd(fast, 0.1, 0.5, 1.0)[0] == pytest.approx(math.sqrt(2), rel=0.15)
     assert count == 120
+
+
+def test_the_probe_is_read_over_the_window_or_its_lead_in_too(ws):
+    from types import SimpleNamespace
+
+    asked = []
+
+    class Probe:
+        def reading(self, start_ns, end_ns, wait_s=None):
+            asked.append((start_ns, end_ns))
+            return SimpleNamespace(unit_ns=float(end_ns - start_ns))
+
+    assert ws.probe_reading(Probe(), 10**9, 0.5, 1.0, "window") == 1e9
+    assert ws.probe_reading(Probe(), 10**9, 0.5, 1.0, "lead-in + window") == 1.5e9
+    assert asked == [(int(1.5e9), int(2.5e9)), (int(1e9), int(2.5e9))]
+    assert ws.window_counts({"a": [[1, 2, 3, 0, 0]]}, 0.5, 0.5, 0.5) == {"a": [2.0]}
+    assert ws.window_counts({"a": [[1, 2, 3, 0, 0]]}, 0.5, 1.5, 1.0) == {"a": [None]}

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Does pgarena's work around a window add to its scatter? pgarena's window against a bare one, side by side.
+
+`scripts/measurer_overhead.py` asks whether pgarena's measuring lowers a stack's rate; this asks whether it
+makes the rate scatter more, which is what the verdict pays for. One stack is started as `pgarena run` does
+(measurer_overhead.start_stack), with pgarena's speed probe on the server CPUs for the whole run, warmed for
+8 s once, then in rounds whose order is drawn from `--seed`:
+
+- `pgarena`: one window exactly as an interleaved run takes it (`measure.measure_repetition` with the re-warm
+  as the window's lead-in: the answer sampler, the resource samplers, pg_stat_statements read before and
+  after, and the connection poller polling the stack's connections as the run does);
+- `bare`: one oha run of the same argv for lead-in + window, pinned to the generator CPUs, cut the same way
+  (`Engine.parse_after_lead_in`), with none of that beside it.
+
+It prints each arm's log-sd of 2xx/s over the rounds, raw and after the probe's correction (ln 2xx/s less
+β·ln reading, β fitted over both arms), and the per-round log-ratio pgarena/bare (its mean: what pgarena costs
+the rate; its sd against √2 × an arm's: whether the arms' noise is shared). An arm whose scatter is larger
+than the other's by more than chance carries noise of its own.
+
+    .venv/bin/python scripts/window_noise.py --rounds 60 --window-s 1
+    .venv/bin/python scripts/window_noise.py --rounds 60 --window-s 0.5
+
+A user's mistake (unknown stack, oha missing) is one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import measurer_overhead as mo  # noqa: E402  (a script beside this one)
+
+from pgarena.contract import workloads as wl  # noqa: E402
+from pgarena.db.connections import ConnectionPoller, tree_db_ports  # noqa: E402
+from pgarena.load.measure import measure_repetition, start_cell  # noqa: E402
+from pgarena.load.window import load_spec  # noqa: E402
+from pgarena.results.models import Cell  # noqa: E402
+from pgarena.system.resources import CpuMeters  # noqa: E402
+from pgarena.system.envelope import pinned_to  # noqa: E402
+from pgarena.system.speedprobe import SpeedProbe  # noqa: E402
+
+ARMS = ("pgarena", "bare")
+
+
+def log_sd(values: list[float]) -> float:
+    return statistics.stdev([math.log(v) for v in values])
+
+
+def corrected(y: dict[str, list[float]], z: dict[str, list[float]]) -> tuple[dict[str, list[float]], float]:
+    """ln y − β·ln z per arm, β the slope of ln y on ln z within arms (each arm's mean removed), and β."""
+    ly = {a: [math.log(v) for v in vs] for a, vs in y.items()}
+    lz = {a: [math.log(v) for v in vs] for a, vs in z.items()}
+    dy = [v - statistics.fmean(ly[a]) for a in ly for v in ly[a]]
+    dz = [v - statistics.fmean(lz[a]) for a in lz for v in lz[a]]
+    beta = math.fsum(p * q for p, q in zip(dy, dz)) / math.fsum(q * q for q in dz)
+    return {a: [p - beta * q for p, q in zip(ly[a], lz[a])] for a in ly}, beta
+
+
+def summary(y: dict[str, list[float]], z: dict[str, list[float]]) -> dict:
+    """Each arm's scatter, raw and after the probe, and the per-round log-ratio pgarena/bare."""
+    adjusted, beta = corrected(y, z)
+    ratios = [math.log(p / b) for p, b in zip(y["pgarena"], y["bare"])]
+    return {"rounds": len(ratios), "beta": beta,
+            "log_sd": {a: log_sd(y[a]) for a in ARMS},
+            "log_sd_after_probe": {a: statistics.stdev(adjusted[a]) for a in ARMS},
+            "log_ratio_mean": statistics.fmean(ratios), "log_ratio_sd": statistics.stdev(ratios)}
+
+
+def bare_window(h: mo.Harness, lead_in_s: float, window_s: float, stem: str) -> tuple[float, int, int]:
+    """(2xx/s, monotonic ns when the window began, when it ended) of one bare oha run cut after its lead-in."""
+    engine = h.engine_for["oha"]
+    spec = load_spec(wl.PERF_TEST, 1, base_url=h.base_url, routes=h.routes, connections=50, config=h.config)
+    raw = h.workdir / "bare"
+    raw.mkdir(exist_ok=True)
+    argv = engine.command(replace(spec, duration_s=lead_in_s + window_s), raw, stem)
+    with open(raw / f"{stem}.stdout", "wb") as out, open(raw / f"{stem}.stderr", "wb") as err:
+        started = time.monotonic_ns()
+        subprocess.run(["taskset", "-c", ",".join(map(str, h.config.generator_cpus)), *argv], stdout=out, stderr=err,
+                       stdin=subprocess.DEVNULL, check=False, timeout=lead_in_s + window_s + 60)
+        ended = time.monotonic_ns()
+    out = engine.parse_after_lead_in(raw, stem, lead_in_s=lead_in_s, window_s=window_s, timeout_s=spec.timeout_s)
+    return out.rps, started + int(lead_in_s * 1e9), ended
+
+
+def run(args: argparse.Namespace) -> dict:
+    y: dict[str, list[float]] = {a: [] for a in ARMS}
+    z: dict[str, list[float]] = {a: [] for a in ARMS}
+    with ExitStack() as scope:
+        inner = mo.parse_args(["--stack", args.stack, "--workload", wl.PERF_TEST, "--parameter", "1", "--vus", "50",
+                               "--window-s", "1", "--warmup-s", "1"])
+        h = mo.start_stack(scope, inner, ["oha"])
+        scope.enter_context(pinned_to(h.config.generator_cpus))  # as `pgarena run` pins itself (runner.py)
+        probe = SpeedProbe(list(h.config.server_cpus)).start()
+        scope.callback(probe.stop)
+        cpu = CpuMeters(h.meters, h.cpu.source, probe=probe)
+        poller = scope.enter_context(ConnectionPoller(
+            h.db.admin_url, h.db.user, ports=lambda: tree_db_ports(h.server.pid, h.db.port)))
+        cell = Cell(stack=args.stack, workload=wl.PERF_TEST, parameter_name="rows", parameter=1, vus=50, engine="oha",
+                    warmup_seconds=1, duration_seconds=args.window_s)
+        cell_run = start_cell(cell, engine=h.engine_for["oha"], config=h.config, db=h.db, base_url=h.base_url,
+                              run_dir=h.workdir, routes=h.routes, log=lambda _line: None)
+        poller.active = False
+        bare_window(h, 0.5, 8.0, "warm")
+        rng = random.Random(args.seed)
+        for r in range(1, args.rounds + 1):
+            for arm in rng.sample(ARMS, len(ARMS)):
+                if arm == "bare":
+                    rps, start_ns, end_ns = bare_window(h, args.lead_in_s, args.window_s, f"r{r}")
+                    reading = probe.reading(start_ns, end_ns).unit_ns
+                else:
+                    poller.active = True
+                    poller.take_peak(poll=False)
+                    rep = measure_repetition(cell_run, engine=h.engine_for["oha"], config=h.config, db=h.db,
+                                             server=h.server, base_url=h.base_url, routes=h.routes, cpu=cpu,
+                                             round_index=r, rewarm_s=args.lead_in_s)
+                    poller.take_peak()
+                    poller.active = False
+                    rps, reading = rep.rps, rep.reference_unit_ns
+                if reading is None:
+                    raise mo.UsageError("the speed probe read nothing in a window")
+                y[arm].append(rps)
+                z[arm].append(reading)
+            print(f"round {r}/{args.rounds}: pgarena {y['pgarena'][-1]:,.0f}, bare {y['bare'][-1]:,.0f} 2xx/s",
+                  file=sys.stderr, flush=True)
+    return {"stack": args.stack, "window_s": args.window_s, "lead_in_s": args.lead_in_s, "seed": args.seed,
+            "rps": y, "reference_unit_ns": z, "summary": summary(y, z)}
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--stack", default=mo.DEFAULT_STACK)
+    p.add_argument("--rounds", type=int, default=40)
+    p.add_argument("--window-s", type=float, default=1.0)
+    p.add_argument("--lead-in-s", type=float, default=0.5)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", type=Path, default=Path("window-noise.json"))
+    args = p.parse_args(argv)
+    try:
+        if args.rounds < 3 or args.window_s <= 0 or args.lead_in_s <= 0:
+            raise mo.UsageError("--rounds must be at least 3, --window-s and --lead-in-s above 0")
+        data = run(args)
+    except mo.UsageError as exc:
+        print(f"window_noise: {exc}", file=sys.stderr)
+        return 2
+    s = data["summary"]
+    for arm in ARMS:
+        print(f"{arm}: log-sd {s['log_sd'][arm]:.3f}, after the probe {s['log_sd_after_probe'][arm]:.3f}")
+    print(f"pgarena / bare per round: mean log-ratio {s['log_ratio_mean']:+.3f}, sd {s['log_ratio_sd']:.3f} "
+          f"({s['rounds']} rounds, β {s['beta']:.2f})")
+    args.out.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -35,10 +35,10 @@ def test_the_f_test_is_the_extra_sum_of_squares_of_the_stack_effects():
     fit = additive_fit(z)
     assert round_only_rss(z) == pytest.approx(3 * 0.5)  # each round: two values 1 apart
     assert fit.rss == pytest.approx(0.0, abs=1e-12)
-    assert stack_dependence(z, fit.rss, fit.df) is None  # nothing left to test against
+    assert stack_dependence(z, fit.rss, fit.df, fit.stack_effects) is None  # nothing left to test against
     noisy = {"a": [0.0, 1.1, 2.0, 2.9], "b": [1.0, 2.0, 3.1, 4.0]}
     fit = additive_fit(noisy)
-    check = stack_dependence(noisy, fit.rss, fit.df)
+    check = stack_dependence(noisy, fit.rss, fit.df, fit.stack_effects)
     assert check is not None and check.df_stacks == 1 and check.df_residual == 3
     assert check.f == pytest.approx((round_only_rss(noisy) - fit.rss) / (fit.rss / 3))
     assert check.dependent and check.p < 1e-3
@@ -69,8 +69,15 @@ def test_an_independent_probe_corrects_and_says_so_in_the_noise_budget():
     assert inference.surely_above("s0", "s1")  # 8 % apart, resolved thanks to the correction
     line = budget_line(noise_budget(rps, unit))
     assert "the probe beside each stack: F" in line and "does not use it" not in line
-    dependent = budget_line(noise_budget(*_table(stacks=4, rounds=30, offsets=[0.2, 0.0, 0.0, -0.2])))
-    assert "it depends on the stack, so the verdict does not use it" in dependent
+    budget = noise_budget(*_table(stacks=4, rounds=30, offsets=[0.2, 0.0, 0.0, -0.2]))
+    assert budget.probe_check is not None
+    (low, low_effect), (high, high_effect) = budget.probe_check.apart  # where the dependence comes from
+    assert (low, high) == ("s3", "s0")
+    assert low_effect == pytest.approx(-0.2, abs=0.05) and high_effect == pytest.approx(0.2, abs=0.05)
+    assert (f"it depends on the stack (s3 {low_effect:+.3f}, s0 {high_effect:+.3f}), so the verdict does not use it"
+            in budget_line(budget))
+    assert budget.probe_check.where() == (f"fastest beside s3 ({math.expm1(low_effect):+.1%}), "
+                                          f"slowest beside s0 ({math.expm1(high_effect):+.1%})")
 
 
 def test_an_independent_probe_is_rejected_at_about_the_stated_level():

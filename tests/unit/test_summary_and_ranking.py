@@ -341,3 +341,26 @@ def test_a_stack_measured_on_its_own_is_shown_beside_a_paired_table_but_neither_
     assert [(p.upper, p.lower) for p in v.pairs] == [("fast", "slow")]
     assert "alone: measured on its own after the rounds" in v.method() and v.family_sentence() is not None
     assert v.to_baseline == {} and v.baseline_problem == "baseline alone was measured on its own, not in the rounds of this table"
+
+
+def test_a_table_judged_without_the_probe_says_beside_which_stacks_it_read_differently(config):
+    """The method sentence names the stacks beside which the probe read fastest and slowest, so a reader sees
+    where the dependence that withheld the correction comes from (analysis/probecheck.py)."""
+    import math
+    import random
+
+    from pgarena.analysis.verdicts import table_verdict
+
+    rng = random.Random(4)
+    offsets = {"a": 0.3, "b": 0.0, "c": 0.0, "d": -0.1}  # the probe reads 35 % slower beside a, 10 % faster beside d
+    cells = []
+    for stack, offset in offsets.items():
+        reps = []
+        for i in range(1, 31):
+            u = rng.gauss(0, 0.15)
+            reps.append(rep(i, 1000 * math.exp(-u + rng.gauss(0, 0.03))).model_copy(
+                update={"round": i, "reference_unit_ns": 5e5 * math.exp(u + offset + rng.gauss(0, 0.03))}))
+        cells.append(cell(stack, reps, config))
+    v = table_verdict(cells)
+    assert v.paired and "not corrected for the machine's speed" in v.method()
+    assert "fastest beside d (" in v.method() and "slowest beside a (+" in v.method()

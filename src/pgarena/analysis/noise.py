@@ -122,7 +122,7 @@ def _parts(per_round: PerRound, reference: PerRound | None) -> _Parts:
     return replace(parts, probe_windows=len(keys), probe_df=y_fit.df, yy=y_fit.rss, zz=z_fit.rss,
                    yz=math.fsum(y_fit.residuals[k] * z_fit.residuals[k] for k in keys),
                    rho_y=tuple(y_fit.round_effects[r] for r in order), rho_z=tuple(z_fit.round_effects[r] for r in order),
-                   probe_check=stack_dependence(z_both, z_fit.rss, z_fit.df))
+                   probe_check=stack_dependence(z_both, z_fit.rss, z_fit.df, z_fit.stack_effects))
 
 
 def _tails(residuals: Sequence[float]) -> dict[str, float | None]:
@@ -225,7 +225,9 @@ def budget_line(budget: NoiseBudget) -> str:
     if budget.beta is not None:
         text += f" → {figure(budget.adjusted_round_sd)}"
     if budget.probe_check is not None:
-        text += (f"; the probe beside each stack: {budget.probe_check.sentence()}"
-                 + (" — it depends on the stack, so the verdict does not use it" if budget.probe_check.dependent else ""))
+        check = budget.probe_check
+        text += (f"; the probe beside each stack: {check.sentence()}"
+                 + (" — it depends on the stack (" + ", ".join(f"{s} {e:+.3f}" for s, e in check.apart)
+                    + "), so the verdict does not use it" if check.dependent else ""))
     return text + (f"; {budget.windows} windows, {budget.stacks} stack{'s' if budget.stacks != 1 else ''}, "
                    f"{budget.rounds} round{'s' if budget.rounds != 1 else ''}")

@@ -24,6 +24,7 @@ kappa-1, six stacks from 431 to 6,191 2xx/s, F 1.02 on 5 and 19 degrees of freed
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pgarena.analysis.additive import PerRound
@@ -40,6 +41,9 @@ class ProbeCheck:
     df_stacks: int
     df_residual: int
     p: float
+    apart: tuple[tuple[str, float], ...] = ()
+    """The stacks beside which the probe read fastest and slowest: (stack, its effect on ln reading, relative to
+    the stacks' mean effect), lowest first — where a dependence comes from."""
 
     @property
     def dependent(self) -> bool:
@@ -49,6 +53,15 @@ class ProbeCheck:
     def sentence(self) -> str:
         """'F 1.16 on 5 and 19 df, p 0.36'."""
         return f"F {self.f:.2f} on {self.df_stacks} and {self.df_residual} df, p {self.p:.2g}"
+
+    def where(self) -> str:
+        """'fastest beside a (−8.5 %), slowest beside b (+8.6 %)': the extremes of `apart`, as the probe's unit
+        time relative to its mean over the stacks ('' without them)."""
+        if len(self.apart) < 2:
+            return ""
+        (low, low_effect), (high, high_effect) = self.apart[0], self.apart[-1]
+        return (f"fastest beside {low} ({math.expm1(low_effect):+.1%}), "
+                f"slowest beside {high} ({math.expm1(high_effect):+.1%})")
 
 
 def round_only_rss(z: PerRound) -> float:
@@ -63,10 +76,11 @@ def round_only_rss(z: PerRound) -> float:
     return rss
 
 
-def stack_dependence(z: PerRound, two_way_rss: float, two_way_df: int) -> ProbeCheck | None:
+def stack_dependence(z: PerRound, two_way_rss: float, two_way_df: int,
+                     stack_effects: Mapping[str, float]) -> ProbeCheck | None:
     """The F test of the stack effects on `z` (stack → the probe's log reading per round, None: no window),
-    given the two-way fit's residual sum of squares and degrees of freedom. None: fewer than two stacks, no
-    residual degrees of freedom, or no residual variance to test against."""
+    given the two-way fit's stack effects, residual sum of squares and degrees of freedom. None: fewer than two
+    stacks, no residual degrees of freedom, or no residual variance to test against."""
     stacks = sum(1 for v in z.values() if any(x is not None for x in v))
     if stacks < 2 or two_way_df < 1 or two_way_rss <= 0:
         return None
@@ -75,4 +89,9 @@ def stack_dependence(z: PerRound, two_way_rss: float, two_way_df: int) -> ProbeC
     f = (extra / df_stacks) / (two_way_rss / two_way_df)
     from scipy.stats import f as f_distribution  # NOTE: here, not at the top: scipy.stats is slow to import
 
-    return ProbeCheck(f=f, df_stacks=df_stacks, df_residual=two_way_df, p=float(f_distribution.sf(f, df_stacks, two_way_df)))
+    effects = {st: e for st, e in stack_effects.items() if any(x is not None for x in z.get(st, ()))}
+    centre = math.fsum(effects.values()) / len(effects)
+    ranked = sorted(effects.items(), key=lambda item: item[1])
+    apart = tuple((stack, effect - centre) for stack, effect in (ranked[0], ranked[-1]))
+    return ProbeCheck(f=f, df_stacks=df_stacks, df_residual=two_way_df, p=float(f_distribution.sf(f, df_stacks, two_way_df)),
+                      apart=apart)

@@ -194,7 +194,7 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
         complete = all((z[s][r] is None) == (y[s][r] is None) for s in y for r in range(rounds))
         if complete:
             zmu, zrho, zrss, zdf = _two_way(z, rounds)
-            check = stack_dependence(z, zrss, zdf)
+            check = stack_dependence(z, zrss, zdf, zmu)
             if zrss > 0 and not (check and check.dependent):
                 cross = sum((y[s][r] - mu[s] - rho[r]) * (z[s][r] - zmu[s] - zrho[r])  # type: ignore[operator]
                             for s in y for r in range(rounds) if y[s][r] is not None)

@@ -137,7 +137,7 @@ class TableVerdict:
                 corrected = f" corrected for the machine's speed in each window (β = {fit.slope:.2f})"
             elif fit is not None and fit.probe_check is not None and fit.probe_check.dependent:
                 corrected = (" not corrected for the machine's speed: the speed probe read differently beside "
-                             f"different stacks ({fit.probe_check.sentence()})")
+                             f"different stacks ({fit.probe_check.sentence()}; {fit.probe_check.where()})")
             blocks = next((p.blocks for p in self.inference.pairs.values() if p.blocks), None) if self.inference else None
             over = (f" in {blocks} block(s), the stacks restarted between blocks; intervals over the blocks' means"
                     if blocks else "")

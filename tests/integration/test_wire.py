@@ -77,7 +77,9 @@ def test_wire_under_load_profiles_the_second_start_under_the_runs_generator(tmp_
         assert burst is not None and under is not None, verification.wire_under_load_unavailable
         assert under.load is not None and under.load.vus == 4 and under.load.engine == "oha"
         assert under.requests > burst.requests + burst.concurrent_requests and under.answered == under.requests
-        assert under.load.peak_open_connections <= 4 and under.observer_cpu_seconds is not None
+        # NOTE: at most one connection per VU in use, plus, with churn, the one each VU's stack connection is still
+        # closing when its next request opens a new one (the observer sees the close a moment later: 5 once in CI)
+        assert under.load.peak_open_connections <= 2 * 4 and under.observer_cpu_seconds is not None
         profiles[stack] = (burst, under)
     good_burst, good = profiles["fixture-good"]
     # a new connection for each request, in the same round trips (BEGIN, the query, COMMIT) as in the burst

@@ -74,10 +74,10 @@ def test_an_independent_probe_corrects_and_says_so_in_the_noise_budget():
     (low, low_effect), (high, high_effect) = budget.probe_check.apart  # where the dependence comes from
     assert (low, high) == ("s3", "s0")
     assert low_effect == pytest.approx(-0.2, abs=0.05) and high_effect == pytest.approx(0.2, abs=0.05)
-    assert (f"it depends on the stack (s3 {low_effect:+.3f}, s0 {high_effect:+.3f}), so the verdict does not use it"
-            in budget_line(budget))
     assert budget.probe_check.where() == (f"fastest beside s3 ({math.expm1(low_effect):+.1%}), "
                                           f"slowest beside s0 ({math.expm1(high_effect):+.1%})")
+    assert (f"it depends on the stack ({budget.probe_check.where()}), so the verdict does not use it"
+            in budget_line(budget))
 
 
 def test_an_independent_probe_is_rejected_at_about_the_stated_level():

@@ -227,7 +227,7 @@ def budget_line(budget: NoiseBudget) -> str:
     if budget.probe_check is not None:
         check = budget.probe_check
         text += (f"; the probe beside each stack: {check.sentence()}"
-                 + (" — it depends on the stack (" + ", ".join(f"{s} {e:+.3f}" for s, e in check.apart)
-                    + "), so the verdict does not use it" if check.dependent else ""))
+                 + (f" — it depends on the stack ({check.where()}), so the verdict does not use it"
+                    if check.dependent else ""))
     return text + (f"; {budget.windows} windows, {budget.stacks} stack{'s' if budget.stacks != 1 else ''}, "
                    f"{budget.rounds} round{'s' if budget.rounds != 1 else ''}")

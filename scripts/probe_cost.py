@@ -3,11 +3,12 @@
 
 One stack is built and started as `pgarena run` does it (measurer_overhead.start_stack: managed PostgreSQL
 and the stack pinned to the server CPUs, cgroup CPU accounting where the kernel offers it). Then, in rounds
-whose order is drawn from a seeded random generator, one window with the probe running on the server CPUs
-(started before the warm-up, stopped after the window) and one without, both through pgarena's measure path
-(measure.measure_cell: warm-up, then one window). Prints per round the 2xx/s of each arm, the ratio
-with/without (a paired t-interval over the rounds: measurer_overhead.ratio_summary) and the probe's own CPU
-per second of wall time (its process's user + system time from its first sample on).
+whose order is drawn from a seeded random generator, one window with the probe running on the server CPUs as a
+run starts it (SCHED_FIFO where allowed; started before the warm-up, stopped after the window), one with the same
+probe as a normal task (the probe before 2026-11-27) and one without, all through pgarena's measure path
+(measure.measure_cell: warm-up, then one window). Prints per round the 2xx/s of each arm, the ratios between the
+arms (a paired t-interval over the rounds: measurer_overhead.ratio_summary) and the probe's own CPU per second of
+wall time (its process's user + system time from its first sample on).
 
     PYTHONPATH=src .venv/bin/python scripts/probe_cost.py --rounds 10
     PYTHONPATH=src .venv/bin/python scripts/probe_cost.py --stacks-dir tests/fixtures/stacks --stack fixture-good \\
@@ -41,7 +42,9 @@ from pgarena.system.process import NotReady
 from pgarena.system.resources import CpuMeters
 from pgarena.system.speedprobe import SpeedProbe
 
-ARMS = ("probe", "no probe")
+ARMS = ("probe", "normal probe", "no probe")
+"""`probe` as a run starts it (SCHED_FIFO where allowed), `normal probe` the same as a normal task (the probe before
+2026-11-27), `no probe`."""
 
 
 @dataclass
@@ -66,7 +69,8 @@ def _probe_cpu(pid: int) -> float:
 def measure(h, cell: Cell, round_no: int, arm: str) -> Window:
     """One warm-up and window of `cell` through measure_cell, with the probe beside it for arm 'probe'."""
     with ExitStack() as scope:
-        probe = scope.enter_context(SpeedProbe(h.config.server_cpus)) if arm == "probe" else None
+        probe = (scope.enter_context(SpeedProbe(h.config.server_cpus, real_time=arm == "probe"))
+                 if arm != "no probe" else None)
         deadline = time.monotonic() + 10
         while probe is not None and not probe.samples() and time.monotonic() < deadline:
             time.sleep(0.02)  # its interpreter's start-up is not the probe's steady cost
@@ -125,19 +129,22 @@ def main(argv: list[str]) -> int:
         print(f"probe_cost: {exc}", file=sys.stderr)
         return 1
     by_arm = {arm: sorted((w for w in windows if w.arm == arm), key=lambda w: w.round) for arm in ARMS}
-    ratio = ratio_summary([w.rps for w in by_arm["probe"]], [w.rps for w in by_arm["no probe"]])
     costs = [w.probe_cpu_per_s for w in by_arm["probe"] if w.probe_cpu_per_s is not None]
-    print(f"probe / no probe 2xx/s per round: {', '.join(f'{r:.3f}' for r in ratio['per_round'])}")
-    if "ci95_low" in ratio:
-        print(f"mean {ratio['mean']:.3f}, 95 % paired interval {ratio['ci95_low']:.3f}–{ratio['ci95_high']:.3f} "
-              f"over {len(ratio['per_round'])} rounds (median {ratio['median']:.3f})")
+    ratios = {}
+    for top, bottom in (("probe", "no probe"), ("normal probe", "no probe"), ("probe", "normal probe")):
+        ratio = ratios[f"{top} / {bottom} 2xx/s"] = ratio_summary([w.rps for w in by_arm[top]],
+                                                                  [w.rps for w in by_arm[bottom]])
+        print(f"{top} / {bottom} 2xx/s per round: {', '.join(f'{r:.3f}' for r in ratio['per_round'])}")
+        if "ci95_low" in ratio:
+            print(f"  mean {ratio['mean']:.3f}, 95 % paired interval {ratio['ci95_low']:.3f}–{ratio['ci95_high']:.3f} "
+                  f"over {len(ratio['per_round'])} rounds (median {ratio['median']:.3f})")
     if costs:
         print(f"the probe's own CPU: median {statistics.median(costs):.2%} of one CPU (range "
               f"{min(costs):.2%}–{max(costs):.2%})")
     args.out.write_text(json.dumps({
         "stack": args.stack, "workload": args.workload, "parameter": args.parameter, "vus": args.vus,
         "engine": args.engine, "rounds": args.rounds, "window_seconds": args.window_s, "seed": args.seed,
-        "ratio_name": "probe / no probe 2xx/s", "ratio": ratio,
+        "ratios": ratios,
         "probe_cpu_per_second": costs, "windows": [w.__dict__ for w in windows]}, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0

@@ -6,13 +6,21 @@
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter cached 1 /tmp/m 600 &
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter dram 1 /tmp/m 600 &
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter late 1 /tmp/m 600 &
+    PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter twopass 1 /tmp/m 600 &
     .venv/bin/pgarena run --workloads perf-test --budget 8m --run-id meters-x
     # 2. the per-window log-sd after each meter as a covariate in the stack + round fit
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py analyse results/meters-x /tmp/m
 
 Meters (each its own process pinned to one CPU, one sample every 20 ms; `late` every 1 ms): `loop` the first
 probe's pure-Python loop; `cached` the probe's unit itself (speedprobe.UnitOfWork: 20,000 numpy reads from a 256 KiB array); `dram` the
-same from a 64 MiB array; `late` a SCHED_FIFO process's timer lateness (time the CPU did not run at all).
+same from a 64 MiB array; `late` a SCHED_FIFO process's timer lateness (time the CPU did not run at all);
+`twopass` the probe's unit twice from one wake-up, each pass timed: `cold` the first (the probe's reading: its
+array as the stack left the caches), `warm` the second right after (the same reads with the caches its own) —
+whether the probe's dependence on the stack beside it comes from the caches the stack leaves; `sched` the probe's
+unit on alternate wake-ups under the normal scheduler (`cfs`) and under SCHED_FIFO (`fifo`: no task preempts
+it mid-unit), and `preempted` 1 + the involuntary context switches of the thread during a `cfs` unit.
+For every meter `analyse` also prints the F test of the stack effects on its log readings
+(analysis/probecheck.py: does the meter read the stack beside it?) and the two stacks it reads most apart.
 Window times come from the mtime of each window's raw generator output (its end) less its duration.
 """
 
@@ -25,7 +33,10 @@ import sys
 import time
 from pathlib import Path
 
-MODES = ("loop", "cached", "dram", "late")
+MODES = ("loop", "cached", "dram", "late", "twopass", "sched")
+METERS = ("loop", "cached", "dram", "late", "cold", "warm", "cfs", "fifo", "preempted")
+"""The readings `analyse` looks for (`twopass` writes `cold` and `warm`; `sched` writes `cfs`, `fifo` and
+`preempted`)."""
 
 
 def meter(mode: str, cpu: int, out: str, seconds: float) -> int:
@@ -33,6 +44,10 @@ def meter(mode: str, cpu: int, out: str, seconds: float) -> int:
     summed lateness ns per 100 ms."""
     os.sched_setaffinity(0, {cpu})
     end = time.time() + seconds
+    if mode == "twopass":
+        return twopass(out, end)
+    if mode == "sched":
+        return sched(out, end)
     with open(f"{out}.{mode}", "w") as f:
         if mode == "late":
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
@@ -71,13 +86,59 @@ def meter(mode: str, cpu: int, out: str, seconds: float) -> int:
     return 0
 
 
+def twopass(out: str, end: float) -> int:
+    """The probe's unit twice per wake-up until `end`: `<out>.cold` the first pass, `<out>.warm` the second."""
+    from pgarena.system.speedprobe import UnitOfWork
+
+    unit = UnitOfWork()
+    with open(f"{out}.cold", "w") as cold, open(f"{out}.warm", "w") as warm:
+        while time.time() < end:
+            start, before = time.time(), time.thread_time_ns()
+            unit()
+            middle = time.thread_time_ns()
+            unit()
+            after = time.thread_time_ns()
+            cold.write(f"{start:.3f} {middle - before}\n")
+            warm.write(f"{start:.3f} {after - middle}\n")
+            time.sleep(0.02)
+    return 0
+
+
+def sched(out: str, end: float) -> int:
+    """The probe's unit on alternate wake-ups as a normal task and as a SCHED_FIFO one until `end`."""
+    import resource
+
+    from pgarena.system.speedprobe import UnitOfWork
+
+    unit = UnitOfWork()
+    fifo = False
+    with open(f"{out}.cfs", "w") as cfs, open(f"{out}.fifo", "w") as rt, open(f"{out}.preempted", "w") as pre:
+        while time.time() < end:
+            if fifo:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+            switches = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+            start, before = time.time(), time.thread_time_ns()
+            unit()
+            used = time.thread_time_ns() - before
+            switched = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - switches
+            if fifo:
+                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+                rt.write(f"{start:.3f} {used}\n")
+            else:
+                cfs.write(f"{start:.3f} {used}\n")
+                pre.write(f"{start:.3f} {1 + switched}\n")
+            fifo = not fifo
+            time.sleep(0.02)
+    return 0
+
+
 def analyse(run_dir: str, out: str) -> int:
     """Per-window log-sd of ln(2xx/s) after a stack + round fit, without and with each meter's window mean
     (log) as a covariate, and the correlation of the two residuals."""
     import numpy as np
 
     results = json.loads((Path(run_dir) / "results.json").read_text())
-    meters = {m: np.loadtxt(f"{out}.{m}", ndmin=2) for m in MODES if Path(f"{out}.{m}").exists()}
+    meters = {m: np.loadtxt(f"{out}.{m}", ndmin=2) for m in METERS if Path(f"{out}.{m}").exists()}
     rows = []
     for cell in results["cells"]:
         for rep in cell["repetitions"]:
@@ -110,13 +171,25 @@ def analyse(run_dir: str, out: str) -> int:
         coef, *_ = np.linalg.lstsq(matrix, target, rcond=None)
         return target - matrix @ coef, len(target) - np.linalg.matrix_rank(matrix)
 
+    from scipy.stats import f as f_distribution
+
     e, df = residuals(design, y)
+    round_design = design[:, len(groups):]
     print(f"{len(rows)} windows, {len(groups)} stack × cell, {len(rounds)} rounds; window log-sd {math.sqrt(e @ e / df):.3f}")
     for name in names:
         z = np.array([r[name] for r in rows])
         ez, dfz = residuals(np.column_stack([design, z]), y)
         zr, _ = residuals(design, z)
-        print(f"  with {name:7s}: log-sd {math.sqrt(ez @ ez / dfz):.3f}, residual r {np.corrcoef(e, zr)[0, 1]:+.2f}")
+        # does the meter read the stack? F of the stack effects on z (probecheck's test, here on the array)
+        z_round, _ = residuals(round_design, z)
+        extra = max(0.0, z_round @ z_round - zr @ zr)
+        f = (extra / (len(groups) - 1)) / (zr @ zr / df)
+        coef, *_ = np.linalg.lstsq(design, z, rcond=None)
+        effects = sorted(zip(coef[:len(groups)] - coef[:len(groups)].mean(), (g[0] for g in groups)))
+        print(f"  with {name:7s}: log-sd {math.sqrt(ez @ ez / dfz):.3f}, residual r {np.corrcoef(e, zr)[0, 1]:+.2f}; "
+              f"by stack F {f:.2f} on {len(groups) - 1} and {df} df, p {f_distribution.sf(f, len(groups) - 1, df):.2g} "
+              f"(fastest beside {effects[0][1]} {math.expm1(effects[0][0]):+.1%}, "
+              f"slowest beside {effects[-1][1]} {math.expm1(effects[-1][0]):+.1%}; residual sd {math.sqrt(zr @ zr / df):.3f})")
     return 0
 
 

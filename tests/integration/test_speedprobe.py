@@ -31,10 +31,24 @@ def test_a_real_probe_is_pinned_and_reads_every_window():
         end = time.monotonic_ns()
         reading = probe.reading(start, end)
         pid = probe.pid
+        policy = os.sched_getscheduler(pid)
+        if _real_time_allowed():
+            # the unit is never preempted by the stack's threads (speedprobe's docstring: why)
+            assert policy == os.SCHED_FIFO and probe.policy == "SCHED_FIFO priority 1", probe.policy
+            assert os.sched_getparam(pid).sched_priority == 1
+        else:
+            assert policy == os.SCHED_OTHER and probe.policy.startswith("normal (SCHED_FIFO refused"), probe.policy
     assert 0.7 / PROBE_INTERVAL_S <= reading.samples <= 1.0 / PROBE_INTERVAL_S + 2, reading  # a busy CPU delays a few
     assert reading.unit_ns is not None and 10_000 < reading.unit_ns < 50_000_000, reading  # ~0.2 ms of CPU
     assert process_gone(pid), "stop() reaps the child"
     assert probe.reading(start, end).samples == reading.samples  # the samples outlive the child
+
+
+def _real_time_allowed() -> bool:
+    """This process may make itself SCHED_FIFO (root, CAP_SYS_NICE or an RLIMIT_RTPRIO)."""
+    import resource
+
+    return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] > 0
 
 
 def test_the_probe_dies_with_its_parent_killed_by_sigkill():
@@ -75,5 +89,6 @@ def test_a_run_stores_the_machine_speed_of_every_window(tmp_path, fixture_env):
         assert rep.reference_samples >= 7, rep  # 1 s windows, one unit every 0.1 s
         assert rep.reference_unit_ns is not None and rep.reference_unit_ns > 0
     probe_line = next(line for line in lines if line.startswith("speed probe:"))
+    assert results.environment.speed_probe is not None and results.environment.speed_probe in probe_line
     pid = int(probe_line.rsplit("pid ", 1)[1].rstrip(")"))
     assert process_gone(pid), "the probe is stopped with the run"

@@ -14,6 +14,7 @@ from pgarena.system.speedprobe import (
     UnitOfWork,
     parse_line,
     reading_between,
+    real_time,
 )
 
 MS = 1_000_000
@@ -71,3 +72,17 @@ def test_a_window_without_a_probe_is_not_measured():
 def test_counts_follow_the_window(start, end, expected):
     times, cpu = _samples([1, 2, 3])
     assert reading_between(times, cpu, start, end).samples == expected
+
+
+def test_a_probe_refused_real_time_says_it_runs_as_a_normal_task(monkeypatch):
+    import os
+
+    def refuse(*_: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    assert real_time() == "normal (SCHED_FIFO refused: Operation not permitted)"
+    seen: list[tuple] = []
+    monkeypatch.setattr(os, "sched_setscheduler", lambda *args: seen.append(args))
+    assert real_time() == "SCHED_FIFO priority 1"
+    assert seen and seen[0][1] == os.SCHED_FIFO and seen[0][2].sched_priority == 1

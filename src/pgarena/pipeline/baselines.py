@@ -50,8 +50,9 @@ def speed_probe(ctx: RunContext, scope: ExitStack, stacks: Sequence[Stack]) -> N
     logs.mkdir(parents=True, exist_ok=True)
     ctx.probe = scope.enter_context(SpeedProbe(ctx.config.server_cpus, tracker=ctx.registry,
                                                log_path=logs / "speedprobe.log"))
+    ctx.results.environment.speed_probe = ctx.probe.policy
     ctx.log(f"speed probe: {UNIT_ITERATIONS:,} cached reads every {PROBE_INTERVAL_S:g} s on CPUs "
-            f"{ctx.config.server_cpus} (pid {ctx.probe.pid})")
+            f"{ctx.config.server_cpus}, {ctx.probe.policy or 'scheduling not reported'} (pid {ctx.probe.pid})")
 
 
 def ceiling_conditions(results: RunResults, cells: Iterable[Cell]) -> list[tuple[str, int | None, float | None, int]]:

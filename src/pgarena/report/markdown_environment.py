@@ -67,6 +67,7 @@ def environment_section(results: RunResults) -> str:
         ("Profile", f"{cfg.get('profile')}: warm-up {_warmup_rule(cfg)}, {_repetitions(cfg)} × "
                     f"{cfg.get('duration_seconds')} s windows per cell, engine {cfg.get('engine')}"),
         ("CPU accounting", env.cpu_accounting or "psutil sampling"),
+        *([("Speed probe", f"on the stack + PostgreSQL CPUs, {env.speed_probe}")] if env.speed_probe else []),
         ("Generator headroom", _headroom(results)),
         ("Fairness knobs", f"{_pool_sizes(cfg)} connections per stack, {cfg.get('workers')} worker(s)"
          + (" — given to no remote target: its deployment sets them (the connections PostgreSQL saw are under "

@@ -1,10 +1,11 @@
 """The machine's speed during every window: a reference probe on the server CPUs (duet benchmarking).
 
-A child process pinned to the run's server CPU set (where the stack and PostgreSQL run) does one fixed
-unit of work every PROBE_INTERVAL_S — UNIT_ITERATIONS random reads (numpy gather and sum) from a
+A child process pinned to the run's server CPU set (where the stack and PostgreSQL run), at the lowest
+real-time priority (SCHED_FIFO, below), does one fixed unit of work every PROBE_INTERVAL_S — UNIT_ITERATIONS random reads (numpy gather and sum) from a
 UNIT_ARRAY_BYTES array that stays in the CPU's caches, about 0.2 ms — and times it by its own thread CPU
 time (`time.thread_time_ns`), so time spent waiting for the CPU is not counted: what is left is how fast the
-CPU executed the same instructions and memory reads. It writes one line per unit, `monotonic_ns cpu_ns`
+CPU executed the same instructions and memory reads. After a first line saying how it is scheduled
+(`policy …`) it writes one line per unit, `monotonic_ns cpu_ns`
 (CLOCK_MONOTONIC, shared with the parent, at the unit's start; CPU nanoseconds of the unit), to its stdout;
 a thread of the parent reads them. The **mean** over a measured window is that window's reading: higher =
 the machine was slower then. The method is Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy
@@ -17,6 +18,17 @@ every 100 ms) often missed them (its correlation with a window's throughput rang
 runs); 50 units a window and their mean follow them, and a unit of cache reads tracks the stacks' kind of
 work more closely than an interpreter loop (6 stacks, 57 windows: residual correlation −0.70 against −0.58
 for the loop's mean at the same rate and −0.03 for the old probe).
+
+Why SCHED_FIFO (measured 2026-11-27, docs/methodology.md "The probe must read the machine, not the stack"): as a
+normal task the probe's unit is preempted mid-way by the stack's threads when they wake — in a quarter of its
+units beside a stack of many threads, almost never beside a single-threaded one — and the stack's work in the
+middle of the unit costs the unit its caches: the probe then read the stack beside it (F 13 on 5 and 110 df,
++7.8 % beside go-nethttp-libpq), and the verdict must leave out a correction that reads the stack. As the lowest
+real-time priority (PROBE_RT_PRIORITY) nothing of the stack's preempts the unit; the same unit, alternated on the
+same CPU in the same run, read no stack (F 0.36, p 0.88) and followed the windows' throughput more closely. It
+costs the stack nothing more: the unit is as long and as frequent; only a waking stack thread waits the unit's
+0.2 ms where it would have interrupted it. Where the system refuses real-time scheduling (no CAP_SYS_NICE and
+no RLIMIT_RTPRIO) the probe runs as a normal task and says so (`SpeedProbe.policy`, the run's environment).
 
 NOTE: the unit is a constant, never calibrated at run time, so readings compare across runs made with the
 same numpy on the same machine; within a run only their changes are used (the verdict's covariate).
@@ -50,8 +62,14 @@ UNIT_SEED = 1
 """Seed of the unit's fixed random read positions."""
 PROBE_INTERVAL_S = 0.02
 """Seconds between the starts of two units of work (about 1 % of one CPU)."""
+MIN_PAUSE_NS = 1_000_000
+"""The shortest sleep between two units (1 ms)."""
 MIN_SAMPLES = 3
 """A window with fewer samples has no reading (None)."""
+PROBE_RT_PRIORITY = 1
+"""The probe's SCHED_FIFO priority: the lowest real-time one, above every normal task (module docstring)."""
+POLICY_PREFIX = "policy "
+"""The child's first line: `policy <how it is scheduled>`, then only samples."""
 PROBE_ROLE = "speed-probe"
 """The probe's role in the run's pid registry (reaper.py)."""
 
@@ -114,8 +132,10 @@ class SpeedProbe:
 
     def __init__(self, cpus: Sequence[int], *, tracker: ProcessTracker | None = None,
                  log_path: Path | None = None, interval_s: float = PROBE_INTERVAL_S,
-                 iterations: int = UNIT_ITERATIONS) -> None:
+                 iterations: int = UNIT_ITERATIONS, real_time: bool = True) -> None:
         self.cpus = list(cpus)
+        self.real_time = real_time
+        """Ask for SCHED_FIFO (the run's probe always does; False: a normal task, for scripts/probe_cost.py)."""
         self.interval_s = interval_s
         self.iterations = iterations
         self._tracker = tracker
@@ -126,6 +146,9 @@ class SpeedProbe:
         self._arrived = threading.Condition(self._lock)
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
+        self.policy: str | None = None
+        """How the child is scheduled: 'SCHED_FIFO priority 1', or 'normal (SCHED_FIFO refused: …)'; None
+        before start or when the child said nothing."""
 
     @property
     def pid(self) -> int | None:
@@ -134,7 +157,8 @@ class SpeedProbe:
 
     def start(self) -> SpeedProbe:
         """Start the child and the reader thread."""
-        argv = [sys.executable, "-m", "pgarena.system.speedprobe", str(self.interval_s), str(self.iterations)]
+        argv = [sys.executable, "-m", "pgarena.system.speedprobe", str(self.interval_s), str(self.iterations),
+                "fifo" if self.real_time else "normal"]
         death = signal.SIGKILL if threading.current_thread() is threading.main_thread() else None
         stderr = open(self._log_path, "ab") if self._log_path is not None else subprocess.DEVNULL  # noqa: SIM115
         try:
@@ -149,6 +173,10 @@ class SpeedProbe:
             except BaseException:
                 self._kill()
                 raise
+        assert self._proc.stdout is not None
+        first = self._proc.stdout.readline().decode(errors="replace").strip()  # written before numpy is imported
+        if first.startswith(POLICY_PREFIX):
+            self.policy = first[len(POLICY_PREFIX):]
         self._thread = threading.Thread(target=self._read, name="pgarena-speedprobe", daemon=True)
         self._thread.start()
         return self
@@ -218,12 +246,24 @@ class SpeedProbe:
         self.stop()
 
 
-def _probe_loop(interval_s: float, iterations: int) -> int:
-    """The child: one timed unit per interval to stdout until the pipe closes or the parent changes."""
+def real_time() -> str:
+    """Make this process SCHED_FIFO at PROBE_RT_PRIORITY; how it is scheduled now, in words."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_RT_PRIORITY))
+    except (AttributeError, OSError) as exc:
+        return f"normal (SCHED_FIFO refused: {getattr(exc, 'strerror', None) or exc})"
+    return f"SCHED_FIFO priority {PROBE_RT_PRIORITY}"
+
+
+def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True) -> int:
+    """The child: its scheduling policy, then one timed unit per interval to stdout until the pipe closes or the
+    parent changes. It sleeps at least MIN_PAUSE_NS per unit, so a real-time probe can never hold the CPU."""
+    out = sys.stdout.buffer
+    out.write(f"{POLICY_PREFIX}{real_time() if real_time_asked else 'normal (asked)'}\n".encode())
+    out.flush()
     unit_of_work = UnitOfWork(iterations)
     unit_of_work()  # the array's pages touched once before the first timed unit
     parent = os.getppid()
-    out = sys.stdout.buffer
     next_start = time.monotonic_ns()
     step = int(interval_s * 1e9)
     while True:
@@ -240,12 +280,12 @@ def _probe_loop(interval_s: float, iterations: int) -> int:
             return 0
         next_start += step
         pause = next_start - time.monotonic_ns()
-        if pause > 0:
-            time.sleep(pause / 1e9)
-        else:
-            next_start = time.monotonic_ns()  # late (the CPU was busy): keep the pace, no catch-up burst
+        if pause < MIN_PAUSE_NS:
+            pause = MIN_PAUSE_NS  # late (the CPU was busy): keep the pace, no catch-up burst
+            next_start = time.monotonic_ns() + pause
+        time.sleep(pause / 1e9)
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    sys.exit(_probe_loop(float(sys.argv[1]), int(sys.argv[2])))
+    sys.exit(_probe_loop(float(sys.argv[1]), int(sys.argv[2]), sys.argv[3:4] != ["normal"]))

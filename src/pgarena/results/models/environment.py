@@ -41,6 +41,9 @@ class Environment(Record):
     cpu_sets_shared: bool = Field(description="generator and server share CPUs (a one-CPU machine)")
     cpu_accounting: str | None = Field(None, description="how stack and PostgreSQL CPU time was measured")
     headroom_unavailable: str | None = Field(None, description="why the generator headroom was not measured")
+    speed_probe: str | None = Field(None, description=(
+        "how the reference speed probe on the server CPUs was scheduled ('SCHED_FIFO priority 1', or normal with "
+        "the reason); None: no probe ran"))
     pgarena_cpus: list[int] | None = Field(
         None, description="CPUs pgarena's own process and its sampler threads were pinned to (the generator CPUs)")
     targets: list[TargetHost] = Field(default_factory=list, description=(

@@ -1,11 +1,11 @@
 """The machine's speed during every window: a reference probe on the server CPUs (duet benchmarking).
 
 A child process pinned to the run's server CPU set (where the stack and PostgreSQL run), at the lowest
-real-time priority (SCHED_FIFO, below), does one fixed unit of work every PROBE_INTERVAL_S — UNIT_ITERATIONS random reads (numpy gather and sum) from a
-UNIT_ARRAY_BYTES array that stays in the CPU's caches, about 0.2 ms — and times it by its own thread CPU
-time (`time.thread_time_ns`), so time spent waiting for the CPU is not counted: what is left is how fast the
-CPU executed the same instructions and memory reads. After a first line saying how it is scheduled
-(`policy …`) it writes one line per unit, `monotonic_ns cpu_ns`
+real-time priority (SCHED_FIFO, below), does one fixed unit of work every PROBE_INTERVAL_S — UNIT_ITERATIONS
+random reads (numpy gather and sum) from a UNIT_ARRAY_BYTES array that stays in the CPU's caches, about
+0.2 ms — and times it by its own thread CPU time (`time.thread_time_ns`), so time spent waiting for the CPU
+is not counted: what is left is how fast the CPU executed the same instructions and memory reads. After a
+first line saying how it is scheduled (`policy …`) it writes one line per unit, `monotonic_ns cpu_ns`
 (CLOCK_MONOTONIC, shared with the parent, at the unit's start; CPU nanoseconds of the unit), to its stdout;
 a thread of the parent reads them. The **mean** over a measured window is that window's reading: higher =
 the machine was slower then. The method is Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy
@@ -25,10 +25,11 @@ units beside a stack of many threads, almost never beside a single-threaded one 
 middle of the unit costs the unit its caches: the probe then read the stack beside it (F 13 on 5 and 110 df,
 +7.8 % beside go-nethttp-libpq), and the verdict must leave out a correction that reads the stack. As the lowest
 real-time priority (PROBE_RT_PRIORITY) nothing of the stack's preempts the unit; the same unit, alternated on the
-same CPU in the same run, read no stack (F 0.36, p 0.88) and followed the windows' throughput more closely. It
-costs the stack nothing more: the unit is as long and as frequent; only a waking stack thread waits the unit's
-0.2 ms where it would have interrupted it. Where the system refuses real-time scheduling (no CAP_SYS_NICE and
-no RLIMIT_RTPRIO) the probe runs as a normal task and says so (`SpeedProbe.policy`, the run's environment).
+same CPU in the same run, read no stack (F 0.36, p 0.88) and followed the windows' throughput more closely. Its
+cost to the stack is the normal task's (the unit is as long and as frequent; a waking stack thread waits the
+unit's 0.2 ms where it would have interrupted it): scripts/probe_cost.py saw none either way, to within ±15 %.
+Where the system refuses real-time scheduling (no CAP_SYS_NICE and no RLIMIT_RTPRIO) the probe runs as a normal
+task and says so (`SpeedProbe.policy`, the run's environment).
 
 NOTE: the unit is a constant, never calibrated at run time, so readings compare across runs made with the
 same numpy on the same machine; within a run only their changes are used (the verdict's covariate).

@@ -18,7 +18,8 @@ same from a 64 MiB array; `late` a SCHED_FIFO process's timer lateness (time the
 array as the stack left the caches), `warm` the second right after (the same reads with the caches its own) —
 whether the probe's dependence on the stack beside it comes from the caches the stack leaves; `sched` the probe's
 unit on alternate wake-ups under the normal scheduler (`cfs`) and under SCHED_FIFO (`fifo`: no task preempts
-it mid-unit), and `preempted` 1 + the involuntary context switches of the thread during a `cfs` unit.
+it mid-unit), and `preempted` 1 + the involuntary context switches of the thread during a `cfs` unit; `refault` the machine's file
+page refaults (/proc/vmstat workingset_refault_file: pages the kernel evicted and had to read back) per 100 ms.
 For every meter `analyse` also prints the F test of the stack effects on its log readings
 (analysis/probecheck.py: does the meter read the stack beside it?) and the two stacks it reads most apart.
 Window times come from the mtime of each window's raw generator output (its end) less its duration.
@@ -33,8 +34,10 @@ import sys
 import time
 from pathlib import Path
 
-MODES = ("loop", "cached", "dram", "late", "twopass", "sched")
-METERS = ("loop", "cached", "dram", "late", "cold", "warm", "cfs", "fifo", "preempted")
+MODES = ("loop", "cached", "dram", "late", "twopass", "sched", "refault")
+METERS = ("loop", "cached", "dram", "late", "cold", "warm", "cfs", "fifo", "preempted", "refault")
+COUNTS = ("late", "refault")
+"""Meters whose lines are counts per 100 ms, read per window as 1 + their sum per second."""
 """The readings `analyse` looks for (`twopass` writes `cold` and `warm`; `sched` writes `cfs`, `fifo` and
 `preempted`)."""
 
@@ -48,6 +51,8 @@ def meter(mode: str, cpu: int, out: str, seconds: float) -> int:
         return twopass(out, end)
     if mode == "sched":
         return sched(out, end)
+    if mode == "refault":
+        return refault(out, end)
     with open(f"{out}.{mode}", "w") as f:
         if mode == "late":
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
@@ -132,6 +137,22 @@ def sched(out: str, end: float) -> int:
     return 0
 
 
+def refault(out: str, end: float) -> int:
+    """The file page refaults of the whole machine per 100 ms until `end` (`<out>.refault`)."""
+    def count() -> int:
+        with open("/proc/vmstat") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("workingset_refault_file "))
+
+    with open(f"{out}.refault", "w") as f:
+        last = count()
+        while time.time() < end:
+            time.sleep(0.1)
+            now = count()
+            f.write(f"{time.time():.3f} {now - last}\n")
+            last = now
+    return 0
+
+
 def analyse(run_dir: str, out: str) -> int:
     """Per-window log-sd of ln(2xx/s) after a stack + round fit, without and with each meter's window mean
     (log) as a covariate, and the correlation of the two residuals."""
@@ -151,7 +172,7 @@ def analyse(run_dir: str, out: str) -> int:
                    "probe": math.log(rep["reference_unit_ns"]) if rep.get("reference_unit_ns") else None}
             for name, data in meters.items():
                 inside = data[(data[:, 0] >= start) & (data[:, 0] <= end), 1]
-                value = inside.sum() / rep["duration_seconds"] + 1 if name == "late" else inside.mean() if len(inside) else 0
+                value = inside.sum() / rep["duration_seconds"] + 1 if name in COUNTS else inside.mean() if len(inside) else 0
                 row[name] = math.log(value) if value > 0 else None
             rows.append(row)
     names = ["probe", *meters]

@@ -36,10 +36,10 @@ from pathlib import Path
 
 MODES = ("loop", "cached", "dram", "late", "twopass", "sched", "refault")
 METERS = ("loop", "cached", "dram", "late", "cold", "warm", "cfs", "fifo", "preempted", "refault")
-COUNTS = ("late", "refault")
-"""Meters whose lines are counts per 100 ms, read per window as 1 + their sum per second."""
 """The readings `analyse` looks for (`twopass` writes `cold` and `warm`; `sched` writes `cfs`, `fifo` and
 `preempted`)."""
+COUNTS = ("late", "refault")
+"""Meters whose lines are counts per 100 ms, read per window as 1 + their sum per second."""
 
 
 def meter(mode: str, cpu: int, out: str, seconds: float) -> int:
@@ -206,7 +206,9 @@ def analyse(run_dir: str, out: str) -> int:
         extra = max(0.0, z_round @ z_round - zr @ zr)
         f = (extra / (len(groups) - 1)) / (zr @ zr / df)
         coef, *_ = np.linalg.lstsq(design, z, rcond=None)
-        effects = sorted(zip(coef[:len(groups)] - coef[:len(groups)].mean(), (g[0] for g in groups)))
+        level = coef[:len(groups)]  # each stack × cell group's effect, centred within its cell (tables differ in level)
+        centre = {cell: level[[i for i, g in enumerate(groups) if g[1] == cell]].mean() for cell in {g[1] for g in groups}}
+        effects = sorted((level[i] - centre[g[1]], g[0]) for i, g in enumerate(groups))
         print(f"  with {name:7s}: log-sd {math.sqrt(ez @ ez / dfz):.3f}, residual r {np.corrcoef(e, zr)[0, 1]:+.2f}; "
               f"by stack F {f:.2f} on {len(groups) - 1} and {df} df, p {f_distribution.sf(f, len(groups) - 1, df):.2g} "
               f"(fastest beside {effects[0][1]} {math.expm1(effects[0][0]):+.1%}, "

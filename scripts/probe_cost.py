@@ -67,7 +67,8 @@ def _probe_cpu(pid: int) -> float:
 
 
 def measure(h, cell: Cell, round_no: int, arm: str) -> Window:
-    """One warm-up and window of `cell` through measure_cell, with the probe beside it for arm 'probe'."""
+    """One warm-up and window of `cell` through measure_cell, with the probe beside it (real-time for arm 'probe', a
+    normal task for 'normal probe'; none for 'no probe')."""
     with ExitStack() as scope:
         probe = (scope.enter_context(SpeedProbe(h.config.server_cpus, real_time=arm == "probe"))
                  if arm != "no probe" else None)

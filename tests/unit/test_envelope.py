@@ -19,7 +19,7 @@ from pgarena.contract import flags as F
 from pgarena.db.connections import pool_exceeded, pool_refusal, split_pool
 from pgarena.db.postgres import Database
 from pgarena.db.startline import shuffled
-from pgarena.load.warmup import WindowResult, is_steady, warm_up
+from pgarena.load.warmup import Warming, WindowResult, is_steady, warm_up
 from pgarena.report.html import FLAG_MEANINGS
 from pgarena.stack import launch
 from pgarena.system.envelope import listen_addresses, pinned_to, process_affinity, wide_addresses
@@ -83,10 +83,14 @@ def test_python_worker_slots_hand_out_every_share(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("rps", "steady"), [
-    ([100, 100, 100], True), ([100, 104, 96], True), ([50, 80, 100, 100, 101, 99], True),
-    ([100, 100], False), ([100, 100, 112], False), ([50, 80, 100], False), ([0, 0, 0], True), ([0, 0, 5], False),
+    ([100] * 10, True), ([100] * 9, False), ([100] * 5 + [104] * 5, True), ([100] * 5 + [110] * 5, False),
+    ([100] * 5 + [60] * 5, True),  # falling: more of the same load would not bring it back
+    ([100] * 5 + [100, 100, 40, 100, 100], True), ([100] * 5 + [100, 100, 200, 100, 100], True),  # one spell
+    ([80, 84, 88, 92, 96, 100, 104, 108, 112, 116], False),  # +4 % a window: its last three were within ±5 %
+    ([20, 40, 60, 80, 100] + [100] * 5, False), ([0] * 10, True), ([0] * 5 + [0, 0, 5, 5, 5], False),
 ])
-def test_steady_means_the_last_three_windows_agree_within_5_percent(rps: list[float], steady: bool) -> None:
+def test_steady_means_the_last_five_windows_median_is_no_more_than_5_percent_above_the_five_before(
+        rps: list[float], steady: bool) -> None:
     assert is_steady(rps) is steady
 
 
@@ -99,16 +103,27 @@ def _windows(values: list[float]):
 
 
 def test_warm_up_stops_once_steady_and_after_the_minimum() -> None:
-    out = warm_up(_windows([10, 50, 90, 100, 101, 100, 100, 100]), minimum_s=2, cap_s=60)
-    assert out.record.steady and out.record.seconds == 6 and out.record.windows_rps == [10, 50, 90, 100, 101, 100]
-    assert out.answered_2xx == 60
-    longer = warm_up(_windows([100] * 20), minimum_s=7, cap_s=60)
-    assert longer.record.steady and longer.record.seconds == 7
+    out = warm_up(_windows([10, 50, 90, 100, 101] + [100] * 20), minimum_s=2, cap_s=60)
+    assert out.record.steady and out.record.seconds == 11 and out.record.windows_rps == [10, 50, 90, 100, 101] + [100] * 6
+    assert out.answered_2xx == 110
+    longer = warm_up(_windows([100] * 20), minimum_s=13, cap_s=60)
+    assert longer.record.steady and longer.record.seconds == 13
 
 
-def test_warm_up_that_never_settles_stops_at_the_cap() -> None:
-    out = warm_up(_windows([100 * (1 + i % 2) for i in range(100)]), minimum_s=1, cap_s=10)
-    assert not out.record.steady and out.record.seconds == 10 and len(out.record.windows_rps) == 10
+def test_warm_up_still_climbing_stops_at_the_cap_not_steady() -> None:
+    out = warm_up(_windows([100 * 1.02 ** i for i in range(100)]), minimum_s=1, cap_s=30)
+    assert not out.record.steady and out.record.seconds == 30 and len(out.record.windows_rps) == 30
+    assert out.record.minimum_seconds == 1 and out.record.cap_seconds == 30
+
+
+def test_warming_a_window_at_a_time_is_warm_up_and_lowers_a_minimum_above_the_cap() -> None:
+    warming = Warming(minimum_s=90, cap_s=12)
+    assert warming.minimum_s == 12 and not warming.done
+    for value in [100] * 11:
+        warming.add(WindowResult(rps=value, duration_s=1.0, answered_2xx=100))
+        assert not warming.done, "steady from the 10th window, but the minimum is the cap's 12 s"
+    warming.add(WindowResult(rps=100, duration_s=1.0, answered_2xx=100))
+    assert warming.done and warming.outcome().record.steady and warming.outcome().answered_2xx == 1200
 
 
 def test_pool_exceeded_is_an_invalid_flag_with_a_legend_and_a_documented_meaning() -> None:

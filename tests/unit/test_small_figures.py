@@ -7,9 +7,10 @@ from types import SimpleNamespace
 
 from pgarena.contract.flags import CONTENT_TYPE
 from pgarena.contract.values import Verdict
-from pgarena.pipeline import interleaved, resilience
+from pgarena.load.warmup import WindowResult
+from pgarena.pipeline import interleaved, resilience, warming
 from pgarena.report.markdown import render_markdown
-from pgarena.results.models import Cell, Check, ColumnVerdict, Warmup, WorkloadVerification
+from pgarena.results.models import Cell, Check, ColumnVerdict, WorkloadVerification
 from tests.fixtures.report_run import sample_results
 
 
@@ -23,7 +24,7 @@ def test_the_profile_line_states_the_cell_budget_stored_in_seconds():
 
 
 class _Poller:
-    """A connection poller whose peak over the warm-up is 7."""
+    """A connection poller whose peak over each warm-up window is 7 (0 when reset before it)."""
 
     active = False
 
@@ -31,7 +32,8 @@ class _Poller:
         self.peaks = [0, 7]
 
     def take_peak(self) -> int:
-        return self.peaks.pop(0)
+        self.peaks.reverse()
+        return self.peaks[-1]
 
 
 def test_the_interleaved_warm_up_peak_counts_in_the_cell_peak(monkeypatch):
@@ -41,11 +43,11 @@ def test_the_interleaved_warm_up_peak_counts_in_the_cell_peak(monkeypatch):
         id="s", warmed=set(), crashed=lambda: False, use_network=lambda _cell: None, connections=_Poller(),
         stack=SimpleNamespace(definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=0.0))),
         info=SimpleNamespace(warmup_seconds=None, warmup_steady=None))
-    config = SimpleNamespace(warmup_s=1.0, pool_size=5)
+    config = SimpleNamespace(warmup_s=1.0, warmup_cap_s=3.0, pool_size=5)
     run = SimpleNamespace(ctx=SimpleNamespace(config=config, engine=None, db=None, log=lambda _line: None),
                           lives={"s": live}, _cell_run=lambda _live, _cell: None, _later=lambda _phase: None)
-    monkeypatch.setattr(interleaved, "warm_until_steady", lambda *a, **k: Warmup(
-        seconds=3.0, steady=True, minimum_seconds=1.0, cap_seconds=10.0, windows_rps=[10.0, 10.0, 10.0]))
+    monkeypatch.setattr(warming, "warm_window", lambda *a, **k: WindowResult(rps=10.0, duration_s=1.0,
+                                                                             answered_2xx=10))
     interleaved.InterleavedRun._warm_stacks(run, interleaved._Phase("headline", {("s", "users"): cell}))
     assert cell.warmup is not None and cell.warmup.peak_connections == 7
     assert cell.peak_connections == 7  # before: None until a window, and never the warm-up's

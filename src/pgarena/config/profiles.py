@@ -86,7 +86,10 @@ PROFILES: dict[str, Profile] = {
                          "users 20): 1 s windows after a 0.5 s re-warm, raced in interleaved "
                          "rounds until each table is resolved or the 40-minute budget (builds included) is spent"),
             warmup_s=1,
-            warmup_cap_s=10,
+            # the headline's warm-ups until steady: a JVM climbs for a minute or more (java-spring-mvc-jdbc warmed in
+            # 1 s visits with gaps: 0.15, 0.38, 0.51, 0.74, 0.87 of its 120 s rate over the first 50 s of load;
+            # scripts/warmup_curve.py, docs/methodology.md), and at a 10 s cap it entered the rounds at a third of it
+            warmup_cap_s=60,
             # 1 s windows after a 0.5 s re-warm for every table: four copies of go-nethttp-pgx on perf-test at
             # 50 VUs, alternated with 2 s windows after a 1 s re-warm (calw-w2a, w1a, w1b, w2b; docs/methodology.md),
             # scattered alike per window (log-sd after the probe 0.093, 0.128 against 0.114, 0.123) in 1.86 s of

@@ -157,19 +157,25 @@ def start_cell(cell: Cell, *, engine: Engine, config: RunConfig, db: Database, b
                    nested_patterns=nested or accounting.DEFAULT_NESTED_PATTERNS, places=tuple(places))
 
 
-def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
-                      db: Database | None = None) -> Warmup:
-    """The cell's warm-up (warmup.py): one-second windows at its load until steady, at least `minimum_s`,
-    at most `config.warmup_cap_s`; not counted, but its 2xx answers count for tx. With `db` (interleaved
-    schedules, whose tx changes are summed per window) the warm-up's own tx changes are added too."""
+def warm_window(run: CellRun, *, engine: Engine, config: RunConfig, db: Database | None = None,
+                seconds: float = warmup.WINDOW_S) -> warmup.WindowResult:
+    """One uncounted window of the cell's warm-up (warmup.py); its 2xx answers count for tx. With `db`
+    (interleaved schedules, whose tx changes are summed per window) its tx changes are added to the cell's."""
     tx_before = txcheck.snapshot(db) if db is not None and run.tx_changes is not None else None
     spec = replace(run.spec, latencies=False)
-    warmed = warmup.warm_up(lambda seconds: window_result(run_window(
-        engine, spec, seconds, run.raw_dir, f"{run.label}-warmup", config, run.places), run), minimum_s=minimum_s,
-        cap_s=config.warmup_cap_s)
+    window = window_result(run_window(engine, spec, seconds, run.raw_dir, f"{run.label}-warmup", config, run.places),
+                           run)
     if tx_before is not None:
         run.tx_changes = txcheck.add(run.tx_changes, tx_before, txcheck.snapshot(db))  # type: ignore[arg-type]
-    return warmed.record
+    return window
+
+
+def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
+                      db: Database | None = None) -> Warmup:
+    """The cell's warm-up (warmup.py), its windows back to back: until steady, at least `minimum_s`, at most
+    `config.warmup_cap_s`; not counted, but its 2xx answers count for tx (with `db`: its tx changes too)."""
+    return warmup.warm_up(lambda seconds: warm_window(run, engine=engine, config=config, db=db, seconds=seconds),
+                          minimum_s=minimum_s, cap_s=config.warmup_cap_s).record
 
 
 def rewarm(run: CellRun, *, engine: Engine, config: RunConfig, seconds: float, stem: str) -> None:

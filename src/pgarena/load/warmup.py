@@ -1,16 +1,26 @@
 """Warm-up until steady: the same rule for every runtime, instead of a fixed long warm-up for JIT stacks.
 
-Before each cell the generator runs in short windows of WINDOW_S with the cell's own load. The warm-up
-ends at the first window after which (a) at least the minimum warm-up has passed and (b) the last
-STEADY_WINDOWS windows' throughputs lie within ±STEADY_TOLERANCE of their mean; or at the cap, which is
-recorded as not steady. Separate short generator runs are used because neither engine's summary has a
-per-second series (oha's JSON has none; k6's would need its streaming output), and a window boundary
-costs the engine's start-up only (a few milliseconds for oha, under a second for k6), which falls
-outside every window's own duration.
+Before a cell's first window the generator runs in short windows of WINDOW_S with the cell's own load. The
+warm-up ends at the first window after which (a) at least the minimum warm-up has passed and (b) the
+throughput has stopped rising: the median of the last STEADY_WINDOWS windows is at most STEADY_TOLERANCE above
+the median of the STEADY_WINDOWS before them; or at the cap, which is recorded as not steady. The rule looks at
+a trend, not at a spread: on this kind of machine one-second windows scatter by a log-sd of 0.15–0.2, so three
+windows within ±5 % of each other were rare for a steady stack and common for one still climbing (a JVM whose
+rate doubled over the next two minutes passed it after 8 s: docs/methodology.md, "Warm-up until steady").
+Medians, so that one slow spell of the machine neither ends nor prolongs a warm-up. A falling rate ends it too:
+more of the same load would not bring it back.
+
+`Warming` takes the windows one at a time, so the interleaved schedule can warm its stacks in turn (a JIT's
+compiler threads get the CPU between a stack's windows, as they will between its measured ones); `warm_up`
+runs one cell's windows back to back. Separate short generator runs are used because neither engine's summary
+has a per-second series (oha's JSON has none; k6's would need its streaming output), and a window boundary
+costs the engine's start-up only (a few milliseconds for oha, under a second for k6), which falls outside every
+window's own duration.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,25 +29,24 @@ from pgarena.results.models import Warmup
 
 WINDOW_S = 1.0
 """Length of one warm-up window (seconds)."""
-STEADY_WINDOWS = 3
-"""Consecutive windows that must agree."""
+STEADY_WINDOWS = 5
+"""Windows in each of the two spans whose medians are compared."""
 STEADY_TOLERANCE = 0.05
-"""... each within ±5 % of their mean."""
+"""... the later span's median at most this much above the earlier one's."""
 
 
 def is_steady(rps: list[float], *, windows: int = STEADY_WINDOWS, tolerance: float = STEADY_TOLERANCE) -> bool:
-    """Whether the last `windows` throughputs (requests/s) all lie within ±`tolerance` of their mean.
+    """Whether the throughput (requests/s per window, in order) has stopped rising: the median of the last
+    `windows` values is at most `tolerance` above the median of the `windows` before them.
 
-    Fewer values than `windows` is not steady. All zero is steady (nothing is changing, e.g. a stack
+    Fewer than 2 × `windows` values is not steady. All zero is steady (nothing is changing, e.g. a stack
     that fails every request: warming it longer would not help).
     """
-    if windows < 1 or len(rps) < windows:
+    if windows < 1 or len(rps) < 2 * windows:
         return False
-    last = rps[-windows:]
-    mean = sum(last) / windows
-    if mean == 0:
-        return all(value == 0 for value in last)
-    return all(abs(value - mean) <= tolerance * mean for value in last)
+    earlier = statistics.median(rps[-2 * windows:-windows])
+    later = statistics.median(rps[-windows:])
+    return later <= earlier * (1 + tolerance)
 
 
 @dataclass(frozen=True)
@@ -57,27 +66,39 @@ class WarmupOutcome:
     answered_2xx: int
 
 
+class Warming:
+    """One cell's warm-up, a window at a time (the module docstring's rule): `add` each window's result until
+    `done`, then `outcome`. At most ceil(cap_s / window_s) + 1 windows; the minimum is lowered to the cap."""
+
+    def __init__(self, *, minimum_s: float, cap_s: float = DEFAULT_WARMUP_CAP_S, window_s: float = WINDOW_S) -> None:
+        self.minimum_s, self.cap_s, self.window_s = min(minimum_s, cap_s), cap_s, window_s
+        self.rps: list[float] = []
+        self.elapsed = 0.0
+        self.answered = 0
+        self.steady = False
+        self._max_windows = int(cap_s / window_s) + 1
+
+    @property
+    def done(self) -> bool:
+        return ((self.elapsed >= self.minimum_s and self.steady) or self.elapsed >= self.cap_s
+                or len(self.rps) >= self._max_windows)
+
+    def add(self, window: WindowResult) -> None:
+        self.rps.append(window.rps)
+        self.elapsed += window.duration_s if window.duration_s > 0 else self.window_s
+        self.answered += window.answered_2xx
+        self.steady = is_steady(self.rps)
+
+    def outcome(self) -> WarmupOutcome:
+        record = Warmup(seconds=round(self.elapsed, 3), steady=self.steady, minimum_seconds=self.minimum_s,
+                        cap_seconds=self.cap_s, windows_rps=[round(value, 1) for value in self.rps])
+        return WarmupOutcome(record=record, answered_2xx=self.answered)
+
+
 def warm_up(run_window: Callable[[float], WindowResult], *, minimum_s: float, cap_s: float = DEFAULT_WARMUP_CAP_S,
             window_s: float = WINDOW_S) -> WarmupOutcome:
-    """Run `run_window(seconds)` until steady (see the module docstring) or until `cap_s` seconds.
-
-    The minimum is raised to the cap if it exceeds it. The loop is bounded: at most
-    ceil(cap_s / window_s) + 1 windows run.
-    """
-    minimum_s = min(minimum_s, cap_s)
-    rps: list[float] = []
-    elapsed = 0.0
-    answered = 0
-    max_windows = int(cap_s / window_s) + 1
-    steady = False
-    for _ in range(max_windows):
-        window = run_window(window_s)
-        rps.append(window.rps)
-        elapsed += window.duration_s if window.duration_s > 0 else window_s
-        answered += window.answered_2xx
-        steady = is_steady(rps)
-        if (elapsed >= minimum_s and steady) or elapsed >= cap_s:
-            break
-    record = Warmup(seconds=round(elapsed, 3), steady=steady, minimum_seconds=minimum_s, cap_seconds=cap_s,
-                    windows_rps=[round(value, 1) for value in rps])
-    return WarmupOutcome(record=record, answered_2xx=answered)
+    """Run `run_window(seconds)` back to back until steady (see the module docstring) or until `cap_s` seconds."""
+    warming = Warming(minimum_s=minimum_s, cap_s=cap_s, window_s=window_s)
+    while not warming.done:
+        warming.add(run_window(window_s))
+    return warming.outcome()

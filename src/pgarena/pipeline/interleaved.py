@@ -41,7 +41,6 @@ from pgarena.load.measure import (
     measure_repetition,
     repetition_line,
     start_cell,
-    warm_until_steady,
 )
 from pgarena.load.schedule import Slot
 from pgarena.load.scheduler import RoundsOutcome, run_rounds
@@ -49,6 +48,7 @@ from pgarena.load.summary import summarize
 from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
 from pgarena.pipeline.rounds import BUDGET_RESERVE_S, batch_is_last, headline_deadline_of, rounds_policy, unranked_of
+from pgarena.pipeline.warming import warm_stacks
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import Saver, save
 from pgarena.system.process import NotReady
@@ -152,51 +152,8 @@ class InterleavedRun:
 
     # --- one window -----------------------------------------------------------------------------------
     def _warm_stacks(self, phase: _Phase, keys: Collection[tuple] | None = None, again: bool = False) -> None:
-        """Before a stack's first window of each workload: warm it at that cell's load until its throughput
-        is steady (warmup.py; at least the profile's warm-up or the stack's declared minimum, at most the
-        cap). Later windows get the short re-warm only. `keys`: only these cells (None: the phase's); `again`: the
-        stacks were restarted (pipeline/executions.py), so cells with windows are warmed too, and the first warm-up
-        stays the one the cell and the stack record."""
-        config = self.ctx.config
-        later = self._later(phase)
-        if later is not None:
-            config = config.model_copy(update={"warmup_cap_s": max(later.warmup_cap_s, config.warmup_s)})
-        for key, cell in phase.cells.items():
-            live = self.lives[key[0]]
-            if ((keys is not None and key not in keys) or (cell.workload, cell.db_rtt_ms) in live.warmed
-                    or (cell.repetitions and not again) or cell.status == "failed" or live.crashed()):
-                continue
-            live.use_network(cell)
-            minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
-            poller = live.connections
-            if poller is not None:
-                poller.active = True
-                poller.take_peak()
-            warm = None
-            try:
-                warm = warm_until_steady(self._cell_run(live, cell), engine=self.ctx.engine,  # type: ignore[arg-type]
-                                         config=config, minimum_s=minimum, db=self.ctx.db)
-            except EngineOutputError as exc:
-                self.ctx.log(f"[{live.id}] warm-up failed: {exc}")
-                continue
-            finally:
-                if poller is not None:
-                    peak = poller.take_peak()
-                    poller.active = False
-                    if warm is not None:
-                        warm.peak_connections = peak
-                    # the cell's peak includes its warm-up (Cell.peak_connections), as the sequential schedule's
-                    cell.peak_connections = max((p for p in (cell.peak_connections, peak) if p is not None),
-                                                default=None)
-                    add_pool_flag(cell.flags, cell.peak_connections, cell.pool_size or config.pool_size)
-            self.ctx.log(f"[{live.id}] {cell.workload}: warmed {warm.seconds:.0f} s"
-                         + (" after the restart" if again else "") + ("" if warm.steady else " (not steady at the cap)"))
-            live.warmed.add((cell.workload, cell.db_rtt_ms))
-            if again:
-                continue
-            cell.warmup = warm
-            live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, warm.seconds)
-            live.info.warmup_steady = warm.steady and live.info.warmup_steady is not False
+        """Warm the cells without windows yet, their stacks in turns, until steady (pipeline/warming.py)."""
+        warm_stacks(self, phase, keys, again)
 
     def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun:
         from pgarena.pipeline.verified import known_wrong_columns

@@ -1,0 +1,133 @@
+"""The interleaved schedule's warm-up: every cell that needs one warms until steady (load/warmup.py), its stacks
+taking their one-second windows in turn.
+
+A JIT runtime compiles on the same CPU its requests run on. Warmed back to back at 50 connections, its compiler
+threads get little of that CPU, and its rate keeps climbing long after the warm-up (java-spring-mvc-jdbc: 1,156
+2xx/s after 120 s of back-to-back load, 2,341 after the same load in one-second visits with 3 s gaps;
+`scripts/warmup_curve.py`). Warmed in turn, a stack warms as it will be measured — between its windows the others
+load the server CPU and its compiler runs beside them — and a stack that is steady leaves the turn. A stack left
+warming alone pauses for a window's length after each of its windows, so that its gaps do not vanish.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from pgarena.db.connections import add_pool_flag
+from pgarena.load.engines.base import EngineOutputError
+from pgarena.load.measure import warm_window
+from pgarena.load.warmup import Warming
+from pgarena.results.models import Cell, Warmup
+
+if TYPE_CHECKING:
+    from pgarena.config.run import LaterTables, RunConfig
+    from pgarena.load.measure import CellRun
+    from pgarena.pipeline.context import LiveStack, RunContext
+
+
+class _Phase(Protocol):
+    cells: Mapping[tuple, Cell]
+
+
+class InterleavedRun(Protocol):
+    """What the warm-up uses of pipeline/interleaved.py's run (a protocol: that module imports this one)."""
+
+    ctx: RunContext
+    lives: dict[str, LiveStack]
+
+    def _later(self, phase: _Phase) -> LaterTables | None: ...
+
+    def _cell_run(self, live: LiveStack, cell: Cell) -> CellRun: ...
+
+
+@dataclass
+class _Turn:
+    """One cell warming: its stack, its window-by-window state and the most connections seen."""
+
+    key: tuple
+    cell: Cell
+    live: LiveStack
+    warming: Warming
+    peak: int | None = None
+
+
+def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | None = None,
+                again: bool = False) -> None:
+    """Warm the cells of `phase` that have no window yet (or, `again`, whose stacks were restarted: the first
+    warm-up stays the one the cell and the stack record), in turns until each is steady or at its cap (at least
+    the profile's warm-up or the stack's declared minimum). `keys`: only these cells (None: the phase's)."""
+    ctx = run.ctx
+    config = ctx.config
+    later = run._later(phase)
+    if later is not None:
+        config = config.model_copy(update={"warmup_cap_s": max(later.warmup_cap_s, config.warmup_s)})
+    turns: list[_Turn] = []
+    claimed: set[tuple] = set()
+    for key, cell in phase.cells.items():
+        live = run.lives[key[0]]
+        which = (key[0], cell.workload, cell.db_rtt_ms)
+        if ((keys is not None and key not in keys) or (cell.workload, cell.db_rtt_ms) in live.warmed
+                or which in claimed or (cell.repetitions and not again) or cell.status == "failed"
+                or live.crashed()):
+            continue
+        claimed.add(which)  # a stack warms once per workload, not again for each cell of it
+        minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
+        turns.append(_Turn(key, cell, live, Warming(minimum_s=minimum, cap_s=config.warmup_cap_s)))
+    while turns:
+        alone = len(turns) == 1
+        for turn in list(turns):
+            if not _window(run, turn, config):
+                turns.remove(turn)
+                continue
+            if turn.warming.done:
+                turns.remove(turn)
+                _finish(run, turn, again)
+            elif alone:
+                time.sleep(turn.warming.window_s)
+
+
+def _window(run: InterleavedRun, turn: _Turn, config: RunConfig) -> bool:
+    """One warm-up window of the turn's cell; False when the generator failed (said in the log)."""
+    live, cell = turn.live, turn.cell
+    live.use_network(cell)
+    poller = live.connections
+    if poller is not None:
+        poller.active = True
+        poller.take_peak()
+    try:
+        turn.warming.add(warm_window(run._cell_run(live, cell), engine=run.ctx.engine,  # type: ignore[arg-type]
+                                     config=config, db=run.ctx.db, seconds=turn.warming.window_s))
+    except EngineOutputError as exc:
+        run.ctx.log(f"[{live.id}] warm-up failed: {exc}")
+        return False
+    finally:
+        if poller is not None:
+            turn.peak = max((p for p in (turn.peak, poller.take_peak()) if p is not None), default=None)
+            poller.active = False
+            # the cell's peak includes its warm-up (Cell.peak_connections), as the sequential schedule's
+            cell.peak_connections = max((p for p in (cell.peak_connections, turn.peak) if p is not None),
+                                        default=None)
+            add_pool_flag(cell.flags, cell.peak_connections, cell.pool_size or run.ctx.config.pool_size)
+    return True
+
+
+def _finish(run: InterleavedRun, turn: _Turn, again: bool) -> None:
+    live, cell = turn.live, turn.cell
+    warm = turn.warming.outcome().record
+    if live.connections is not None:
+        warm.peak_connections = turn.peak
+    run.ctx.log(f"[{live.id}] {cell.workload}: warmed {warm.seconds:.0f} s"
+                + (" after the restart" if again else "") + ("" if warm.steady else " (not steady at the cap)"))
+    _record(live, cell, warm, again)
+
+
+def _record(live: LiveStack, cell: Cell, warm: Warmup, again: bool) -> None:
+    live.warmed.add((cell.workload, cell.db_rtt_ms))
+    if again:
+        return
+    cell.warmup = warm
+    live.info.warmup_seconds = max(live.info.warmup_seconds or 0.0, warm.seconds)
+    live.info.warmup_steady = warm.steady and live.info.warmup_steady is not False

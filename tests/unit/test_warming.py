@@ -1,0 +1,91 @@
+"""The interleaved schedule's warm-up (pipeline/warming.py): stacks warm in turns until each is steady."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pgarena.load.warmup import STEADY_WINDOWS, WindowResult
+from pgarena.pipeline import warming
+from pgarena.results.models import Cell
+
+
+def _live(stack: str, min_warmup_s: float = 0.0) -> SimpleNamespace:
+    return SimpleNamespace(id=stack, warmed=set(), crashed=lambda: False, connections=None,
+                           use_network=lambda cell: None, info=SimpleNamespace(warmup_seconds=None, warmup_steady=None),
+                           stack=SimpleNamespace(definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=min_warmup_s))))
+
+
+def _cell(stack: str, vus: int = 50) -> Cell:
+    return Cell(stack=stack, workload="perf-test", parameter_name="rows", parameter=1, vus=vus, engine="oha",
+                warmup_seconds=1, duration_seconds=1)
+
+
+def _run(cells: list[Cell], lives: dict[str, SimpleNamespace], cap_s: float, log: list[str]) -> SimpleNamespace:
+    config = SimpleNamespace(warmup_s=1.0, warmup_cap_s=cap_s, pool_size=10)
+    ctx = SimpleNamespace(config=config, engine="oha", db=None, log=log.append)
+    return SimpleNamespace(ctx=ctx, lives=lives, _later=lambda phase: None, _cell_run=lambda live, cell: live.id)
+
+
+@pytest.fixture
+def windows(monkeypatch: pytest.MonkeyPatch):
+    """Scripted warm-up windows by stack; returns (script, the stacks in the order they were loaded, sleeps)."""
+    script: dict[str, list[float]] = {}
+    order: list[str] = []
+    sleeps: list[float] = []
+
+    def warm_window(stack, *, engine, config, db, seconds):
+        order.append(stack)
+        return WindowResult(rps=script[stack][order.count(stack) - 1], duration_s=seconds, answered_2xx=10)
+    monkeypatch.setattr(warming, "warm_window", warm_window)
+    monkeypatch.setattr(warming.time, "sleep", sleeps.append)
+    return script, order, sleeps
+
+
+def test_stacks_warm_in_turns_and_a_steady_one_leaves_the_turn(windows) -> None:
+    script, order, sleeps = windows
+    script["go"] = [1000.0] * 40  # steady as soon as the rule can tell
+    script["jvm"] = [100.0 * 1.05 ** i for i in range(20)] + [265.0] * 20  # climbing for 20 windows, then flat
+    lives = {"go": _live("go"), "jvm": _live("jvm")}
+    cells = [_cell("go"), _cell("jvm")]
+    log: list[str] = []
+    phase = SimpleNamespace(cells={c.key: c for c in cells})
+    warming.warm_stacks(_run(cells, lives, 60, log), phase)  # type: ignore[arg-type]
+    first = 2 * STEADY_WINDOWS
+    assert order[:2 * first] == ["go", "jvm"] * first, "in turns while both warm"
+    alone = len(order) - 2 * first
+    assert set(order[2 * first:]) == {"jvm"} and sleeps == [1.0] * (alone - 1), "then the JIT alone, pausing between"
+    go, jvm = cells
+    assert go.warmup.steady and go.warmup.seconds == first
+    assert jvm.warmup.steady and 20 < jvm.warmup.seconds < 20 + first + 1, jvm.warmup.windows_rps
+    assert lives["jvm"].info.warmup_seconds == jvm.warmup.seconds and lives["jvm"].info.warmup_steady is True
+    assert any("[go] perf-test: warmed 10 s" in line for line in log)
+
+
+def test_one_warm_up_per_stack_and_workload_and_the_cap_is_said(windows) -> None:
+    script, order, sleeps = windows
+    script["jvm"] = [100.0 * 1.05 ** i for i in range(40)]
+    lives = {"jvm": _live("jvm")}
+    cells = [_cell("jvm", 1), _cell("jvm", 50)]
+    log: list[str] = []
+    warming.warm_stacks(_run(cells, lives, 15, log), SimpleNamespace(cells={c.key: c for c in cells}))  # type: ignore[arg-type]
+    assert len(order) == 15 and cells[0].warmup is not None and cells[1].warmup is None
+    assert not cells[0].warmup.steady and lives["jvm"].info.warmup_steady is False
+    assert log == ["[jvm] perf-test: warmed 15 s (not steady at the cap)"]
+
+
+def test_cells_with_windows_are_warmed_only_again_after_a_restart_and_keep_their_first_record(windows) -> None:
+    script, order, _sleeps = windows
+    script["go"] = [1000.0] * 40
+    lives = {"go": _live("go")}
+    (cell,) = cells = [_cell("go")]
+    first = SimpleNamespace(seconds=99.0)
+    cell.repetitions.append(SimpleNamespace())  # type: ignore[arg-type]
+    run = _run(cells, lives, 60, [])
+    phase = SimpleNamespace(cells={cell.key: cell})
+    warming.warm_stacks(run, phase)  # type: ignore[arg-type]
+    assert order == []
+    cell.warmup = first  # type: ignore[assignment]
+    warming.warm_stacks(run, phase, {cell.key}, again=True)  # type: ignore[arg-type]
+    assert order == ["go"] * 2 * STEADY_WINDOWS and cell.warmup is first

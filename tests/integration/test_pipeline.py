@@ -15,7 +15,7 @@ import pytest
 from pgarena.config.profiles import build_config
 from pgarena.db.postgres import find_bin_dir, server_major
 from pgarena.load.engines.oha import OhaEngine
-from pgarena.load.warmup import STEADY_WINDOWS
+from pgarena.load.warmup import STEADY_SPAN
 from pgarena.pipeline import runner
 from pgarena.report.markdown import render_markdown
 from pgarena.results.models import SCHEMA_VERSION
@@ -218,7 +218,7 @@ def test_a_declared_min_warmup_is_the_least_warmup_before_the_first_cell_of_each
         ("static", 1, 0.4), ("static", 2, 0.1), ("users", 1, 0.4), ("users", 2, 0.1)]
     assert all(c.warmup.minimum_seconds == c.warmup_seconds for c in results.cells)
     # the fake generator answers the same every window: steady after the two spans of windows the rule compares
-    assert all(c.warmup.steady and len(c.warmup.windows_rps) == 2 * STEADY_WINDOWS for c in results.cells)
+    assert all(c.warmup.steady and len(c.warmup.windows_rps) == STEADY_SPAN for c in results.cells)
     assert results.stack("fixture-jit").warmup_seconds == max(c.warmup.seconds for c in results.cells)
     assert results.stack("fixture-jit").warmup_steady is True
 

@@ -82,14 +82,19 @@ def test_python_worker_slots_hand_out_every_share(tmp_path: Path) -> None:
     assert shares == [3, 3, 4]
 
 
+WEBFLUX = [120, 141, 171, 181, 259, 276, 345, 264, 248, 193, 289, 317]
+"""java-spring-webflux-r2dbc's warm-up in a fresh-clone make bench: three slow windows made the median rule call it
+steady; it went on from 397 to 1,324 2xx/s in the rounds."""
+
+
 @pytest.mark.parametrize(("rps", "steady"), [
-    ([100] * 10, True), ([100] * 9, False), ([100] * 5 + [104] * 5, True), ([100] * 5 + [110] * 5, False),
+    ([100] * 10, True), ([100] * 9, False), ([100] * 5 + [104] * 5, True), ([100 * 1.02 ** i for i in range(10)], False),
     ([100] * 5 + [60] * 5, True),  # falling: more of the same load would not bring it back
     ([100] * 5 + [100, 100, 40, 100, 100], True), ([100] * 5 + [100, 100, 200, 100, 100], True),  # one spell
     ([80, 84, 88, 92, 96, 100, 104, 108, 112, 116], False),  # +4 % a window: its last three were within ±5 %
-    ([20, 40, 60, 80, 100] + [100] * 5, False), ([0] * 10, True), ([0] * 5 + [0, 0, 5, 5, 5], False),
+    ([20, 40, 60, 80, 100] + [100] * 5, False), (WEBFLUX, False), ([0] * 10, True), ([0] * 5 + [5] * 5, False),
 ])
-def test_steady_means_the_last_five_windows_median_is_no_more_than_5_percent_above_the_five_before(
+def test_steady_means_the_robust_trend_of_the_last_ten_windows_rises_at_most_5_percent(
         rps: list[float], steady: bool) -> None:
     assert is_steady(rps) is steady
 
@@ -104,8 +109,9 @@ def _windows(values: list[float]):
 
 def test_warm_up_stops_once_steady_and_after_the_minimum() -> None:
     out = warm_up(_windows([10, 50, 90, 100, 101] + [100] * 20), minimum_s=2, cap_s=60)
-    assert out.record.steady and out.record.seconds == 11 and out.record.windows_rps == [10, 50, 90, 100, 101] + [100] * 6
-    assert out.answered_2xx == 110
+    n = len(out.record.windows_rps)
+    assert out.record.steady and 10 < n < 16 and out.record.seconds == n and out.answered_2xx == 10 * n
+    assert not is_steady(out.record.windows_rps[:-1]), "it stopped at the first steady window"
     longer = warm_up(_windows([100] * 20), minimum_s=13, cap_s=60)
     assert longer.record.steady and longer.record.seconds == 13
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pgarena.load.warmup import STEADY_WINDOWS, WindowResult
+from pgarena.load.warmup import STEADY_SPAN, WindowResult
 from pgarena.pipeline import warming
 from pgarena.results.models import Cell
 
@@ -52,7 +52,7 @@ def test_stacks_warm_in_turns_and_a_steady_one_leaves_the_turn(windows) -> None:
     log: list[str] = []
     phase = SimpleNamespace(cells={c.key: c for c in cells})
     warming.warm_stacks(_run(cells, lives, 60, log), phase)  # type: ignore[arg-type]
-    first = 2 * STEADY_WINDOWS
+    first = STEADY_SPAN
     assert order[:2 * first] == ["go", "jvm"] * first, "in turns while both warm"
     alone = len(order) - 2 * first
     assert set(order[2 * first:]) == {"jvm"} and sleeps == [1.0] * (alone - 1), "then the JIT alone, pausing between"
@@ -88,4 +88,4 @@ def test_cells_with_windows_are_warmed_only_again_after_a_restart_and_keep_their
     assert order == []
     cell.warmup = first  # type: ignore[assignment]
     warming.warm_stacks(run, phase, {cell.key}, again=True)  # type: ignore[arg-type]
-    assert order == ["go"] * 2 * STEADY_WINDOWS and cell.warmup is first
+    assert order == ["go"] * STEADY_SPAN and cell.warmup is first

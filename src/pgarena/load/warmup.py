@@ -2,13 +2,14 @@
 
 Before a cell's first window the generator runs in short windows of WINDOW_S with the cell's own load. The
 warm-up ends at the first window after which (a) at least the minimum warm-up has passed and (b) the
-throughput has stopped rising: the median of the last STEADY_WINDOWS windows is at most STEADY_TOLERANCE above
-the median of the STEADY_WINDOWS before them; or at the cap, which is recorded as not steady. The rule looks at
-a trend, not at a spread: on this kind of machine one-second windows scatter by a log-sd of 0.15–0.2, so three
-windows within ±5 % of each other were rare for a steady stack and common for one still climbing (a JVM whose
-rate doubled over the next two minutes passed it after 8 s: docs/methodology.md, "Warm-up until steady").
-Medians, so that one slow spell of the machine neither ends nor prolongs a warm-up. A falling rate ends it too:
-more of the same load would not bring it back.
+throughput has stopped rising: across the last STEADY_SPAN windows the Theil–Sen slope of ln(requests/s)
+(scipy's `theilslopes`, the median of the pairwise slopes) rises by at most STEADY_TOLERANCE; or at the cap,
+which is recorded as not steady. The rule looks at a trend, not at a spread: on this kind of machine one-second
+windows scatter by a log-sd of 0.15–0.2, so three windows within ±5 % of each other were rare for a steady stack
+and common for one still climbing (a JVM whose rate doubled over the next two minutes passed it after 8 s); and
+a robust slope over all the span, not two medians of five, so that three slow windows of the machine cannot
+hide a climb (a JVM called steady at 345 2xx/s went on to 1,324 in the rounds: docs/methodology.md, "Warm-up
+until steady"). A falling rate ends a warm-up too: more of the same load would not bring it back.
 
 `Warming` takes the windows one at a time, so the interleaved schedule can warm its stacks in turn (a JIT's
 compiler threads get the CPU between a stack's windows, as they will between its measured ones); `warm_up`
@@ -20,33 +21,38 @@ window's own duration.
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from scipy.stats import theilslopes
 
 from pgarena.config.defaults import DEFAULT_WARMUP_CAP_S
 from pgarena.results.models import Warmup
 
 WINDOW_S = 1.0
 """Length of one warm-up window (seconds)."""
-STEADY_WINDOWS = 5
-"""Windows in each of the two spans whose medians are compared."""
+STEADY_SPAN = 10
+"""Windows whose trend is judged."""
 STEADY_TOLERANCE = 0.05
-"""... the later span's median at most this much above the earlier one's."""
+"""... their fitted rise across the span at most this (5 %)."""
 
 
-def is_steady(rps: list[float], *, windows: int = STEADY_WINDOWS, tolerance: float = STEADY_TOLERANCE) -> bool:
-    """Whether the throughput (requests/s per window, in order) has stopped rising: the median of the last
-    `windows` values is at most `tolerance` above the median of the `windows` before them.
+def is_steady(rps: list[float], *, span: int = STEADY_SPAN, tolerance: float = STEADY_TOLERANCE) -> bool:
+    """Whether the throughput (requests/s per window, in order) has stopped rising: the Theil–Sen slope of
+    ln(requests/s) over the last `span` windows, times the span's `span` − 1 steps, is at most ln(1 + `tolerance`).
 
-    Fewer than 2 × `windows` values is not steady. All zero is steady (nothing is changing, e.g. a stack
-    that fails every request: warming it longer would not help).
+    Fewer than `span` values is not steady. All zero is steady (nothing is changing, e.g. a stack that fails
+    every request: warming it longer would not help); a zero among others counts as a very slow window.
     """
-    if windows < 1 or len(rps) < 2 * windows:
+    if span < 2 or len(rps) < span:
         return False
-    earlier = statistics.median(rps[-2 * windows:-windows])
-    later = statistics.median(rps[-windows:])
-    return later <= earlier * (1 + tolerance)
+    last = rps[-span:]
+    if all(value == 0 for value in last):
+        return True
+    floor = min((value for value in last if value > 0), default=1.0) / 10
+    logs = [math.log(max(value, floor)) for value in last]
+    return float(theilslopes(logs)[0]) * (span - 1) <= math.log(1 + tolerance)
 
 
 @dataclass(frozen=True)

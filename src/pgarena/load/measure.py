@@ -170,11 +170,10 @@ def warm_window(run: CellRun, *, engine: Engine, config: RunConfig, db: Database
     return window
 
 
-def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float,
-                      db: Database | None = None) -> Warmup:
-    """The cell's warm-up (warmup.py), its windows back to back: until steady, at least `minimum_s`, at most
-    `config.warmup_cap_s`; not counted, but its 2xx answers count for tx (with `db`: its tx changes too)."""
-    return warmup.warm_up(lambda seconds: warm_window(run, engine=engine, config=config, db=db, seconds=seconds),
+def warm_until_steady(run: CellRun, *, engine: Engine, config: RunConfig, minimum_s: float) -> Warmup:
+    """The cell's warm-up (warmup.py), its windows back to back (the sequential schedule): until steady, at least
+    `minimum_s`, at most `config.warmup_cap_s`; not counted, but its 2xx answers count for tx."""
+    return warmup.warm_up(lambda seconds: warm_window(run, engine=engine, config=config, seconds=seconds),
                           minimum_s=minimum_s, cap_s=config.warmup_cap_s).record
 
 

@@ -25,8 +25,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scipy.stats import theilslopes
-
 from pgarena.config.defaults import DEFAULT_WARMUP_CAP_S
 from pgarena.results.models import Warmup
 
@@ -45,6 +43,8 @@ def is_steady(rps: list[float], *, span: int = STEADY_SPAN, tolerance: float = S
     Fewer than `span` values is not steady. All zero is steady (nothing is changing, e.g. a stack that fails
     every request: warming it longer would not help); a zero among others counts as a very slow window.
     """
+    from scipy.stats import theilslopes  # NOTE: here, not at the top: scipy.stats costs ~1 s of every CLI start
+
     if span < 2 or len(rps) < span:
         return False
     last = rps[-span:]

@@ -20,7 +20,7 @@ from pgarena.db.connections import add_pool_flag
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.measure import warm_window
 from pgarena.load.warmup import Warming
-from pgarena.results.models import Cell, Warmup
+from pgarena.results.models import Cell
 
 if TYPE_CHECKING:
     from pgarena.config.run import LaterTables, RunConfig
@@ -47,7 +47,6 @@ class InterleavedRun(Protocol):
 class _Turn:
     """One cell warming: its stack, its window-by-window state and the most connections seen."""
 
-    key: tuple
     cell: Cell
     live: LiveStack
     warming: Warming
@@ -75,7 +74,7 @@ def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | No
             continue
         claimed.add(which)  # a stack warms once per workload, not again for each cell of it
         minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
-        turns.append(_Turn(key, cell, live, Warming(minimum_s=minimum, cap_s=config.warmup_cap_s)))
+        turns.append(_Turn(cell, live, Warming(minimum_s=minimum, cap_s=config.warmup_cap_s)))
     while turns:
         alone = len(turns) == 1
         for turn in list(turns):
@@ -121,10 +120,6 @@ def _finish(run: InterleavedRun, turn: _Turn, again: bool) -> None:
         warm.peak_connections = turn.peak
     run.ctx.log(f"[{live.id}] {cell.workload}: warmed {warm.seconds:.0f} s"
                 + (" after the restart" if again else "") + ("" if warm.steady else " (not steady at the cap)"))
-    _record(live, cell, warm, again)
-
-
-def _record(live: LiveStack, cell: Cell, warm: Warmup, again: bool) -> None:
     live.warmed.add((cell.workload, cell.db_rtt_ms))
     if again:
         return

@@ -2,11 +2,13 @@
 PGARENA := .venv/bin/pgarena
 PROFILE ?= bench
 ARGS ?=
+# When make started (expanded once, before `setup` runs): the profile's budget counts from here, setup included.
+STARTED := $(shell date +%s)
 
 .PHONY: bench test test-unit setup schema stacks-doc clean
 
 bench: setup
-	$(PGARENA) run --profile $(PROFILE) $(ARGS)
+	$(PGARENA) run --profile $(PROFILE) --budget-from $(STARTED) $(ARGS)
 
 test: setup
 	@bash scripts/test.sh $(ARGS)

@@ -59,7 +59,7 @@ def test_cli_refuses_shared_rates_without_a_readable_run(tmp_path):
 def test_cli_reads_the_slowest_peaks_of_a_stored_run(tmp_path, monkeypatch):
     seen = {}
 
-    def fake_execute(config, kind, resume=None):
+    def fake_execute(config, kind, resume=None, budget_from=None):
         seen["config"] = config
         return tmp_path
 

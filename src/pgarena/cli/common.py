@@ -120,11 +120,28 @@ def guarded(work: Callable[[str, Callable[[str], None], RunProgress], T]) -> T:
         raise typer.Exit(130) from None
 
 
-def execute_run(config: RunConfig, kind: str, resume: tuple[Path, object] | None = None) -> Path:
-    """Run the pipeline (`kind`: 'run' or 'verify') under `guarded`; the run folder it wrote."""
+def execute_run(config: RunConfig, kind: str, resume: tuple[Path, object] | None = None,
+                budget_from: float | None = None) -> Path:
+    """Run the pipeline (`kind`: 'run' or 'verify') under `guarded`; the run folder it wrote. `budget_from`: the
+    Unix time the run's budget counts from (checked by `budget_start`), None for the run's own start."""
     return guarded(lambda command_line, log, progress: execute(
         config, kind=kind, project_dir=SOURCE_DIR, command_line=command_line, log=log, progress=progress,  # type: ignore[arg-type]
-        resume=resume))  # type: ignore[arg-type]
+        resume=resume, budget_from=budget_from))  # type: ignore[arg-type]
+
+
+BUDGET_FROM_PAST_S = 6 * 3600
+"""--budget-from further back than this is taken for a mistake (make bench's setup takes minutes, not hours)."""
+BUDGET_FROM_FUTURE_S = 5
+
+
+def budget_start(budget_from: float | None, now: float) -> float | None:
+    """--budget-from checked against the clock: a Unix time of the recent past (or now), else a user error."""
+    if budget_from is None:
+        return None
+    if not now - BUDGET_FROM_PAST_S <= budget_from <= now + BUDGET_FROM_FUTURE_S:
+        raise fail(f"--budget-from {budget_from:g} is not a Unix time of the last {BUDGET_FROM_PAST_S // 3600} hours "
+                   f"(now is {now:.0f}): pass the time the command started, e.g. $(date +%s)")
+    return min(budget_from, now)
 
 
 def print_outputs(run_dir: Path) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from pgarena.analysis.sharedrates import slowest_peaks
-from pgarena.cli.common import PROJECT_DIR, execute_run, fail, print_outputs, run_config
+from pgarena.cli.common import PROJECT_DIR, budget_start, execute_run, fail, print_outputs, run_config
 from pgarena.cli.history import record_history
 from pgarena.cli.options import (
     AdminDbOpt,
@@ -55,6 +56,9 @@ def run(
     budget: Annotated[Optional[str], typer.Option(
         help="wall-clock budget of the whole run, builds included (e.g. 30m, 1h30m): the interleaved rounds go "
              "to the pairs still open and stop when the next round would overrun it (default: the profile's)")] = None,
+    budget_from: Annotated[Optional[float], typer.Option(
+        help="Unix time the --budget counts from (default: this command's start); `make bench` passes its own "
+             "start, so that the setup before the run is inside the budget")] = None,
     confidence: ConfidenceOpt = None,
     margin: Annotated[Optional[float], typer.Option(
         help="equivalence margin: two stacks whose ratio's interval lies within [1/(1+m), 1+m] are 'equivalent' "
@@ -145,6 +149,8 @@ def run(
 ) -> None:
     """The whole pipeline: database, build, start, verify, load, results.json and report.md."""
     if resume is not None:
+        if budget_from is not None:
+            raise fail("--budget-from is for a new run: a resumed run's budget counts from the resume")
         try:
             config, previous = load_for_resume(resume, database_url=database_url,
                                                admin_database_url=admin_database_url, db_password=db_password)
@@ -183,4 +189,5 @@ def run(
         targets=target_urls(target), wire_under_load=wire_under_load or None, wire_load_s=wire_load_seconds,
         wire_load_max_requests=wire_load_requests,
     )
-    print_outputs(record_history(execute_run(config, "run"), history_url))
+    print_outputs(record_history(execute_run(config, "run", budget_from=budget_start(budget_from, time.time())),
+                                 history_url))

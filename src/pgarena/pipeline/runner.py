@@ -155,14 +155,18 @@ def execute(
     log: Log = print,
     progress: RunProgress | None = None,
     resume: tuple[Path, RunResults] | None = None,
+    budget_from: float | None = None,
 ) -> Path:
     """Run (or only verify) the configured stacks; return the run directory with results.json.
 
     `resume=(run_dir, results)` continues an interrupted run in its folder: cells already in its
     results.json are kept and not measured again; the cell that was running when it stopped is redone.
+    `budget_from`: the Unix time `config.budget_s` counts from (`make bench` passes its own start, so its setup is
+    inside the budget); None: from now.
     """
     log = redacting(log, [config.db_password] if config.db_password else [])  # NOTE: every console line
     started = time.monotonic()
+    before_s = max(0.0, time.time() - budget_from) if budget_from is not None else 0.0
     stacks, load_errors = select_stacks(config)
     if not stacks and not load_errors:
         raise RunError(f"no stacks selected (--stacks-dir {config.stacks_dir} has no stack.toml)")
@@ -266,7 +270,10 @@ def execute(
                 cpu_affinity_note=None if db.managed else NOT_PINNED_EXTERNAL,
             )
             log = redacting(log, [db.password])
-            deadline = None if config.budget_s is None or kind != "run" else started + config.budget_s
+            deadline = None if config.budget_s is None or kind != "run" else started - before_s + config.budget_s
+            if deadline is not None and before_s > 0:
+                log(f"budget: {config.budget_s / 60:g} min from the command's start, {before_s / 60:.1f} min before "
+                    f"this run (setup)")
             progress.deadline = deadline
             ctx = RunContext(config=config, engine=engine, results=results, run_dir=run_dir, db=db, log=log,
                              progress=progress, done_keys=done_keys, registry=registry, placement=placement,

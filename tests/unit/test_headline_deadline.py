@@ -76,6 +76,11 @@ def test_a_phases_need_counts_its_measurable_cells_and_the_warm_ups_still_to_com
     assert (need.windows, need.rounds, need.window_s) == (3, 2, 1.5), "the failed cell takes no window"
     # s1 warmed users already: s1 static at the later cap (1 s), s2 users at its declared 5 s
     assert need.warmup_s == pytest.approx((1.0 + WARMUP_OVERHEAD_S) + (5.0 + WARMUP_OVERHEAD_S))
+    # once s2 has warmed the headline's workload, its declared 5 s are spent: users and static at the cap
+    run = _run([headline, closed])
+    run.lives["s2"].warmed.add(("perf-test", None))
+    closed.cells[("s2", "static")].status = "ok"
+    assert phase_need(run, closed).warmup_s == pytest.approx(4 * (1.0 + WARMUP_OVERHEAD_S))
 
 
 def test_only_a_headline_with_nothing_but_its_batchs_phases_after_it_moves():

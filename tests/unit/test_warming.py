@@ -89,3 +89,24 @@ def test_cells_with_windows_are_warmed_only_again_after_a_restart_and_keep_their
     cell.warmup = first  # type: ignore[assignment]
     warming.warm_stacks(run, phase, {cell.key}, again=True)  # type: ignore[arg-type]
     assert order == ["go"] * STEADY_SPAN and cell.warmup is first
+
+
+def test_a_declared_least_warm_up_holds_once_after_a_start_not_for_each_workload(windows) -> None:
+    script, order, _sleeps = windows
+    script["jvm"] = [1000.0] * 60  # steady at once: only the declared minimum keeps it warming
+    lives = {"jvm": _live("jvm", min_warmup_s=25.0)}
+    cells = [_cell("jvm"), Cell(stack="jvm", workload="users", parameter_name="limit", parameter=20, vus=50,
+                                engine="oha", warmup_seconds=1, duration_seconds=1)]
+    run = _run(cells, lives, 60, [])
+    warming.warm_stacks(run, SimpleNamespace(cells={cells[0].key: cells[0]}))  # type: ignore[arg-type]
+    assert cells[0].warmup.seconds == 25 and cells[0].warmup.minimum_seconds == 25
+    script["jvm"] = [1000.0] * 60
+    order.clear()
+    warming.warm_stacks(run, SimpleNamespace(cells={cells[1].key: cells[1]}))  # type: ignore[arg-type]
+    assert cells[1].warmup.seconds == STEADY_SPAN and cells[1].warmup.minimum_seconds == 1.0, \
+        "a later workload of the warmed JIT warms by the rule alone"
+    lives["jvm"] = _live("jvm", min_warmup_s=25.0)  # restarted: nothing warmed since its start
+    order.clear()
+    cells[1].repetitions.append(SimpleNamespace())  # type: ignore[arg-type]
+    warming.warm_stacks(run, SimpleNamespace(cells={cells[1].key: cells[1]}), again=True)  # type: ignore[arg-type]
+    assert len(order) == 25, "after a restart the first warm-up holds the declared least again"

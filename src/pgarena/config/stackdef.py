@@ -89,7 +89,9 @@ class RunSpec(_Strict):
     startup_timeout_s: float = Field(DEFAULT_STARTUP_TIMEOUT_S, gt=0)
     port: int | None = Field(None, ge=1, le=65535, description="fixed port, for apps that insist")
     env: dict[str, str] = Field(default_factory=dict)
-    min_warmup_s: float = Field(0, ge=0, description="JIT runtimes: the least warm-up per cell this stack needs")
+    min_warmup_s: float = Field(0, ge=0, description=(
+        "JIT runtimes: the least warm-up after each start, before the stack's first cell (its later workloads warm "
+        "by the profile's rule)"))
 
     _templates = field_validator("command")(_check_templates)
     _env_templates = field_validator("env")(_check_env_templates)

@@ -85,12 +85,18 @@ def moving_deadline(static: float, end: float, needs: Sequence[PhaseNeed],
 def phase_need(run: Any, phase: Any) -> PhaseNeed:
     """The least `phase` (an interleaved._Phase of `run`, an InterleavedRun, not started yet; typed Any, as
     interleaved.py imports this module) takes: its cells that can be measured, its least rounds, its windows,
-    and a warm-up at its cap (or the stack's declared minimum) for every stack and workload not warmed yet."""
+    and a warm-up at its cap (or the stack's declared minimum, before its first cell) for every stack and workload
+    not warmed yet."""
     config, later = run.ctx.config, run._later(phase)
     cap = max(later.warmup_cap_s, config.warmup_s) if later is not None else config.warmup_cap_s
     cells = [(run.lives[key[0]], cell) for key, cell in phase.cells.items() if cell.status != "failed"]
-    warm = {(live.id, cell.workload, cell.db_rtt_ms): max(cap, config.warmup_s, live.stack.definition.run.min_warmup_s)
-            for live, cell in cells if (cell.workload, cell.db_rtt_ms) not in live.warmed and not cell.repetitions}
+    warm: dict[tuple, float] = {}
+    for live, cell in cells:  # a stack's declared least warm-up counts once, before its first cell after the start
+        key = (live.id, cell.workload, cell.db_rtt_ms)
+        if (cell.workload, cell.db_rtt_ms) in live.warmed or cell.repetitions or key in warm:
+            continue
+        first = not live.warmed and not any(other[0] == live.id for other in warm)
+        warm[key] = max(cap, config.warmup_s, live.stack.definition.run.min_warmup_s if first else 0.0)
     return PhaseNeed(windows=len(cells), rounds=max(2, later.repetitions if later is not None else config.repetitions),
                      window_s=window_and_rewarm_s(run, phase),
                      warmup_s=sum(seconds + WARMUP_OVERHEAD_S for seconds in warm.values()))

@@ -65,6 +65,7 @@ def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | No
         config = config.model_copy(update={"warmup_cap_s": max(later.warmup_cap_s, config.warmup_s)})
     turns: list[_Turn] = []
     claimed: set[tuple] = set()
+    first = {sid for sid, live in run.lives.items() if not live.warmed}  # nothing warmed since their start
     for key, cell in phase.cells.items():
         live = run.lives[key[0]]
         which = (key[0], cell.workload, cell.db_rtt_ms)
@@ -73,7 +74,9 @@ def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | No
                 or live.crashed()):
             continue
         claimed.add(which)  # a stack warms once per workload, not again for each cell of it
-        minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s)
+        # a JIT runtime's declared least warm-up, once after each start: its first turn (stackdef.min_warmup_s)
+        minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s if live.id in first else 0.0)
+        first.discard(live.id)
         turns.append(_Turn(cell, live, Warming(minimum_s=minimum, cap_s=config.warmup_cap_s)))
     while turns:
         alone = len(turns) == 1

@@ -3,7 +3,6 @@ user's mistake as one line and exit code 2."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
 import subprocess
@@ -12,19 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import script_module
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "duet.py"
 
 
 @pytest.fixture(scope="module")
 def duet():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("duet", SCRIPT)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        return module
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    yield from script_module("duet")
 
 
 def test_the_cpu_mount_is_the_v1_hierarchy_with_the_cpu_controller_not_cpuacct_or_cpuset(duet) -> None:

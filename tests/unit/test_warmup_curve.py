@@ -3,26 +3,20 @@ line and exit code 2."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import script_module
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "warmup_curve.py"
 
 
 @pytest.fixture(scope="module")
 def curve():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("warmup_curve", SCRIPT)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        return module
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    yield from script_module("warmup_curve")
 
 
 def test_bins_are_answers_over_seconds_of_load_and_a_partial_last_bin_is_dropped(curve) -> None:

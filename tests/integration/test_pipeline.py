@@ -246,3 +246,29 @@ def test_a_stack_returning_numeric_as_a_float_is_flagged_and_ranked_among_all_on
     assert verdict.wrong_columns == {"fixture-numeric-float": ["numeric_val"]}
     report = (run_dir / "report.md").read_text()
     assert "fixture-numeric-float · `numeric_val` ❌" in report and "other digits" in report
+
+
+@pytest.mark.usefixtures("no_wire")  # reads no wire profile (tests/conftest.py)
+def test_a_table_whose_least_rounds_no_longer_fit_the_budget_is_not_measured_and_says_so(tmp_path, monkeypatch,
+                                                                                       fixture_env):
+    """With the budget spent when the headline ends (a reserve of a minute is kept for the closing checks, and
+    the budget is shorter), the tables after it are left out before their first round, and the report names them."""
+    monkeypatch.setattr(runner, "get_engine", lambda name: FakeOha())
+    config = build_config(project_dir=tmp_path, overrides={"ceiling_s": 0,
+        "stacks_dir": FIXTURE_STACKS, "results_dir": tmp_path / "results", "run_id": "spent", "stacks": ["fixture-good"],
+        "workloads": ["static", "users"], "users_limits": [5], "vus": [1], "repetitions": 2, "warmup_s": 0.1,
+        "duration_s": 0.1, "budget_s": 30})
+    lines: list[str] = []
+    run_dir = runner.execute(config, kind="run", project_dir=PROJECT_DIR, command_line="t", log=lines.append)
+    results = load(run_dir)
+    assert results.status == "complete"
+    headline, closed = results.schedule.phases
+    assert headline.rounds >= 1 and not headline.not_measured, "the headline is always taken"
+    assert (closed.rounds, closed.windows, closed.stop_reason) == (0, 0, "budget")
+    assert closed.not_measured == ["users limit5 @ 1 VU"]
+    assert [c.workload for c in results.cells] == ["static"], "no cell of a table that was not measured"
+    assert any("1 table(s) not measured, their least rounds no longer fit the budget: users limit5 @ 1 VU" in line
+               for line in lines)
+    report = (run_dir / "report.md").read_text()
+    assert "> 1 table(s) not measured: the time budget was spent before their least rounds (users limit5 @ 1 VU)" \
+        in report

@@ -1,5 +1,6 @@
 """The headline's deadline moves with its measured slot (pipeline/rounds.py): it gets every second up to the run's
-end that the phases after it are not forecast to need at their least rounds, and never less than its share."""
+end that the phases after it are not forecast to need at their least rounds, and never less than its share. A phase
+after it takes only the tables whose least rounds still fit its share (rounds.tables_that_fit)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,13 @@ from pgarena.pipeline.rounds import (
     PhaseNeed,
     headline_deadline_of,
     later_need_s,
+    measured_overhead_s,
     moving_deadline,
     phase_need,
+    tables_that_fit,
 )
+from pgarena.pipeline.interleaved import InterleavedRun
+from pgarena.results.models import PhaseRecord
 
 # bench3 (2026-11-27): the closed phase after the headline, 180 windows a round at 1 s + 0.5 s, 180 warm-ups
 CLOSED = PhaseNeed(windows=180, rounds=2, window_s=1.5, warmup_s=180 * (1.0 + WARMUP_OVERHEAD_S))
@@ -43,22 +48,24 @@ def test_the_headline_takes_what_is_left_but_never_less_than_its_share():
     assert moving_deadline(1000.0, 3000.0, [], 1.5)(1.7) == 3000.0, "nothing after it: all of the time"
 
 
-def _run(phases, *, deadline=5000.0, slo=None, pools=(), pool=None, warmed=()):
+def _run(phases, *, deadline=5000.0, slo=None, pools=(), pool=None, warmed=(), measured=()):
     lives = {"s1": SimpleNamespace(id="s1", warmed=set(warmed), stack=SimpleNamespace(
         definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=0.0)))),
              "s2": SimpleNamespace(id="s2", warmed=set(), stack=SimpleNamespace(
                  definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=5.0))))}
     config = SimpleNamespace(slo_p99_ms=slo, pool_sizes=list(pools), warmup_s=1.0, warmup_cap_s=10.0, repetitions=3)
     later = SimpleNamespace(warmup_cap_s=1.0, repetitions=2)
-    return SimpleNamespace(ctx=SimpleNamespace(config=config, deadline=deadline), lives=lives, phases=phases,
-                           finished_phases=set(), pool=pool,
+    return SimpleNamespace(ctx=SimpleNamespace(config=config, deadline=deadline, log=lambda line: None),
+                           lives=lives, phases=phases, finished_phases=set(), pool=pool,
+                           record=SimpleNamespace(phases=list(measured)),
                            _later=lambda p: None if p.name.startswith("headline") else later,
                            rewarm_seconds=lambda p: 0.5)
 
 
 def _cell(workload, status="ok", repetitions=()):
     return SimpleNamespace(workload=workload, db_rtt_ms=None, status=status, repetitions=list(repetitions),
-                           duration_seconds=1.0)
+                           duration_seconds=1.0, parameter_name=None, parameter=None, level_label="50 VUs",
+                           pool_dimension=None)
 
 
 def _phases():
@@ -96,3 +103,60 @@ def test_only_a_headline_with_nothing_but_its_batchs_phases_after_it_moves():
     assert headline_deadline_of(_run([headline, closed], pools=(5, 10), pool=5), headline, 1000.0, False) is None, \
         "another pool size follows"
     assert headline_deadline_of(_run([headline, closed], pools=(5, 10), pool=10), headline, 1000.0, False) is not None
+
+
+def _measured(slot_s=1.75):
+    return PhaseRecord(name="headline", cells=1, window_seconds=1.0, rewarm_seconds=0.5, slot_seconds=slot_s)
+
+
+def test_the_overhead_per_window_is_the_latest_measured_slot_less_its_window_and_re_warm():
+    assert measured_overhead_s(_run([])) is None, "no phase has measured its slot"
+    assert measured_overhead_s(_run([], measured=[_measured(1.75)])) == pytest.approx(0.25)
+    assert measured_overhead_s(_run([], measured=[_measured(1.75), _measured(2.0)])) == pytest.approx(0.5)
+    assert measured_overhead_s(_run([], measured=[_measured(1.2)])) == 0.0, "never below nothing"
+
+
+def test_a_later_phase_takes_the_tables_whose_least_rounds_fit_first_come_first_served():
+    headline, closed = _phases()
+    run = _run([headline, closed], measured=[_measured(1.75)])
+    run.lives["s1"].warmed.add(("perf-test", None))
+    run.lives["s2"].warmed.add(("perf-test", None))
+    users = phase_need(run, closed, [("users",)]).seconds(0.25) * FORECAST_MARGIN
+    both = phase_need(run, closed, [("users",), ("static",)]).seconds(0.25) * FORECAST_MARGIN
+    static = phase_need(run, closed, [("static",)]).seconds(0.25) * FORECAST_MARGIN
+    assert static < users < both, "static has one cell that can be measured, users two"
+    assert tables_that_fit(_run([headline, closed]), closed, 100.0, 0.0) is None, "no slot measured: all taken"
+    assert tables_that_fit(run, closed, both, 0.0) == [("users",), ("static",)]
+    assert tables_that_fit(run, closed, 1000.0 + users, 1000.0) == [("users",)]
+    assert tables_that_fit(run, closed, users - 0.01, 0.0) == [("static",)], "the smaller table after it still fits"
+    assert tables_that_fit(run, closed, static - 0.01, 0.0) == []
+
+
+def _phase_run(begun: bool = False):
+    headline, closed = _phases()
+    if begun:
+        closed.cells[("s1", "users")].repetitions = [object()]
+    run = _run([headline, closed], measured=[_measured(1.75)])
+    return run, closed, PhaseRecord(name="closed", cells=2)
+
+
+def test_tables_that_no_longer_fit_are_left_out_of_the_phase_and_named_on_its_record(monkeypatch):
+    import pgarena.pipeline.interleaved as interleaved
+
+    monkeypatch.setattr(interleaved.time, "monotonic", lambda: 0.0)
+    run, closed, record = _phase_run()
+    need_static = phase_need(run, closed, [("static",)]).seconds(0.25) * FORECAST_MARGIN
+    assert InterleavedRun._drop_what_cannot_fit(run, closed, record, need_static + 1)
+    assert list(closed.cells) == [("s1", "static"), ("s2", "static")]
+    assert record.not_measured == ["users @ 50 VUs"]
+    run, closed, record = _phase_run()
+    assert not InterleavedRun._drop_what_cannot_fit(run, closed, record, 1.0), "nothing fits: nothing is left"
+    assert record.not_measured == ["users @ 50 VUs", "static @ 50 VUs"] and not closed.cells
+    run, closed, record = _phase_run(begun=True)
+    assert InterleavedRun._drop_what_cannot_fit(run, closed, record, 1.0), "a table begun before a resume stays"
+    assert set(closed.cells) == {("s1", "users"), ("s2", "users")}
+    run, closed, record = _phase_run()
+    assert InterleavedRun._drop_what_cannot_fit(run, closed, record, None) and len(closed.cells) == 4, "no budget"
+    headline, _ = _phases()
+    assert InterleavedRun._drop_what_cannot_fit(run, headline, record, 1.0) and len(headline.cells) == 2, \
+        "the headline is always taken"

@@ -219,3 +219,14 @@ def test_each_round_trip_and_pool_size_has_its_own_html_table_and_headline_row(c
     assert markdown.count("Rank 1: **a**.") == 1 and markdown.count("Rank 1: **b**.") == 1
     html = render_html(run)
     assert all(f'data-family="{title}"' in html for title in titles)
+
+
+def test_tables_the_budget_left_unmeasured_are_named_in_the_page_header():
+    results = sample_results()
+    assert 'id="not-measured"' not in render_html(results) and html_payload(results)["schedule"]["not_measured"] is None
+    results.schedule.phases[2].not_measured = ["perf-test rows1 @ 2000/s"]
+    payload = html_payload(results)
+    assert payload["schedule"]["not_measured"] == ("1 table(s) not measured: the time budget was spent before their "
+                                                   "least rounds (perf-test rows1 @ 2000/s)")
+    header = render_html(results).split("</header>")[0]
+    assert '<p class="error" id="not-measured">1 table(s) not measured: the time budget' in header

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pgarena.results.models import PhaseRecord
 from pgarena.report.markdown import render_markdown
 from tests.fixtures.report_run import sample_results
 
@@ -107,3 +108,21 @@ def test_a_phase_says_whether_its_re_warm_was_the_windows_lead_in():
     assert _phase_window(phase.model_copy(update={"rewarm_lead_in": True})) == \
         "1 s after a 0.5 s re-warm in the same generator process"
     assert _phase_window(phase.model_copy(update={"rewarm_lead_in": False})) == "1 s after a 0.5 s re-warm"
+
+
+def test_tables_the_budget_left_unmeasured_are_named_at_the_top_and_in_the_schedule():
+    results = sample_results()
+    assert "not measured: the time budget" not in render_markdown(results)
+    phases = results.schedule.phases
+    phases[1].not_measured = ["users limit20 @ 50 VUs"]
+    phases.append(PhaseRecord(name="open · pool 5", cells=1, stop_reason="budget",
+                              not_measured=["perf-test rows1 @ 2000/s"]))
+    text = render_markdown(results)
+    top = text.split("## Results")[0]
+    assert ("> 2 table(s) not measured: the time budget was spent before their least rounds (users limit20 @ 50 VUs, "
+            "perf-test rows1 @ 2000/s). See Schedule.") in top
+    schedule = text.split("## Schedule")[1].split("\n## ")[0]
+    assert ("settled after 3 round(s): every adjacent pair ordered or equivalent; 1 table(s) not measured: the time "
+            "budget was spent before their least rounds (users limit20 @ 50 VUs)") in schedule
+    assert ("| open · pool 5 | 1 | 0 | 0 | not measured: the time budget was spent before its least rounds; 1 "
+            "table(s) not measured") in schedule

@@ -47,7 +47,8 @@ from pgarena.load.scheduler import RoundsOutcome, run_rounds
 from pgarena.load.summary import summarize
 from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
-from pgarena.pipeline.rounds import BUDGET_RESERVE_S, batch_is_last, headline_deadline_of, rounds_policy, unranked_of
+from pgarena.pipeline.rounds import (BUDGET_RESERVE_S, batch_is_last, headline_deadline_of, rounds_policy,
+                                     tables_that_fit, unranked_of)
 from pgarena.pipeline.warming import warm_stacks
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import Saver, save
@@ -71,6 +72,8 @@ class _Phase:
     name: str
     cells: dict[tuple, Cell] = field(default_factory=dict)
     """Full cell key (stack first) → cell."""
+    planned: int = 0
+    """Its cells as planned, before any were left out for the budget (InterleavedRun.phase_deadline's weight)."""
 
     def pairs(self) -> list[tuple[str, Hashable]]:
         return [(key[0], key[1:]) for key in self.cells]
@@ -129,6 +132,8 @@ class InterleavedRun:
             index = 0 if cell.key[1:] == headline or together else 1 if cell.model == "closed" else 2
             phases[index].cells[cell.key] = cell
         self.phases = [p for p in phases if p.cells]
+        for phase in self.phases:
+            phase.planned = len(phase.cells)
         for phase in self.phases:
             later = self._later(phase)
             if later is None:
@@ -239,7 +244,7 @@ class InterleavedRun:
             return None
         left = max(0.0, deadline - time.monotonic() - BUDGET_RESERVE_S)
         todo = [p for p in self.phases if p.name not in self.finished_phases]
-        weight = {p.name: len(p.cells) for p in todo}
+        weight = {p.name: p.planned or len(p.cells) for p in todo}  # tables left out keep their share
         total = sum(weight.values()) or 1
         share = weight.get(phase.name, total) / total
         if phase.name.startswith("headline"):
@@ -262,6 +267,13 @@ class InterleavedRun:
         for live in self.lives.values():  # idle stacks are not polled for connections
             if live.connections is not None:
                 live.connections.active = False
+        if not self._drop_what_cannot_fit(phase, record, self.phase_deadline(phase)):
+            record.stop_reason = "budget"
+            self.finished_phases.add(phase.name)
+            record.finished_at = dt.datetime.now(dt.timezone.utc)
+            self.saver.save()
+            ctx.log(f"{phase.name} phase: not measured, the time budget was spent before its least rounds")
+            return RoundsOutcome(rounds=0, stop_reason="budget")
         levelled = level_database(ctx.db)  # the same start line for every phase: no dead tuples, no WAL due
         ctx.log(f"{phase.name} phase: database {levelled}")
         self._warm_stacks(phase)
@@ -272,7 +284,7 @@ class InterleavedRun:
         tables = len({key[1:] for p in self.phases for key in p.cells})
         # nothing after this phase (no other phase, pool size or SLO search): it may spend the budget's rest
         last = batch_is_last(self) and all(p.name in self.finished_phases for p in self.phases if p is not phase)
-        static = self.phase_deadline(phase)
+        static = self.phase_deadline(phase)  # after the warm-ups, as forecast: no earlier than the one above
         moving = headline_deadline_of(self, phase, static, last)
         policy = rounds_policy(config, least, static, tables, last=last, deadline_of=moving)
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),
@@ -317,6 +329,26 @@ class InterleavedRun:
         ctx.log(f"{phase.name} phase: {outcome.rounds} round(s), {outcome.stop_reason}"
                 + (f"; unsettled: {'; '.join(outcome.unsettled[:3])}" if outcome.unsettled else ""))
         return outcome
+
+    def _drop_what_cannot_fit(self, phase: _Phase, record: PhaseRecord, static: float | None) -> bool:
+        """Leave out of a phase after the headline the tables whose least rounds no longer fit in its share of the
+        budget (rounds.tables_that_fit), named in `record.not_measured`; a table with windows from before a resume
+        stays. False: nothing is left to measure."""
+        if static is None or phase.name.startswith("headline"):  # the headline is the first answer: always taken
+            return True
+        from pgarena.pipeline.cells import cell_title
+
+        fits = tables_that_fit(self, phase, static, time.monotonic())
+        begun = {key[1:] for key, cell in phase.cells.items() if cell.repetitions}
+        dropped = [key for key in phase.cells if fits is not None and key[1:] not in fits and key[1:] not in begun]
+        titles = list(dict.fromkeys(cell_title(phase.cells[key]) for key in dropped))
+        if titles:
+            record.not_measured = [*record.not_measured, *(t for t in titles if t not in record.not_measured)]
+            self.ctx.log(f"{phase.name} phase: {len(titles)} table(s) not measured, their least rounds no longer "
+                         f"fit the budget: {', '.join(titles)}")
+        for key in dropped:
+            del phase.cells[key]
+        return bool(phase.cells)
 
     def _record_idle(self) -> None:
         for sid, wall in self.idle_wall_s.items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,14 +82,15 @@ def moving_deadline(static: float, end: float, needs: Sequence[PhaseNeed],
     return lambda slot_s: max(static, end - later_need_s(needs, slot_s, own_window_s))
 
 
-def phase_need(run: Any, phase: Any) -> PhaseNeed:
+def phase_need(run: Any, phase: Any, tables: Collection[Hashable] | None = None) -> PhaseNeed:
     """The least `phase` (an interleaved._Phase of `run`, an InterleavedRun, not started yet; typed Any, as
-    interleaved.py imports this module) takes: its cells that can be measured, its least rounds, its windows,
-    and a warm-up at its cap (or the stack's declared minimum, before its first cell) for every stack and workload
-    not warmed yet."""
+    interleaved.py imports this module) takes: its cells that can be measured (of `tables` only, cell keys less
+    the stack, when given), its least rounds, its windows, and a warm-up at its cap (or the stack's declared
+    minimum, before its first cell) for every stack and workload not warmed yet."""
     config, later = run.ctx.config, run._later(phase)
     cap = max(later.warmup_cap_s, config.warmup_s) if later is not None else config.warmup_cap_s
-    cells = [(run.lives[key[0]], cell) for key, cell in phase.cells.items() if cell.status != "failed"]
+    cells = [(run.lives[key[0]], cell) for key, cell in phase.cells.items()
+             if cell.status != "failed" and (tables is None or key[1:] in tables)]
     warm: dict[tuple, float] = {}
     for live, cell in cells:  # a stack's declared least warm-up counts once, before its first cell after the start
         key = (live.id, cell.workload, cell.db_rtt_ms)
@@ -100,6 +101,33 @@ def phase_need(run: Any, phase: Any) -> PhaseNeed:
     return PhaseNeed(windows=len(cells), rounds=max(2, later.repetitions if later is not None else config.repetitions),
                      window_s=window_and_rewarm_s(run, phase),
                      warmup_s=sum(seconds + WARMUP_OVERHEAD_S for seconds in warm.values()))
+
+
+def measured_overhead_s(run: Any) -> float | None:
+    """pgarena's own work per window beyond its re-warm and window (checks, bookkeeping), as the latest phase of
+    `run` that measured its slot found it (None: no phase has yet)."""
+    for record in reversed(run.record.phases):
+        if record.slot_seconds is not None and record.window_seconds is not None:
+            return max(0.0, record.slot_seconds - record.window_seconds - (record.rewarm_seconds or 0.0))
+    return None
+
+
+def tables_that_fit(run: Any, phase: Any, deadline: float, now: float) -> list[Hashable] | None:
+    """The tables (cell keys less the stack) of `phase`, in plan order, whose least rounds and warm-ups fit before
+    `deadline` (with `FORECAST_MARGIN`), at the per-window overhead an earlier phase measured; taken first come,
+    first served, so a table that does not fit leaves its room to a smaller one after it. None: no slot measured
+    yet, nothing to forecast from (every table is taken). The scheduler checks its deadline only after a round
+    (it has no slot before one): without this, a phase that starts when the budget is spent takes a whole round
+    (bench11, 2026-11-28: the later tables' first round, 370 windows, begun at minute 40 of a 40-minute budget)."""
+    overhead = measured_overhead_s(run)
+    if overhead is None:
+        return None
+    chosen: list[Hashable] = []
+    for table in dict.fromkeys(key[1:] for key in phase.cells):
+        need = FORECAST_MARGIN * phase_need(run, phase, [*chosen, table]).seconds(overhead)
+        if now + need <= deadline:
+            chosen.append(table)
+    return chosen
 
 
 def window_and_rewarm_s(run: Any, phase: Any) -> float:

@@ -69,6 +69,22 @@ def ceiling_note(results: RunResults) -> str:
 
 
 def _phase_sentence(phase: PhaseRecord, every_pair: bool = False) -> str:
+    sentence = _stop_sentence(phase, every_pair)
+    return sentence if not phase.not_measured else f"{sentence}; {not_measured_sentence([phase])}"
+
+
+def not_measured_sentence(phases: list[PhaseRecord]) -> str | None:
+    """'N table(s) not measured: the time budget was spent before their least rounds (a, b)' (None: none)."""
+    titles = [title for phase in phases for title in phase.not_measured]
+    if not titles:
+        return None
+    return (f"{len(titles)} table(s) not measured: the time budget was spent before their least rounds "
+            f"({', '.join(titles)})")
+
+
+def _stop_sentence(phase: PhaseRecord, every_pair: bool) -> str:
+    if phase.rounds == 0 and phase.stop_reason == "budget":
+        return "not measured: the time budget was spent before its least rounds"
     unsettled = (f" with {len(phase.unsettled)} pair(s) unsettled: {'; '.join(phase.unsettled)}"
                  if phase.unsettled else "")
     if phase.stop_reason == "settled":
@@ -100,7 +116,7 @@ def schedule_summary(results: RunResults) -> dict:
                     if s.idle_cpu_fraction is not None and s.idle_cpu_fraction > IDLE_CPU_DISTURBANCE]
     if record is None:
         return {"kind": "sequential", "recorded": False, "seed": None, "rewarm_seconds": None, "phases": [],
-                "fallbacks": [], "disturbances": disturbances,
+                "fallbacks": [], "disturbances": disturbances, "not_measured": None,
                 "note": "No schedule was recorded (results from before schedules): each stack's cells were measured "
                         "back to back, so ranks use each cell's own interval."}
     note = ("Interleaved: every stack up together; each round measured every (stack, cell) once in a fresh "
@@ -113,5 +129,5 @@ def schedule_summary(results: RunResults) -> dict:
                     "window": _phase_window(p)}
                    for p in record.phases],
         "fallbacks": [{"stack": stack, "reason": reason} for stack, reason in record.sequential_fallback.items()],
-        "disturbances": disturbances, "note": note,
+        "disturbances": disturbances, "note": note, "not_measured": not_measured_sentence(record.phases),
     }

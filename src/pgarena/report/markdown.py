@@ -10,6 +10,7 @@ from __future__ import annotations
 from pgarena.report import generators, network, poolsize, resilience, restgraphql, wire
 from pgarena.report import markdown_verdicts as mv
 from pgarena.report import targets as remote
+from pgarena.report.conditions import not_measured_sentence
 from pgarena.report.markdown_costs import cold_start_section, cost_section, slo_section, work_cost_section
 from pgarena.report.markdown_environment import environment_section, stacks_section
 from pgarena.report.markdown_results import results_tables
@@ -59,6 +60,8 @@ def render_markdown(results: RunResults) -> str:
     ]
     if results.error:
         parts.append(f"> Run error: {results.error}")
+    if results.schedule is not None and (skipped := not_measured_sentence(results.schedule.phases)):
+        parts.append(f"> {skipped[0].upper()}{skipped[1:]}. See Schedule.")
     if remote.warning(results):
         parts.append(f"> **{remote.warning(results)}**")
     graphql = restgraphql.section(results)

@@ -47,6 +47,9 @@ class PhaseRecord(Record):
         "wall time per window, measured: its re-warm, the window, the answer and accounting checks and the "
         "bookkeeping after it, averaged over the windows the phase measured (after a resume: those since; None: not "
         "recorded)"))
+    not_measured: list[str] = Field(default_factory=list, description=(
+        "its tables left unmeasured: when the phase began, their least rounds and warm-ups no longer fit its share "
+        "of the time budget (forecast from the slot an earlier phase measured)"))
     finished_at: dt.datetime | None = None
 
 

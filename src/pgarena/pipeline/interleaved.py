@@ -401,6 +401,8 @@ def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: 
                 if info.log_tail:
                     ctx.log("    " + info.log_tail.replace("\n", "\n    "))
             else:
+                if live.connections is not None:  # idle until its windows, which poll it (measure, warming)
+                    live.connections.active = False
                 lives.append(live)
                 executions[stack.id] = where
             save(ctx.results, ctx.run_dir)

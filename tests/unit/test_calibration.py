@@ -193,3 +193,13 @@ def test_a_copy_left_out_for_want_of_an_interval_says_so_not_ok():
     results.cells[1].flags = ["demonstration"]
     table = aa_check(results, ["a", "b", "c"], seconds_per_window=3.0).tables[0]
     assert table.left_out == ["a (no interval: 20 windows)", "b (demonstration)"]
+
+
+def test_tables_the_budget_left_out_are_named_in_the_check():
+    check = aa_check(sample_results(), ["go-fast", "py-steady"])
+    assert "no check of them here" not in calibration_markdown(check, stack="s", run_dir="r", hostname="h")
+    text = calibration_markdown(check, stack="s", run_dir="r", hostname="h",
+                                not_measured="1 table(s) not measured: the time budget was spent before their least "
+                                             "rounds (static @ 50 VUs)")
+    assert ("1 table(s) not measured: the time budget was spent before their least rounds (static @ 50 VUs): no check "
+            "of them here.") in text

@@ -23,6 +23,7 @@ from pgarena.pipeline.plan import select_stacks
 from pgarena.pipeline.progress import RunProgress
 from pgarena.pipeline.runner import execute, new_run_id
 from pgarena.report.calibration import calibration_markdown
+from pgarena.report.conditions import not_measured_sentence
 from pgarena.results.atomic import write_text_atomic
 from pgarena.results.store import load
 
@@ -134,6 +135,7 @@ def report_calibration(folder: Path, run_dir: Path, stack_id: str, ids: Sequence
     results = load(run_dir)
     check = aa_check(results, ids)
     path = folder / CALIBRATION_FILE
+    skipped = not_measured_sentence(results.schedule.phases) if results.schedule is not None else None
     write_text_atomic(path, calibration_markdown(check, stack=stack_id, run_dir=str(run_dir),
-                                                 hostname=results.environment.hostname))
+                                                 hostname=results.environment.hostname, not_measured=skipped))
     return Calibration(folder=folder, run_dir=run_dir, check=check, report=path)

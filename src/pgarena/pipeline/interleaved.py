@@ -332,8 +332,9 @@ class InterleavedRun:
 
     def _drop_what_cannot_fit(self, phase: _Phase, record: PhaseRecord, static: float | None) -> bool:
         """Leave out of a phase after the headline the tables whose least rounds no longer fit in its share of the
-        budget (rounds.tables_that_fit), named in `record.not_measured`; a table with windows from before a resume
-        stays. False: nothing is left to measure."""
+        budget (rounds.tables_that_fit), named in `record.not_measured` (anew on a resume, whose budget is its own);
+        a table with windows from before a resume stays. False: nothing is left to measure."""
+        record.not_measured = []
         if static is None or phase.name.startswith("headline"):  # the headline is the first answer: always taken
             return True
         from pgarena.pipeline.cells import cell_title
@@ -343,7 +344,7 @@ class InterleavedRun:
         dropped = [key for key in phase.cells if fits is not None and key[1:] not in fits and key[1:] not in begun]
         titles = list(dict.fromkeys(cell_title(phase.cells[key]) for key in dropped))
         if titles:
-            record.not_measured = [*record.not_measured, *(t for t in titles if t not in record.not_measured)]
+            record.not_measured = titles
             self.ctx.log(f"{phase.name} phase: {len(titles)} table(s) not measured, their least rounds no longer "
                          f"fit the budget: {', '.join(titles)}")
         for key in dropped:

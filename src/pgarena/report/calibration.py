@@ -96,12 +96,14 @@ def resolution_lines(check: AACheck) -> list[str]:
     return lines
 
 
-def calibration_markdown(check: AACheck, *, stack: str, run_dir: str, hostname: str) -> str:
-    """The whole report."""
+def calibration_markdown(check: AACheck, *, stack: str, run_dir: str, hostname: str,
+                         not_measured: str | None = None) -> str:
+    """The whole report; `not_measured`: the run's sentence on the tables its budget left out (None: none)."""
     lines = [f"# pgarena calibrate — {hostname}", "",
              f"{len(check.copies)} identical copies of `{stack}` ({', '.join(check.copies)}) measured as different "
              f"stacks in one interleaved run (`{run_dir}`). Any order claimed among them is false.", "",
              f"**{verdict_line(check)}**", "", sharpness_line(check), "",
+             *([f"{not_measured[0].upper()}{not_measured[1:]}: no check of them here.", ""] if not_measured else []),
              "## How noisy this machine is", "",
              "ln(2xx/s) of every window fitted as stack + round + noise (docs/methodology.md, \"The noise budget\"); "
              "\"after the probe\": corrected by the reference probe's reading of the machine's speed in the window.",

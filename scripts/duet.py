@@ -300,10 +300,11 @@ def _slope(x: list[float], y: list[float]) -> float:
 
 
 def run(args: argparse.Namespace) -> dict:
-    mount = cgroup_mount(MOUNTS.read_text())
+    mounts = MOUNTS.read_text()
+    mount = cgroup_mount(mounts)
     if mount is None or not os.access(mount, os.W_OK):
         raise mo.UsageError("a duet needs the cgroup v1 'cpu' controller mounted and writable (as root)")
-    freezer = cgroup_mount(MOUNTS.read_text(), "freezer")
+    freezer = cgroup_mount(mounts, "freezer")
     if "alt" in args.arms and (freezer is None or not os.access(freezer, os.W_OK)):
         raise mo.UsageError("the alt arm needs the cgroup v1 'freezer' controller mounted and writable (as root)")
     rng = random.Random(args.seed)

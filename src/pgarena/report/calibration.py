@@ -103,7 +103,7 @@ def calibration_markdown(check: AACheck, *, stack: str, run_dir: str, hostname: 
              f"{len(check.copies)} identical copies of `{stack}` ({', '.join(check.copies)}) measured as different "
              f"stacks in one interleaved run (`{run_dir}`). Any order claimed among them is false.", "",
              f"**{verdict_line(check)}**", "", sharpness_line(check), "",
-             *([f"{not_measured[0].upper()}{not_measured[1:]}: no check of them here.", ""] if not_measured else []),
+             *([f"{not_measured}: no check of them here.", ""] if not_measured else []),
              "## How noisy this machine is", "",
              "ln(2xx/s) of every window fitted as stack + round + noise (docs/methodology.md, \"The noise budget\"); "
              "\"after the probe\": corrected by the reference probe's reading of the machine's speed in the window.",

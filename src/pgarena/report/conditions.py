@@ -74,7 +74,8 @@ def _phase_sentence(phase: PhaseRecord, every_pair: bool = False) -> str:
 
 
 def not_measured_sentence(phases: list[PhaseRecord]) -> str | None:
-    """'N table(s) not measured: the time budget was spent before their least rounds (a, b)' (None: none)."""
+    """'N table(s) not measured: the time budget was spent before their least rounds (a, b)' (None: none); it
+    opens with the count, so it starts a line as it is."""
     titles = [title for phase in phases for title in phase.not_measured]
     if not titles:
         return None

@@ -61,7 +61,7 @@ def render_markdown(results: RunResults) -> str:
     if results.error:
         parts.append(f"> Run error: {results.error}")
     if results.schedule is not None and (skipped := not_measured_sentence(results.schedule.phases)):
-        parts.append(f"> {skipped[0].upper()}{skipped[1:]}. See Schedule.")
+        parts.append(f"> {skipped}. See Schedule.")
     if remote.warning(results):
         parts.append(f"> **{remote.warning(results)}**")
     graphql = restgraphql.section(results)

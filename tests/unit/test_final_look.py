@@ -9,6 +9,7 @@ import statistics
 
 import pytest
 
+from pgarena.analysis.forecast import rounds_to_resolve
 from pgarena.analysis.sequential import (
     FINAL_SHARE,
     detectable_ratio,
@@ -16,7 +17,6 @@ from pgarena.analysis.sequential import (
     half_width,
     judge,
     pair_alpha,
-    rounds_to_resolve,
 )
 from pgarena.load.scheduler import RoundsPolicy, run_rounds
 from pgarena.stats.intervals import t_critical

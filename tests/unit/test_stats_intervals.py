@@ -31,7 +31,7 @@ def test_t_critical_matches_the_printed_table(level: float, df: int, expected: f
     assert t_critical(level, df) == pytest.approx(expected, abs=0.0006)
 
 
-def test_t_critical_tends_to_the_normal_quantile_and_is_continuous_at_the_method_switch() -> None:
+def test_t_critical_tends_to_the_normal_quantile_and_falls_as_the_degrees_of_freedom_grow() -> None:
     z = statistics.NormalDist().inv_cdf(0.975)
     assert t_critical(0.95, 10**6) == pytest.approx(z, abs=1e-5)
     assert t_critical(0.95, 1000) == pytest.approx(t_critical(0.95, 1001), abs=1e-5)

@@ -55,7 +55,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit
+import numpy as np
+
+from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit, paired_differences
 from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
 from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, inverse_bounds, ratio_bounds, t_critical
 
@@ -118,6 +120,16 @@ def half_width(n: int, variance: float, alpha: float, df: float = math.inf,
     rho = mixture_rho(alpha, tightest_at)
     radius = math.sqrt(2 * variance * (n + rho) * (math.log(1 / alpha) + 0.5 * math.log((n + rho) / rho))) / n
     return radius * (variance_widening(alpha, df) if math.isfinite(df) else 1.0)
+
+
+def half_widths(n: np.ndarray, variance: np.ndarray, alpha: float, df: np.ndarray,
+                tightest_at: int = DEFAULT_TIGHTEST_AT, final: bool = False) -> np.ndarray:
+    """`half_width` (`fixed_half_width` with `final`) of many pairs at once (finite `df`)."""
+    widening = np.array([variance_widening(alpha, d) for d in df.tolist()])
+    if final:
+        return statistics.NormalDist().inv_cdf(1 - alpha / 2) * widening * np.sqrt(variance / n)
+    rho = mixture_rho(alpha, tightest_at)
+    return np.sqrt(2 * variance * (n + rho) * (math.log(1 / alpha) + 0.5 * np.log((n + rho) / rho))) / n * widening
 
 
 def fixed_half_width(n: int, variance: float, alpha: float, df: float = math.inf) -> float:
@@ -314,28 +326,27 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
     final_alpha = None if horizon is None else FINAL_SHARE * alpha
     inference = Inference(fit=fit, level=level, margin=margin, alpha=alpha if horizon is None else alpha - final_alpha,
                           final_alpha=final_alpha)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            diffs = [x - y for x, y in zip(fit.y[a], fit.y[b]) if x is not None and y is not None]
-            n = len(diffs)
-            if n == 0 or (n < 2 and fit.variance is None):
-                continue
-            centre = math.fsum(diffs) / n
-            own = math.fsum((d - centre) ** 2 for d in diffs) / (n - 1) if n >= 2 else None
-            if fit.variance is not None and (len(names) > 2 or own is None):  # of two, the pooled is the pair's own
-                prior_df = min(PRIOR_DF, fit.df)
-                pooled = 2 * fit.variance
-                own_df = n - 1 if own is not None else 0
-                variance = (prior_df * pooled + own_df * (own or 0.0)) / (prior_df + own_df)
-                df = prior_df + own_df
-            else:
-                variance, df = own, n - 1  # type: ignore[assignment]
-            h = half_width(n, variance, inference.alpha, df, tightest_at)  # type: ignore[arg-type]
-            final = (final_alpha is not None and a in horizon and b in horizon  # type: ignore[operator]
-                     and (fixed := fixed_half_width(n, variance, final_alpha, df)) < h)  # type: ignore[arg-type]
-            low, high = ratio_bounds(centre, fixed if final else h)
-            inference.pairs[(a, b)] = PairInterval(math.exp(centre), low, high, n, level, margin, variance, df,
-                                                   final=final)
+    first, second, n, centre, own = paired_differences(fit.y, names)
+    if fit.variance is not None:  # moderated: the table's pooled variance weighs PRIOR_DF degrees of freedom
+        prior_df = min(PRIOR_DF, fit.df)
+        own_df = np.where(n >= 2, n - 1, 0)
+        moderated = (prior_df * 2 * fit.variance + own_df * np.nan_to_num(own)) / np.maximum(prior_df + own_df, 1)
+        pooled = (n < 2) | (len(names) > 2)  # of two stacks, the pooled variance is the pair's own
+        variance, df = np.where(pooled, moderated, own), np.where(pooled, prior_df + own_df, n - 1)
+    else:
+        variance, df = own, n - 1
+    kept = np.flatnonzero((n > 0) & ((n >= 2) | (fit.variance is not None)))
+    widths = half_widths(n[kept], variance[kept], inference.alpha, df[kept], tightest_at)
+    fixed = np.full(len(kept), np.inf)
+    if final_alpha is not None:
+        both = np.array([names[first[k]] in horizon and names[second[k]] in horizon for k in kept], dtype=bool)
+        fixed[both] = half_widths(n[kept][both], variance[kept][both], final_alpha, df[kept][both], final=True)
+    columns = zip(first[kept].tolist(), second[kept].tolist(), centre[kept].tolist(), n[kept].tolist(),
+                  variance[kept].tolist(), df[kept].tolist(), np.minimum(widths, fixed).tolist(), (fixed < widths).tolist())
+    for i, j, mean, count, var, dof, width, last in columns:
+        low, high = ratio_bounds(mean, width)
+        inference.pairs[(names[i], names[j])] = PairInterval(math.exp(mean), low, high, count, level, margin, var, dof,
+                                                             final=last)
     return inference
 
 
@@ -411,34 +422,3 @@ def unresolved_pairs(inference: Inference, order: Sequence[str] | None = None,
     candidates = itertools.combinations(order, 2) if every_pair else zip(order, order[1:])
     return [(a, b) for a, b in candidates
             if (found := inference.interval(a, b)) is None or found.status == "not resolved"]
-
-
-def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = DEFAULT_TIGHTEST_AT,
-                      horizon: int = 400, final: bool = True) -> int | None:
-    """The paired rounds pair (a, b) would need, at its present estimate and variance, for its interval to
-    exclude 1 or fit within the margin (None: not within `horizon` rounds, or nothing to go on), its centre taken
-    one standard error closer to the nearer outcome (no pair is given up on a chance low estimate) — at the final
-    look where the table has one and the pair can still get it (`final`: both stacks measured in every round so
-    far; raced until the time runs out, that is the interval the pair gets)."""
-    found = inference.interval(a, b)
-    if found is None or found.rounds == 0 or not math.isfinite(found.variance):
-        return None
-    centre = abs(math.log(found.ratio))
-    error = math.sqrt(found.variance / found.rounds)  # give the pair the benefit of one standard error
-    target = max(centre + error, math.log(1 + inference.margin) - max(0.0, centre - error))
-    return rounds_until(found, inference.alpha, target, tightest_at, horizon, inference.final_alpha if final else None)
-
-
-def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: int = DEFAULT_TIGHTEST_AT,
-                 horizon: int = 400, final_alpha: float | None = None) -> int | None:
-    """The first round count ≤ `horizon` at which `found`'s log half-width, at its present variance and with
-    degrees of freedom growing as the pair's own do, falls below `half` (None: not within the horizon); with
-    `final_alpha`, the narrower of the confidence sequence's and the final look's."""
-    for n in range(found.rounds, horizon + 1):
-        df = found.df + (n - found.rounds)
-        width = half_width(n, found.variance, alpha, df, tightest_at)
-        if final_alpha is not None:
-            width = min(width, fixed_half_width(n, found.variance, final_alpha, df))
-        if width < half:
-            return n
-    return None

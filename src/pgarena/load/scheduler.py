@@ -11,7 +11,7 @@ race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari
 - a stack stays in a cell's rounds while a neighbouring pair it belongs to (any pair, with
   `RoundsPolicy.every_pair`) is *not resolved* (neither ordered nor equivalent within the margin) and still
   *within reach*: at its present estimate and noise it would
-  resolve within the rounds the cap and the time budget leave (`sequential.rounds_to_resolve`);
+  resolve within the rounds the cap and the time budget leave (`forecast.rounds_to_resolve`);
 - an A/B (`RoundsPolicy.gate`) asks one question of its one pair, the gate's: is head/base's interval wholly
   above or below the regression floor? That pair is open until it is; it leaves as out of reach only when the
   cap of rounds could not settle it (`GateRule.rounds_needed`), never on a forecast of the time left: a
@@ -44,12 +44,12 @@ from typing import Literal, Union
 
 from pgarena.analysis.abgate import GateRule
 from pgarena.analysis.executions import judge_table
+from pgarena.analysis.forecast import rounds_to_resolve
 from pgarena.analysis.paired import PairVerdict
 from pgarena.analysis.sequential import (
     DEFAULT_EQUIVALENCE_MARGIN,
     DEFAULT_FAMILY_LEVEL,
     Inference,
-    rounds_to_resolve,
     unresolved_pairs,
 )
 from pgarena.load.schedule import Slot, round_order
@@ -88,7 +88,7 @@ class RoundsPolicy:
     calibrate`: its question is about every pair of copies)."""
     forecast: bool = True
     """After the minimum rounds, pairs that the rounds the time left allows cannot resolve (by
-    `sequential.rounds_to_resolve`'s forecast) leave the race, so that their time goes to the phases after
+    `forecast.rounds_to_resolve`'s forecast) leave the race, so that their time goes to the phases after
     this one. False (the last phase of a run: no phase is left to give the time to): open pairs are raced until
     the deadline or the cap, since a forecast from a few noisy rounds can be wrong either way."""
 

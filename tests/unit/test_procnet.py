@@ -40,3 +40,40 @@ def test_this_process_listening_socket_is_found_in_its_own_table():
     assert procnet.TcpSocket("127.0.0.1", port, "0.0.0.0", 0, True) in found
     assert not procnet.in_other_namespace(os.getpid())
     assert procnet.tree_sockets(2**22 + 12345) == []  # no such process
+
+
+def test_parse_table_keeps_only_the_inodes_asked_for():
+    assert set(procnet.parse_table(TCP, {4343, 9999})) == {4343}
+
+
+def test_the_cache_finds_new_connections_forgets_closed_ones_and_rereads_only_for_unseen_sockets(monkeypatch):
+    reads = []
+    read_text = procnet.Path.read_text
+    monkeypatch.setattr(procnet.Path, "read_text", lambda self, *a, **k: reads.append(self.name) or read_text(self))
+    cache = procnet.SocketCache()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+
+        def to_server() -> set[int]:
+            return {s.local_port for s in cache.tree(os.getpid()) if s.remote_port == port}
+
+        first = socket.create_connection(("127.0.0.1", port))
+        assert to_server() == {first.getsockname()[1]}
+        tables_read = len(reads)
+        assert to_server() == {first.getsockname()[1]} and len(reads) == tables_read  # nothing new: no read
+        second = socket.create_connection(("127.0.0.1", port))
+        assert to_server() == {first.getsockname()[1], second.getsockname()[1]} and len(reads) > tables_read
+        first.close()
+        assert to_server() == {second.getsockname()[1]}
+        # a socket not yet connected is not in the tables: looked up again only after RECHECK_S
+        monkeypatch.setattr(procnet, "RECHECK_S", 3600.0)
+        late = socket.socket()
+        to_server()
+        late.connect(("127.0.0.1", port))
+        assert late.getsockname()[1] not in to_server()
+        monkeypatch.setattr(procnet, "RECHECK_S", 0.0)
+        assert late.getsockname()[1] in to_server()
+        second.close()
+        late.close()

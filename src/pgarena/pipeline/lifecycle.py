@@ -10,7 +10,7 @@ from pgarena.config.redaction import redact_secrets
 from pgarena.config.run import workload_parameters
 from pgarena.config.stackdef import Stack, render_template
 from pgarena.contract import workloads as wl
-from pgarena.db.connections import ConnectionPoller, add_pool_flag, pool_refusal, tree_db_ports
+from pgarena.db.connections import ConnectionPoller, TreeDbPorts, add_pool_flag, pool_refusal
 from pgarena.db.postgres import (
     free_port,
 )
@@ -109,7 +109,7 @@ def bring_up(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, scope: E
     if not remote:
         poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user,
                                                       direct=proxy is not None or observer is not None,
-                                                      ports=lambda: tree_db_ports(server.pid, db_port)))
+                                                      ports=TreeDbPorts(lambda: server.pid, db_port)))
     elif len(ctx.results.stacks) == 1 and proxy is None:  # the role's connections are this stack's alone
         poller = scope.enter_context(ConnectionPoller(ctx.db.admin_url, ctx.db.user))
     else:  # several stacks share the role and the host's address; their ports cannot be read from here

@@ -98,7 +98,7 @@ def _window(run: InterleavedRun, turn: _Turn, config: RunConfig) -> bool:
     poller = live.connections
     if poller is not None:
         poller.active = True
-        poller.take_peak()
+        poller.take_peak(poll=False)  # starts the window's segment (a poll here would count for the one it ends)
     try:
         turn.warming.add(warm_window(run._cell_run(live, cell), engine=run.ctx.engine,  # type: ignore[arg-type]
                                      config=config, db=run.ctx.db, seconds=turn.warming.window_s))

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measurer_overhead as mo  # noqa: E402  (a script beside this one)
 
 from pgarena.contract import workloads as wl  # noqa: E402
-from pgarena.db.connections import ConnectionPoller, tree_db_ports  # noqa: E402
+from pgarena.db.connections import ConnectionPoller, TreeDbPorts  # noqa: E402
 from pgarena.load.measure import measure_repetition, start_cell  # noqa: E402
 from pgarena.load.window import load_spec  # noqa: E402
 from pgarena.results.models import Cell  # noqa: E402
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> dict:
         scope.callback(probe.stop)
         cpu = CpuMeters(h.meters, h.cpu.source, probe=probe)
         poller = scope.enter_context(ConnectionPoller(
-            h.db.admin_url, h.db.user, ports=lambda: tree_db_ports(h.server.pid, h.db.port)))
+            h.db.admin_url, h.db.user, ports=TreeDbPorts(lambda: h.server.pid, h.db.port)))
         cell = Cell(stack=args.stack, workload=wl.PERF_TEST, parameter_name="rows", parameter=1, vus=50, engine="oha",
                     warmup_seconds=1, duration_seconds=args.window_s)
         cell_run = start_cell(cell, engine=h.engine_for["oha"], config=h.config, db=h.db, base_url=h.base_url,

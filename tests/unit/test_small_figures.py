@@ -31,7 +31,7 @@ class _Poller:
     def __init__(self) -> None:
         self.peaks = [0, 7]
 
-    def take_peak(self) -> int:
+    def take_peak(self, poll: bool = True) -> int:
         self.peaks.reverse()
         return self.peaks[-1]
 

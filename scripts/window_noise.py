@@ -9,7 +9,7 @@ makes the rate scatter more, which is what the verdict pays for. One stack is st
 - `pgarena`: one window exactly as an interleaved run takes it (`measure.measure_repetition` with the re-warm
   as the window's lead-in: the answer sampler, the resource samplers, pg_stat_statements read before and
   after, and the connection poller polling the stack's connections as the run does);
-- `bare`: one oha run of the same argv for lead-in + window, pinned to the generator CPUs, cut the same way
+- `bare`: one oha run of the same argv (the cell's spec: its variant URLs) for lead-in + window, pinned to the generator CPUs, cut the same way
   (`Engine.parse_after_lead_in`), with none of that beside it.
 
 It prints each arm's log-sd of 2xx/s over the rounds, raw and after the probe's correction (ln 2xx/s less
@@ -43,6 +43,7 @@ import measurer_overhead as mo  # noqa: E402  (a script beside this one)
 from pgarena.contract import workloads as wl  # noqa: E402
 from pgarena.db.connections import ConnectionPoller, TreeDbPorts  # noqa: E402
 from pgarena.load.measure import measure_repetition, start_cell  # noqa: E402
+from pgarena.load.engines.base import LoadSpec  # noqa: E402
 from pgarena.load.window import load_spec  # noqa: E402
 from pgarena.results.models import Cell  # noqa: E402
 from pgarena.system.resources import CpuMeters  # noqa: E402
@@ -76,10 +77,13 @@ def summary(y: dict[str, list[float]], z: dict[str, list[float]]) -> dict:
             "log_ratio_mean": statistics.fmean(ratios), "log_ratio_sd": statistics.stdev(ratios)}
 
 
-def bare_window(h: mo.Harness, lead_in_s: float, window_s: float, stem: str) -> tuple[float, int, int]:
-    """(2xx/s, monotonic ns when the window began, when it ended) of one bare oha run cut after its lead-in."""
+def bare_window(h: mo.Harness, lead_in_s: float, window_s: float, stem: str,
+                spec: LoadSpec | None = None) -> tuple[float, int, int]:
+    """(2xx/s, monotonic ns when the window began, when it ended) of one bare oha run cut after its lead-in; `spec`:
+    the cell's (its variant URLs), else a single perf-test request."""
     engine = h.engine_for["oha"]
-    spec = load_spec(wl.PERF_TEST, 1, base_url=h.base_url, routes=h.routes, connections=50, config=h.config)
+    if spec is None:
+        spec = load_spec(wl.PERF_TEST, 1, base_url=h.base_url, routes=h.routes, connections=50, config=h.config)
     raw = h.workdir / "bare"
     raw.mkdir(exist_ok=True)
     argv = engine.command(replace(spec, duration_s=lead_in_s + window_s), raw, stem)
@@ -115,7 +119,7 @@ def run(args: argparse.Namespace) -> dict:
         for r in range(1, args.rounds + 1):
             for arm in rng.sample(ARMS, len(ARMS)):
                 if arm == "bare":
-                    rps, start_ns, end_ns = bare_window(h, args.lead_in_s, args.window_s, f"r{r}")
+                    rps, start_ns, end_ns = bare_window(h, args.lead_in_s, args.window_s, f"r{r}", cell_run.spec)
                     reading = probe.reading(start_ns, end_ns).unit_ns
                 else:
                     poller.active = True

@@ -77,13 +77,11 @@ def summary(y: dict[str, list[float]], z: dict[str, list[float]]) -> dict:
             "log_ratio_mean": statistics.fmean(ratios), "log_ratio_sd": statistics.stdev(ratios)}
 
 
-def bare_window(h: mo.Harness, lead_in_s: float, window_s: float, stem: str,
-                spec: LoadSpec | None = None) -> tuple[float, int, int]:
-    """(2xx/s, monotonic ns when the window began, when it ended) of one bare oha run cut after its lead-in; `spec`:
-    the cell's (its variant URLs), else a single perf-test request."""
+def bare_window(h: mo.Harness, spec: LoadSpec, lead_in_s: float, window_s: float,
+                stem: str) -> tuple[float, int, int]:
+    """(2xx/s, monotonic ns when the window began, when it ended) of one bare oha run of `spec` (the cell's: its
+    variant URLs) cut after its lead-in."""
     engine = h.engine_for["oha"]
-    if spec is None:
-        spec = load_spec(wl.PERF_TEST, 1, base_url=h.base_url, routes=h.routes, connections=50, config=h.config)
     raw = h.workdir / "bare"
     raw.mkdir(exist_ok=True)
     argv = engine.command(replace(spec, duration_s=lead_in_s + window_s), raw, stem)
@@ -114,12 +112,13 @@ def run(args: argparse.Namespace) -> dict:
         cell_run = start_cell(cell, engine=h.engine_for["oha"], config=h.config, db=h.db, base_url=h.base_url,
                               run_dir=h.workdir, routes=h.routes, log=lambda _line: None)
         poller.active = False
-        bare_window(h, 0.5, 8.0, "warm")
+        single = load_spec(wl.PERF_TEST, 1, base_url=h.base_url, routes=h.routes, connections=50, config=h.config)
+        bare_window(h, single, 0.5, 8.0, "warm")
         rng = random.Random(args.seed)
         for r in range(1, args.rounds + 1):
             for arm in rng.sample(ARMS, len(ARMS)):
                 if arm == "bare":
-                    rps, start_ns, end_ns = bare_window(h, args.lead_in_s, args.window_s, f"r{r}", cell_run.spec)
+                    rps, start_ns, end_ns = bare_window(h, cell_run.spec, args.lead_in_s, args.window_s, f"r{r}")
                     reading = probe.reading(start_ns, end_ns).unit_ns
                 else:
                     poller.active = True

@@ -37,6 +37,14 @@ class AdditiveFit:
     iterations: int
 
 
+def _array(y: PerRound, names: Sequence[str]) -> np.ndarray:
+    """`names`' rows of `y` as a stacks × rounds array, nan where a stack has no window (or fewer rounds)."""
+    table = np.full((len(names), max((len(y[s]) for s in names), default=0)), np.nan)
+    for i, s in enumerate(names):
+        table[i, :len(y[s])] = [np.nan if v is None else float(v) for v in y[s]]
+    return table
+
+
 def additive_fit(y: PerRound) -> AdditiveFit:
     """The two-way least-squares fit of `y`: y[s,r] = μ_s + ρ_r + e by alternating means (Gauss–Seidel on
     the normal equations: exact after one pass for a complete design, converging for a connected one) until
@@ -44,10 +52,7 @@ def additive_fit(y: PerRound) -> AdditiveFit:
     stacks × rounds array (the verdict fits every table after every round of a race, and the simulations of
     tests/unit/test_verdict_simulation.py thousands of races)."""
     names = [s for s, vals in y.items() if any(v is not None for v in vals)]
-    width = max((len(y[s]) for s in names), default=0)
-    table = np.full((len(names), width), np.nan)
-    for i, s in enumerate(names):
-        table[i, :len(y[s])] = [np.nan if v is None else float(v) for v in y[s]]
+    table = _array(y, names)
     present = ~np.isnan(table)
     rounds = np.flatnonzero(present.any(axis=0))
     present, table = present[:, rounds], np.where(present, table, 0.0)[:, rounds]
@@ -75,10 +80,7 @@ def paired_differences(y: PerRound, names: Sequence[str]) -> tuple[np.ndarray, .
     """Every pair (a, b) of `names`, a before b (in `itertools.combinations` order), as arrays over the pairs:
     a's and b's index in `names`, the rounds both were measured in, the mean of a's minus b's value over them (nan
     without any) and the sample variance of those differences (nan under 2 rounds)."""
-    rounds = max((len(y[s]) for s in names), default=0)
-    table = np.full((len(names), rounds), np.nan)
-    for i, s in enumerate(names):
-        table[i, :len(y[s])] = [np.nan if v is None else v for v in y[s]]
+    table = _array(y, names)
     first, second = np.triu_indices(len(names), k=1)
     diffs = table[first] - table[second]
     present = ~np.isnan(diffs)

@@ -43,8 +43,9 @@ def test_a_real_run_records_peak_connections_warmup_memory_and_where_things_ran(
     (cell,) = results.cells
     info = results.stack("fixture-good")
     assert cell.status == "ok", cell.error
-    # the fixture opens a connection per request: 4 VUs hold between 1 and 4 at once
-    assert cell.peak_connections is not None and 1 <= cell.peak_connections <= 4
+    # the fixture opens a connection per request: 4 VUs and pgarena's answer sampler (verify/checks.py: one
+    # request at a time, beside the load) hold between 1 and 5 at once (a CI run on 2026-11-28 saw 5)
+    assert cell.peak_connections is not None and 1 <= cell.peak_connections <= 4 + 1
     assert cell.repetitions[0].peak_connections is not None and cell.warmup.peak_connections is not None
     assert info.peak_connections is not None and info.peak_connections >= cell.peak_connections
     assert "pool-exceeded" not in cell.flags and "pool-exceeded" not in info.flags

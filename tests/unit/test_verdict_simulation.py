@@ -55,7 +55,7 @@ class Scenario:
 
 def simulate(scenario: Scenario, seed: int) -> tuple[bool, int, int, bool, int]:
     """One raced table: (any false claim, neighbouring pairs resolved in the right order, neighbours,
-    coherent, those resolved by the confidence sequences alone at the whole error)."""
+    coherent, those resolved by the confidence sequences alone at the whole error: 0 unless budgeted)."""
     rng = random.Random(f"verdict-sim:{seed}")
     names = [f"s{i:02d}" for i in range(scenario.stacks)]
     truth = {s: -i * math.log(1 + scenario.gap) for i, s in enumerate(names)}
@@ -83,7 +83,6 @@ def simulate(scenario: Scenario, seed: int) -> tuple[bool, int, int, bool, int]:
     outcome = run_rounds([(s, CELL) for s in names], seed=seed, measure=measure, clock=lambda: clock[0], policy=policy)
     references = outcome.references[CELL] if scenario.probe else None
     inference = judge(outcome.values[CELL], references, horizon=outcome.horizon.get(CELL, ()))
-    whole = judge(outcome.values[CELL], references)
     false_claim = any(inference.surely_above(a, b) and not truth[a] > truth[b] + 1e-12
                       for a in names for b in names if a != b)
     order = inference.order()
@@ -96,8 +95,12 @@ def simulate(scenario: Scenario, seed: int) -> tuple[bool, int, int, bool, int]:
                    and int(ranks[a].split("–")[0]) < int(ranks[b].split("–")[0])
                    for a in names for b in names if a != b and inference.surely_above(a, b))
     coherent = coherent and not any(inference.surely_above(s, order[0]) for s in names)
-    whole_order = whole.order()
-    by_whole = sum(1 for a, b in zip(whole_order, whole_order[1:]) if truth[a] > truth[b] and whole.surely_above(a, b))
+    by_whole = 0
+    if budget is not None:  # only the final look's test reads it: one more judge of the table
+        whole = judge(outcome.values[CELL], references)
+        whole_order = whole.order()
+        by_whole = sum(1 for a, b in zip(whole_order, whole_order[1:])
+                       if truth[a] > truth[b] and whole.surely_above(a, b))
     return false_claim, resolved, len(names) - 1, coherent, by_whole
 
 

@@ -8,7 +8,8 @@ the same, and the probe check (probecheck.py) tests the stack effects of the pro
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -26,15 +27,34 @@ class AdditiveFit:
 
     stack_effects: dict[str, float]
     """μ: each stack's level (only differences between stacks are meaningful)."""
-    round_effects: dict[int, float]
-    """ρ: each round's shared deviation, centred to mean 0 over the rounds present."""
-    residuals: dict[tuple[str, int], float]
-    """e per (stack, round index) window."""
     rss: float
     """Residual sum of squares."""
     df: int
     """Residual degrees of freedom N − S − R + 1 (can be ≤ 0 for a tiny table)."""
     iterations: int
+    _arrays: tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(repr=False, compare=False)
+    """(stack names, round indices, ρ per round, the stacks × rounds residuals, which of them are windows): the
+    source of `round_effects` and `residuals`, made into dicts only when read (the verdict fits every table after
+    every round of a race and reads neither)."""
+
+    @cached_property
+    def round_effects(self) -> dict[int, float]:
+        """ρ: each round's shared deviation, centred to mean 0 over the rounds present."""
+        _, rounds, rho, _, _ = self._arrays
+        return dict(zip(rounds.tolist(), rho.tolist()))
+
+    @cached_property
+    def residuals(self) -> dict[tuple[str, int], float]:
+        """e per (stack, round index) window."""
+        names, rounds, _, errors, present = self._arrays
+        return {(names[i], int(rounds[j])): float(errors[i, j]) for i, j in zip(*np.nonzero(present))}
+
+    def round_effect_list(self, rounds: int) -> list[float]:
+        """ρ of round indices 0 … rounds − 1 (0 for a round without a window)."""
+        _, present_rounds, rho, _, _ = self._arrays
+        out = np.zeros(rounds)
+        out[present_rounds] = rho
+        return out.tolist()
 
 
 def _array(y: PerRound, names: Sequence[str]) -> np.ndarray:
@@ -69,11 +89,10 @@ def additive_fit(y: PerRound) -> AdditiveFit:
         if change <= FIT_TOLERANCE:
             break
     errors = table - mu[:, None] - rho[None, :]
-    residuals = {(names[i], int(rounds[j])): float(errors[i, j]) for i, j in zip(*np.nonzero(present))}
-    df = len(residuals) - len(names) - len(rounds) + 1
     kept = errors[present]
-    return AdditiveFit({s: float(m) for s, m in zip(names, mu)}, {int(r): float(v) for r, v in zip(rounds, rho)},
-                       residuals, float(np.dot(kept, kept)), df, iterations)
+    df = len(kept) - len(names) - len(rounds) + 1
+    return AdditiveFit(dict(zip(names, mu.tolist())), float(np.dot(kept, kept)), df, iterations,
+                       (names, rounds, rho, errors, present))
 
 
 def paired_differences(y: PerRound, names: Sequence[str]) -> tuple[np.ndarray, ...]:

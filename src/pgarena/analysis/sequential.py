@@ -59,7 +59,7 @@ import numpy as np
 
 from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit, paired_differences
 from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
-from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, inverse_bounds, ratio_bounds, t_critical
+from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, LOG_FLOAT_MAX, inverse_bounds, t_critical
 
 DEFAULT_FAMILY_LEVEL = 0.95
 """Probability that every interval of a table holds at once, at whatever round the run stopped."""
@@ -190,7 +190,7 @@ def _logs(values: Sequence[float | None]) -> list[float | None]:
 def _two_way(y: PerRound, rounds: int) -> tuple[dict[str, float], list[float], float, int]:
     """`additive_fit` as (μ, ρ per round index, residual sum of squares, residual df)."""
     fit = additive_fit(y)
-    return fit.stack_effects, [fit.round_effects.get(r, 0.0) for r in range(rounds)], fit.rss, fit.df
+    return fit.stack_effects, fit.round_effect_list(rounds), fit.rss, fit.df
 
 
 def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFit:
@@ -341,13 +341,21 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
     if final_alpha is not None:
         both = np.array([names[first[k]] in horizon and names[second[k]] in horizon for k in kept], dtype=bool)
         fixed[both] = half_widths(n[kept][both], variance[kept][both], final_alpha, df[kept][both], final=True)
-    columns = zip(first[kept].tolist(), second[kept].tolist(), centre[kept].tolist(), n[kept].tolist(),
-                  variance[kept].tolist(), df[kept].tolist(), np.minimum(widths, fixed).tolist(), (fixed < widths).tolist())
-    for i, j, mean, count, var, dof, width, last in columns:
-        low, high = ratio_bounds(mean, width)
-        inference.pairs[(names[i], names[j])] = PairInterval(math.exp(mean), low, high, count, level, margin, var, dof,
-                                                             final=last)
+    lows, highs = _ratio_bounds(centre[kept], np.minimum(widths, fixed))
+    columns = zip(first[kept].tolist(), second[kept].tolist(), np.exp(centre[kept]).tolist(), lows.tolist(),
+                  highs.tolist(), n[kept].tolist(), variance[kept].tolist(), df[kept].tolist(), (fixed < widths).tolist())
+    for i, j, ratio, low, high, count, var, dof, last in columns:
+        inference.pairs[(names[i], names[j])] = PairInterval(ratio, low, high, count, level, margin, var, dof, final=last)
     return inference
+
+
+def _ratio_bounds(log_centres: np.ndarray, log_half_widths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`stats.intervals.ratio_bounds` of many intervals at once: 0 and inf where a bound is infinite or overflows."""
+    finite = np.isfinite(log_half_widths)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tops = log_centres + log_half_widths
+        return (np.where(finite, np.exp(log_centres - log_half_widths), 0.0),
+                np.where(finite & (tops < LOG_FLOAT_MAX), np.exp(np.minimum(tops, LOG_FLOAT_MAX)), np.inf))
 
 
 def paired_order(inference: Inference) -> list[str]:

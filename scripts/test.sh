@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite in two phases, arguments (`make test ARGS='-k wire'`) passed to both.
-#   1. every test that measures nothing, two at a time (pytest-xdist; a module goes to one worker whole, and
+#   1. every test that measures nothing, three at a time on the two cores (pytest-xdist; most of a test waits on a
+#      window, a build or a cluster start, which a third worker fills; a module goes to one worker whole, and
 #      tests/conftest.py TOGETHER keeps the network-namespace modules, and the real-stack ones, on one worker);
 #   2. the tests whose assertion reads a measured time, rate or order (tests/conftest.py SERIAL), alone.
 # Both phases copy their managed clusters from one template folder (db/template.py), removed at the end unless
@@ -15,7 +16,7 @@ if [ -z "${PGARENA_TEMPLATE_PGDATA+set}" ]; then
   trap 'rm -rf "$PGARENA_TEMPLATE_PGDATA"' EXIT
 fi
 
-workers="${PGARENA_TEST_WORKERS:-2}"
+workers="${PGARENA_TEST_WORKERS:-3}"
 started=$(date +%s)
 echo "== phase 1 of 2: the tests that measure nothing, $workers at a time"
 .venv/bin/python -m pytest -q -ra --durations=15 -n "$workers" -m "not serial" "$@"

@@ -134,7 +134,7 @@ SERIAL: dict[str, str] = {
         "a direct first request under 20 ms (20.5 ms beside another test on a fresh clone)",
 }
 """Tests (a module, or one test by its node id) whose assertion reads a measured time, rate or order: `make test`
-runs them after the others, alone on the machine (scripts/test.sh); the rest run two at a time (pytest-xdist)."""
+runs them after the others, alone on the machine (scripts/test.sh); the rest run three at a time (pytest-xdist)."""
 
 TOGETHER: dict[str, str] = {
     **{path: "netns" for path in (

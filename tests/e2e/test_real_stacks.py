@@ -142,7 +142,7 @@ def test_copies_of_a_real_stack_are_never_ordered(tmp_path):
     and `pgarena calibrate` measure."""
     _engine_or_skip("oha")
     done = _pgarena("calibrate", "--stack", "go-nethttp-pgx", "--copies", "3", "--workloads", "static,perf-test",
-                    "--vus", "50", "--budget", "4m", "--confidence", "0.999", "--results-dir", str(tmp_path),
+                    "--vus", "50", "--budget", "2m30s", "--confidence", "0.999", "--results-dir", str(tmp_path),
                     "--run-id", "aa")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = load(tmp_path / "aa" / "run")

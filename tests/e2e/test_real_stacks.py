@@ -133,21 +133,23 @@ def test_forked_workers_share_the_pool_so_the_total_is_the_pool_size(tmp_path, s
 
 def test_copies_of_a_real_stack_are_never_ordered(tmp_path):
     """Issue 21, item 3: the A/A check with a real stack — three copies of go-nethttp-pgx under three ids,
-    raced by the default schedule within a short budget: no order may be claimed among them (exit 0).
+    raced by the default schedule within a short budget: no order may be claimed among them (exit 0). One table,
+    the headline's workload, within 3m (2026-11-28: with static beside it, 2m30s left the second table unmeasured
+    in a CI run, and 4m took 185 s of CI; perf-test alone got 5 rounds in 2m30s, 95 s of the test).
 
     At the default 95 % a table of copies claims an order in up to 5 % of runs by design — a CI run failed on
     one (perf-test: 0.89, 0.80–0.99) — so this test asks for 99.9 %: a verdict that holds its level fails it in
-    at most 0.2 % of CI runs over its two tables; one that claims orders among copies at many times its level
-    still fails it. The rate at the default level is what the simulation tests (tests/unit/test_verdict_simulation.py)
-    and `pgarena calibrate` measure."""
+    at most 0.1 % of CI runs; one that claims orders among copies at many times its level still fails it. The
+    rate at the default level is what the simulation tests (tests/unit/test_verdict_simulation.py) and
+    `pgarena calibrate` measure."""
     _engine_or_skip("oha")
-    done = _pgarena("calibrate", "--stack", "go-nethttp-pgx", "--copies", "3", "--workloads", "static,perf-test",
-                    "--vus", "50", "--budget", "2m30s", "--confidence", "0.999", "--results-dir", str(tmp_path),
+    done = _pgarena("calibrate", "--stack", "go-nethttp-pgx", "--copies", "3", "--workloads", "perf-test",
+                    "--vus", "50", "--budget", "3m", "--confidence", "0.999", "--results-dir", str(tmp_path),
                     "--run-id", "aa")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = load(tmp_path / "aa" / "run")
     assert results.config["confidence_level"] == 0.999
-    assert {c.workload for c in results.cells if c.summary is not None} == {"static", "perf-test"}
+    assert {c.workload for c in results.cells if c.summary is not None} == {"perf-test"}
     from pgarena.analysis.verdicts import run_verdicts
 
     for verdict in run_verdicts(results).values():

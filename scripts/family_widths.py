@@ -24,11 +24,17 @@ from scipy.stats import norm, studentized_range
 from pgarena.analysis.sequential import DEFAULT_FAMILY_LEVEL, FINAL_SHARE, fixed_half_width, half_width, pair_count
 
 
-def holm_critical(stacks: int, ordered: int, alpha: float = 1 - DEFAULT_FAMILY_LEVEL) -> tuple[float, float]:
-    """The normal critical value of a pair left open once `ordered` pairs are ordered: (Holm's one-sided form,
-    its two-sided form)."""
+def holm_errors(stacks: int, ordered: int, alpha: float = 1 - DEFAULT_FAMILY_LEVEL) -> tuple[float, float]:
+    """The two-sided error a pair left open gets once `ordered` pairs are ordered: (Holm's one-sided form, α/(2P − r)
+    on each side; its two-sided form, α/(P − r))."""
     pairs = pair_count(stacks)
-    return norm.isf(alpha / (2 * pairs - ordered)), norm.isf(alpha / (pairs - ordered) / 2)
+    return 2 * alpha / (2 * pairs - ordered), alpha / (pairs - ordered)
+
+
+def holm_critical(stacks: int, ordered: int, alpha: float = 1 - DEFAULT_FAMILY_LEVEL) -> tuple[float, float]:
+    """`holm_errors` as normal critical values."""
+    one_sided, two_sided = holm_errors(stacks, ordered, alpha)
+    return norm.isf(one_sided / 2), norm.isf(two_sided / 2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         one_sided, two_sided = holm_critical(args.stacks, ordered, alpha)
         print(f"  Holm with {ordered} pairs ordered: one-sided form z {one_sided:.3f} "
               f"({one_sided / bonferroni:.3f}); two-sided form z {two_sided:.3f} ({two_sided / bonferroni:.3f})")
-        holm = 2 * alpha / (2 * pairs - ordered)  # the one-sided form as a two-sided error
+        holm = holm_errors(args.stacks, ordered, alpha)[0]
         race = [half_width(args.rounds, variance, (1 - FINAL_SHARE) * a) for a in (alpha / pairs, holm)]
         final = [fixed_half_width(args.rounds, variance, FINAL_SHARE * a) for a in (alpha / pairs, holm)]
         print(f"    at {args.rounds} rounds, log-sd {args.sd}: confidence sequence ±{race[0]:.4f} → ±{race[1]:.4f} "

@@ -355,7 +355,7 @@ def _ratio_bounds(log_centres: np.ndarray, log_half_widths: np.ndarray) -> tuple
     with np.errstate(over="ignore", invalid="ignore"):
         tops = log_centres + log_half_widths
         return (np.where(finite, np.exp(log_centres - log_half_widths), 0.0),
-                np.where(finite & (tops < LOG_FLOAT_MAX), np.exp(np.minimum(tops, LOG_FLOAT_MAX)), np.inf))
+                np.where(finite & (tops < LOG_FLOAT_MAX), np.exp(tops), np.inf))
 
 
 def paired_order(inference: Inference) -> list[str]:

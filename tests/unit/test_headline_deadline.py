@@ -1,6 +1,6 @@
 """The headline's deadline moves with its measured slot (pipeline/rounds.py): it gets every second up to the run's
-end that the phases after it are not forecast to need at their least rounds, and never less than its share. A phase
-after it takes only the tables whose least rounds still fit its share (rounds.tables_that_fit)."""
+end that the phases after it are not forecast to need at their least rounds, and never less than its own least
+rounds. A phase after it takes only the tables whose least rounds still fit its share (rounds.tables_that_fit)."""
 
 from __future__ import annotations
 
@@ -40,12 +40,16 @@ def test_what_the_later_phases_need_is_forecast_from_the_headlines_own_overhead_
     assert later_need_s([CLOSED, CLOSED], 1.733, 1.5) == pytest.approx(2 * later_need_s([CLOSED], 1.733, 1.5))
 
 
-def test_the_headline_takes_what_is_left_but_never_less_than_its_share():
-    deadline = moving_deadline(static=1000.0, end=3000.0, needs=[CLOSED], own_window_s=1.5)
+def test_the_headline_takes_what_is_left_but_never_less_than_its_least_rounds():
+    deadline = moving_deadline(start=100.0, least_windows=60, end=3000.0, needs=[CLOSED], own_window_s=1.5)
     assert deadline(1.733) == pytest.approx(3000.0 - later_need_s([CLOSED], 1.733, 1.5))
     assert deadline(1.733) > deadline(2.5), "a slower slot leaves the headline less"
-    assert deadline(30.0) == 1000.0, "later phases that need more than is left do not shrink the headline's share"
-    assert moving_deadline(1000.0, 3000.0, [], 1.5)(1.7) == 3000.0, "nothing after it: all of the time"
+    # later tables that need more than is left take all but the headline's least rounds (bench15, 2026-11-28: a
+    # share of 40 % kept for the headline left a later table out)
+    assert deadline(30.0) == pytest.approx(100.0 + FORECAST_MARGIN * 60 * 30.0)
+    late = moving_deadline(start=2500.0, least_windows=60, end=3000.0, needs=[CLOSED], own_window_s=1.5)
+    assert late(1.733) == pytest.approx(2500.0 + FORECAST_MARGIN * 60 * 1.733), "its least rounds, whatever is left"
+    assert moving_deadline(100.0, 60, 3000.0, [], 1.5)(1.7) == 3000.0, "nothing after it: all of the time"
 
 
 def _run(phases, *, deadline=5000.0, slo=None, pools=(), pool=None, warmed=(), measured=()):
@@ -90,11 +94,16 @@ def test_a_phases_need_counts_its_measurable_cells_and_the_warm_ups_still_to_com
     assert phase_need(run, closed).warmup_s == pytest.approx(4 * (1.0 + WARMUP_OVERHEAD_S))
 
 
-def test_only_a_headline_with_nothing_but_its_batchs_phases_after_it_moves():
+def test_only_a_headline_with_nothing_but_its_batchs_phases_after_it_moves(monkeypatch):
+    import pgarena.pipeline.rounds as rounds
+
+    monkeypatch.setattr(rounds.time, "monotonic", lambda: 1000.0)
     headline, closed = _phases()
-    moving = headline_deadline_of(_run([headline, closed]), headline, static=1000.0, last=False)
+    moving = headline_deadline_of(_run([headline, closed]), headline, static=1000.0, last=False, least=3)
     assert moving is not None and moving(1.7) == pytest.approx(
         5000.0 - BUDGET_RESERVE_S - later_need_s([phase_need(_run([headline, closed]), closed)], 1.7, 1.5))
+    # its least rounds: 3 of its 2 stacks, from now on
+    assert moving(1000.0) == pytest.approx(1000.0 + FORECAST_MARGIN * 3 * 2 * 1000.0)
     assert headline_deadline_of(_run([headline, closed]), closed, 1000.0, False) is None, "not the headline"
     assert headline_deadline_of(_run([headline]), headline, 1000.0, True) is None, "the last phase has it all"
     assert headline_deadline_of(_run([headline, closed], deadline=None), headline, None, False) is None

@@ -27,7 +27,8 @@ DEFAULT_MAX_REWARM_S = 2.0
 DEFAULT_WARMUP_CAP_S = 60.0
 """The longest warm-up of one cell (warmup.py); a stack still changing then is recorded as not steady."""
 DEFAULT_HEADLINE_SHARE = 1 / 3
-"""With a time budget, the headline's rounds get at least this share of the time left when they start."""
+"""With a time budget and phases after the headline that are not forecast (SLO searches, several pool sizes), the
+headline's rounds get at least this share of the time left when they start."""
 DEFAULT_POOL_SIZE = 10
 """Database connections per stack, all its processes together (--pool-size)."""
 MAX_POOL_SIZE = 10_000

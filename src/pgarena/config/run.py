@@ -158,7 +158,8 @@ class RunConfig(BaseModel):
     later_tables: LaterTables | None = Field(None, description=(
         "interleaved: quicker windows for every table after the headline (the profile's; None: as the headline)"))
     headline_share: float = Field(DEFAULT_HEADLINE_SHARE, gt=0, lt=1, description=(
-        "with a budget: the least share of the time left that the headline's rounds get"))
+        "with a budget: the least share of the time left that the headline's rounds get when the phases after it are "
+        "not forecast (SLO searches, several pool sizes); otherwise it gets what they will not need"))
     generators: int = Field(1, ge=1, le=MAX_GENERATORS, description=(
         "k6 processes driving each window, each one execution segment of the load, merged exactly "
         "(load/distributed.py); 1 = the single generator"))

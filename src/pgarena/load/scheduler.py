@@ -11,7 +11,8 @@ race in the sense of Maron and Moore's Hoeffding races (NIPS 1993) and Birattari
 - a stack stays in a cell's rounds while a neighbouring pair it belongs to (any pair, with
   `RoundsPolicy.every_pair`) is *not resolved* (neither ordered nor equivalent within the margin) and still
   *within reach*: at its present estimate and noise it would
-  resolve within the rounds the cap and the time budget leave (`forecast.rounds_to_resolve`);
+  resolve within the rounds the cap and the time budget leave (`forecast.rounds_to_resolve`), a round costed at
+  the stacks that stay, the pairs nearest to resolution taken first (`_race`);
 - an A/B (`RoundsPolicy.gate`) asks one question of its one pair, the gate's: is head/base's interval wholly
   above or below the regression floor? That pair is open until it is; it leaves as out of reach only when the
   cap of rounds could not settle it (`GateRule.rounds_needed`), never on a forecast of the time left: a
@@ -229,6 +230,15 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
     def throughout(cell: Hashable) -> list[str]:
         """The cell's stacks measured in every round so far (a pair of two of them can still get the final look)."""
         return [s for s in stacks_of[cell] if s not in skipped[cell]]
+
+    def leave(cell: Hashable, stop: StopReason, room: tuple[int, int]) -> None:
+        """The cell leaves the rounds: its open pairs, unless settled, go to the record as they stand."""
+        cell_stop[cell] = stop
+        if min(room) <= 0:  # no round was left for it, whatever it showed: the time or the cap ended it
+            timed_out.append(cell)
+        left = state.pop(cell)
+        if stop != "settled":
+            parted.extend(_sentences(left, cell, label))
     while True:
         r += 1
         in_round = [(stack, cell) for stack, cell in pairs if cell in state and stack in state[cell].active]
@@ -253,6 +263,10 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             per_round = seconds_per_window * max(1, sum(len(s.active) for s in state.values()))
             by_time = int((deadline - clock()) // per_round)
         open_sentences = []
+        narrowed: list[Hashable] = []
+        # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
+        timed = policy.forecast and not policy.gate and deadline is not None and seconds_per_window is not None
+        room = (by_cap, by_time if timed else by_cap)
         for cell in list(state):
             cell_rounds[cell] = r
             left_out = set(unranked(cell)) if unranked is not None else set()
@@ -260,19 +274,21 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             per_stack = {s: _per_round(figures[cell][s], r) for s in judged}
             reference = {s: _per_round(refs[cell][s], r) for s in judged}
             stop = _judge_cell(state[cell], per_stack, reference, policy)
-            # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
-            room = (by_cap, by_cap if policy.gate or not policy.forecast else by_time)
-            if stop is None and r >= policy.min_rounds:
-                stop = _narrow(state[cell], room, policy.gate, throughout(cell))
-                state[cell].active &= set(judged)  # the unranked ones had their least rounds
-            if stop is not None and r >= policy.min_rounds:
-                cell_stop[cell] = stop
-                if min(room) <= 0:  # no round was left for it, whatever it showed: the time or the cap ended it
-                    timed_out.append(cell)
-                del_state = state.pop(cell)
-                if stop != "settled":
-                    parted += _sentences(del_state, cell, label)
+            if r < policy.min_rounds:
                 continue
+            if stop is not None:
+                leave(cell, stop, room)
+                continue
+            state[cell].active &= set(judged)  # the unranked ones had their least rounds
+            narrowed.append(cell)
+        if narrowed:
+            stops = _race({c: state[c] for c in narrowed}, by_cap, policy.gate, throughout,
+                          (deadline - clock(), seconds_per_window) if timed else None,  # type: ignore[operator]
+                          fixed=sum(len(s.active) for c, s in state.items() if c not in narrowed))
+            for cell in narrowed:
+                if stops[cell] is not None:
+                    leave(cell, stops[cell], room)  # type: ignore[arg-type]
+        for cell in state:
             open_sentences += _sentences(state[cell], cell, label)
         open_sentences = parted + open_sentences
         if on_round_end is not None:
@@ -329,28 +345,56 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
     return None if cell.open_pairs else "settled"
 
 
-def _narrow(cell: _CellState, remaining: tuple[int, int], gate: GateRule | None = None,
-            whole: Collection[str] = ()) -> StopReason | None:
-    """After the minimum rounds: keep only the stacks of open pairs within reach of the rounds left
-    (`remaining` = (rounds the cap leaves, rounds the time budget leaves)). No pair within reach: 'budget'
-    when the cap would have allowed one, 'max-rounds' when the cap allows no more, else 'out-of-reach'. A pair of
-    two stacks of `whole` (measured in every round so far) is forecast at the final look it can still get; any
+def _race(cells: Mapping[Hashable, _CellState], by_cap: int, gate: GateRule | None,
+          throughout: Callable[[Hashable], Collection[str]], time_left: tuple[float, float] | None,
+          fixed: int = 0) -> dict[Hashable, StopReason | None]:
+    """After the minimum rounds: keep racing only the open pairs within reach, and in each cell only their stacks.
+    A pair is within reach when the rounds its forecast needs fit in the cap (`by_cap` rounds left) and, with a
+    `time_left` = (seconds, seconds per window), in the rounds that time allows *at the cost of the stacks that stay*:
+    the pairs are taken from the nearest to resolution on, each kept if its rounds fit at the cost of the stacks
+    kept so far and its own (and `fixed` windows a round of cells not raced here). Costing a round at every stack
+    still in it (as before 2026-11-28) gave up pairs at the first look that the next look, with the others gone,
+    found within reach again: a stack left and came back, its pairs short of the rounds in between (bench14: a
+    neighbouring pair at 7 paired rounds of 28). No pair within reach: 'budget' when the cap would have allowed
+    one, 'max-rounds' when the cap allows no more, else 'out-of-reach'; None: the cell races on. A pair of two stacks
+    of the cell's `throughout` (measured in every round so far) is forecast at the final look it can still get; any
     other at the confidence sequence."""
-    if cell.inference is None:  # a one-stack cell still short of its precision
-        return None
-    by_cap, by_time = remaining
-    reachable, within_cap = [], False
-    for a, b in cell.open_pairs:
-        found = cell.inference.interval(a, b)
-        need = (gate.rounds_needed(cell.inference) if gate is not None and {a, b} == {gate.head, gate.base}
-                else rounds_to_resolve(cell.inference, a, b, final=a in whole and b in whole))
-        if need is None or found is None:
+    stops: dict[Hashable, StopReason | None] = {}
+    candidates: list[tuple[int, int, Hashable, str, str]] = []
+    within_cap: dict[Hashable, bool] = {}
+    for cell, state in cells.items():
+        if state.inference is None:  # a one-stack cell still short of its precision
+            stops[cell] = None
+            fixed += len(state.active)
             continue
-        more = need - found.rounds
-        within_cap = within_cap or more <= by_cap
-        if more <= min(by_cap, by_time):
-            reachable.append((a, b))
-    if not reachable:
-        return "budget" if within_cap else "max-rounds" if by_cap <= 0 else "out-of-reach"
-    cell.active = {s for pair in reachable for s in pair}
-    return None
+        whole = set(throughout(cell))
+        within_cap[cell] = False
+        for a, b in state.open_pairs:
+            found = state.inference.interval(a, b)
+            need = (gate.rounds_needed(state.inference) if gate is not None and {a, b} == {gate.head, gate.base}
+                    else rounds_to_resolve(state.inference, a, b, final=a in whole and b in whole))
+            if need is None or found is None:
+                continue
+            more = need - found.rounds
+            within_cap[cell] = within_cap[cell] or more <= by_cap
+            if more <= by_cap:
+                candidates.append((more, len(candidates), cell, a, b))
+    kept: dict[Hashable, set[str]] = defaultdict(set)
+    windows = fixed
+    for more, _, cell, a, b in sorted(candidates, key=lambda c: c[:2]):
+        added = {a, b} - kept[cell]
+        if time_left is not None:
+            seconds, per_window = time_left
+            if more > seconds // (per_window * max(1, windows + len(added))):
+                continue
+        kept[cell] |= added
+        windows += len(added)
+    for cell, state in cells.items():
+        if cell in stops:
+            continue
+        if not kept.get(cell):
+            stops[cell] = "budget" if within_cap[cell] else "max-rounds" if by_cap <= 0 else "out-of-reach"
+            continue
+        state.active = kept[cell]
+        stops[cell] = None
+    return stops

@@ -25,7 +25,7 @@ import datetime as dt
 import time
 from collections.abc import Collection, Hashable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pgarena.analysis.ranking import headline_key
@@ -285,12 +285,17 @@ class InterleavedRun:
         # nothing after this phase (no other phase, pool size or SLO search): it may spend the budget's rest
         last = batch_is_last(self) and all(p.name in self.finished_phases for p in self.phases if p is not phase)
         static = self.phase_deadline(phase)  # after the warm-ups, as forecast: no earlier than the one above
-        moving = headline_deadline_of(self, phase, static, last)
-        policy = rounds_policy(config, least, static, tables, last=last, deadline_of=moving)
+        policy = rounds_policy(config, least, static, tables, last=last)
+        resumed = len({r for _, _, r in known})  # rounds measured before a resume
+        moving = headline_deadline_of(self, phase, static, last, least=max(0, policy.min_rounds - resumed))
+        if moving is not None:
+            policy = replace(policy, deadline_of=moving)
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),
                            unit="window")
         left = "" if policy.deadline is None else f", {format_duration(max(0.0, policy.deadline - time.monotonic()))} of the budget"
-        left += " or more: what the tables after it will not need" if moving else ""
+        if moving is not None and ctx.deadline is not None:
+            left = (f", what the tables after it will not need of the {format_duration(ctx.deadline - time.monotonic())} "
+                    "left (its least rounds at the least)")
         ctx.log(f"{phase.name} phase: {record.cells} cell(s) × {len({k[0] for k in phase.cells})} stack(s), "
                 f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed}){left}")
 

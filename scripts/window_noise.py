@@ -19,6 +19,7 @@ than the other's by more than chance carries noise of its own.
 
     .venv/bin/python scripts/window_noise.py --rounds 60 --window-s 1
     .venv/bin/python scripts/window_noise.py --rounds 60 --window-s 0.5
+    .venv/bin/python scripts/window_noise.py --rounds 60 --arms pgarena,bare,runner   # the runner alone, a third arm
 
 A user's mistake (unknown stack, oha missing) is one line and exit code 2.
 """
@@ -51,6 +52,10 @@ from pgarena.system.envelope import pinned_to  # noqa: E402
 from pgarena.system.speedprobe import SpeedProbe  # noqa: E402
 
 ARMS = ("pgarena", "bare")
+RUNNER = "runner"
+"""A third arm on request (--arms): the bare arm's argv run by pgarena's own runner (`children.run_measured`, its CPU
+polled every 20 ms as a window's is) and none of pgarena's other work: whether the runner or the work around it
+makes the pgarena arm differ from the bare one."""
 
 
 def log_sd(values: list[float]) -> float:
@@ -68,13 +73,30 @@ def corrected(y: dict[str, list[float]], z: dict[str, list[float]]) -> tuple[dic
 
 
 def summary(y: dict[str, list[float]], z: dict[str, list[float]]) -> dict:
-    """Each arm's scatter, raw and after the probe, and the per-round log-ratio pgarena/bare."""
+    """Each arm's scatter, raw and after the probe, and every other arm's per-round log-ratio to bare (pgarena's
+    also as log_ratio_mean and log_ratio_sd)."""
     adjusted, beta = corrected(y, z)
-    ratios = [math.log(p / b) for p, b in zip(y["pgarena"], y["bare"])]
-    return {"rounds": len(ratios), "beta": beta,
-            "log_sd": {a: log_sd(y[a]) for a in ARMS},
-            "log_sd_after_probe": {a: statistics.stdev(adjusted[a]) for a in ARMS},
-            "log_ratio_mean": statistics.fmean(ratios), "log_ratio_sd": statistics.stdev(ratios)}
+    vs_bare = {}
+    for arm in [a for a in y if a != "bare"]:
+        ratios = [math.log(p / b) for p, b in zip(y[arm], y["bare"])]
+        vs_bare[arm] = {"mean": statistics.fmean(ratios), "sd": statistics.stdev(ratios),
+                        "se": statistics.stdev(ratios) / math.sqrt(len(ratios))}
+    return {"rounds": len(y["bare"]), "beta": beta,
+            "log_sd": {a: log_sd(y[a]) for a in y},
+            "log_sd_after_probe": {a: statistics.stdev(adjusted[a]) for a in y},
+            "log_ratio_mean": vs_bare["pgarena"]["mean"], "log_ratio_sd": vs_bare["pgarena"]["sd"],
+            "vs_bare": vs_bare}
+
+
+def after_which(y: dict[str, list[float]], order: list[list[str]]) -> dict[str, dict[str, float]]:
+    """arm → the arm measured just before it in its round ('first': none) → mean ln 2xx/s less its round's mean:
+    whether what came before a window, not the arm itself, sets its rate."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for r, arms in enumerate(order):
+        mean = statistics.fmean(math.log(y[a][r]) for a in arms)
+        for i, arm in enumerate(arms):
+            found.setdefault(arm, {}).setdefault(arms[i - 1] if i else "first", []).append(math.log(y[arm][r]) - mean)
+    return {arm: {before: statistics.fmean(v) for before, v in by.items()} for arm, by in found.items()}
 
 
 def bare_window(h: mo.Harness, spec: LoadSpec, lead_in_s: float, window_s: float,
@@ -94,9 +116,28 @@ def bare_window(h: mo.Harness, spec: LoadSpec, lead_in_s: float, window_s: float
     return out.rps, started + int(lead_in_s * 1e9), ended
 
 
+def runner_window(h: mo.Harness, spec: LoadSpec, lead_in_s: float, window_s: float,
+                  stem: str) -> tuple[float, int, int]:
+    """As `bare_window`, the same argv, run by pgarena's `run_measured` (its CPU sampled as a window's is)."""
+    from pgarena.system.children import run_measured
+
+    engine = h.engine_for["oha"]
+    raw = h.workdir / "runner"
+    raw.mkdir(exist_ok=True)
+    argv = engine.command(replace(spec, duration_s=lead_in_s + window_s), raw, stem)
+    started = time.monotonic_ns()
+    run_measured(argv, stdout_path=raw / f"{stem}.stdout", stderr_path=raw / f"{stem}.stderr",
+                 cpus=h.config.generator_cpus, timeout_s=lead_in_s + window_s + 60, cpu_samples=[])
+    ended = time.monotonic_ns()
+    out = engine.parse_after_lead_in(raw, stem, lead_in_s=lead_in_s, window_s=window_s, timeout_s=spec.timeout_s)
+    return out.rps, started + int(lead_in_s * 1e9), ended
+
+
 def run(args: argparse.Namespace) -> dict:
-    y: dict[str, list[float]] = {a: [] for a in ARMS}
-    z: dict[str, list[float]] = {a: [] for a in ARMS}
+    arms = args.arms
+    y: dict[str, list[float]] = {a: [] for a in arms}
+    z: dict[str, list[float]] = {a: [] for a in arms}
+    order: list[list[str]] = []
     with ExitStack() as scope:
         inner = mo.parse_args(["--stack", args.stack, "--workload", wl.PERF_TEST, "--parameter", "1", "--vus", "50",
                                "--window-s", "1", "--warmup-s", "1"])
@@ -116,9 +157,11 @@ def run(args: argparse.Namespace) -> dict:
         bare_window(h, single, 0.5, 8.0, "warm")
         rng = random.Random(args.seed)
         for r in range(1, args.rounds + 1):
-            for arm in rng.sample(ARMS, len(ARMS)):
-                if arm == "bare":
-                    rps, start_ns, end_ns = bare_window(h, cell_run.spec, args.lead_in_s, args.window_s, f"r{r}")
+            order.append(rng.sample(arms, len(arms)))
+            for arm in order[-1]:
+                if arm in ("bare", RUNNER):
+                    window = bare_window if arm == "bare" else runner_window
+                    rps, start_ns, end_ns = window(h, cell_run.spec, args.lead_in_s, args.window_s, f"r{r}")
                     reading = probe.reading(start_ns, end_ns).unit_ns
                 else:
                     poller.active = True
@@ -133,10 +176,11 @@ def run(args: argparse.Namespace) -> dict:
                     raise mo.UsageError("the speed probe read nothing in a window")
                 y[arm].append(rps)
                 z[arm].append(reading)
-            print(f"round {r}/{args.rounds}: pgarena {y['pgarena'][-1]:,.0f}, bare {y['bare'][-1]:,.0f} 2xx/s",
+            print(f"round {r}/{args.rounds}: " + ", ".join(f"{a} {y[a][-1]:,.0f}" for a in arms) + " 2xx/s",
                   file=sys.stderr, flush=True)
     return {"stack": args.stack, "window_s": args.window_s, "lead_in_s": args.lead_in_s, "seed": args.seed,
-            "rps": y, "reference_unit_ns": z, "summary": summary(y, z)}
+            "rps": y, "reference_unit_ns": z, "order": order, "summary": summary(y, z),
+            "after": after_which(y, order)}
 
 
 def main(argv: list[str]) -> int:
@@ -147,19 +191,25 @@ def main(argv: list[str]) -> int:
     p.add_argument("--lead-in-s", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path("window-noise.json"))
+    p.add_argument("--arms", default=",".join(ARMS), help=f"of {', '.join((*ARMS, RUNNER))}; bare always")
     args = p.parse_args(argv)
     try:
         if args.rounds < 3 or args.window_s <= 0 or args.lead_in_s <= 0:
             raise mo.UsageError("--rounds must be at least 3, --window-s and --lead-in-s above 0")
+        args.arms = list(dict.fromkeys(a.strip() for a in args.arms.split(",") if a.strip()))
+        if "bare" not in args.arms or "pgarena" not in args.arms or not set(args.arms) <= {*ARMS, RUNNER}:
+            raise mo.UsageError(f"--arms: pgarena and bare, and {RUNNER} if wanted (got {','.join(args.arms)})")
         data = run(args)
     except mo.UsageError as exc:
         print(f"window_noise: {exc}", file=sys.stderr)
         return 2
     s = data["summary"]
-    for arm in ARMS:
-        print(f"{arm}: log-sd {s['log_sd'][arm]:.3f}, after the probe {s['log_sd_after_probe'][arm]:.3f}")
-    print(f"pgarena / bare per round: mean log-ratio {s['log_ratio_mean']:+.3f}, sd {s['log_ratio_sd']:.3f} "
-          f"({s['rounds']} rounds, β {s['beta']:.2f})")
+    for arm in args.arms:
+        print(f"{arm}: log-sd {s['log_sd'][arm]:.3f}, after the probe {s['log_sd_after_probe'][arm]:.3f}; "
+              "after " + ", ".join(f"{b} {v:+.3f}" for b, v in sorted(data["after"][arm].items())))
+    for arm, found in s["vs_bare"].items():
+        print(f"{arm} / bare per round: mean log-ratio {found['mean']:+.3f} (se {found['se']:.3f}), sd {found['sd']:.3f} "
+              f"({s['rounds']} rounds, β {s['beta']:.2f})")
     args.out.write_text(json.dumps(data) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0

@@ -45,3 +45,25 @@ def test_a_mistake_is_one_line_and_exit_code_2(wn, capsys):
     assert wn.main(["--rounds", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("window_noise: --rounds")
+
+
+def test_a_third_arm_is_compared_with_bare_and_what_came_before_each_window_is_read_apart(wn):
+    rng = random.Random(5)
+    rounds = 300
+    order = [rng.sample(["pgarena", "bare", "runner"], 3) for _ in range(rounds)]
+    y: dict[str, list[float]] = {"pgarena": [], "bare": [], "runner": []}
+    for arms in order:  # the runner arm 5 % above bare; any window right after pgarena's 10 % above
+        level = rng.gauss(0, 0.1)
+        for i, arm in enumerate(arms):
+            lift = (0.05 if arm == "runner" else 0.0) + (0.10 if i and arms[i - 1] == "pgarena" else 0.0)
+            y[arm].append(1000 * math.exp(level + lift + rng.gauss(0, 0.01)))
+    z = {a: [200.0 * math.exp(rng.gauss(0, 0.01)) for _ in range(rounds)] for a in y}
+    s = wn.summary(y, z)
+    assert set(s["vs_bare"]) == {"pgarena", "runner"}
+    # runner over pgarena: its own 5 %, and a third of its windows follow pgarena's (+10 %)
+    assert s["vs_bare"]["runner"]["mean"] - s["vs_bare"]["pgarena"]["mean"] == pytest.approx(0.05 + 0.10 / 3, abs=0.02)
+    after = wn.after_which(y, order)
+    # against its round's mean, which the lift raises by a third: about 0.07 of the 0.10
+    assert after["bare"]["pgarena"] - after["bare"]["runner"] > 0.05
+    assert after["runner"]["pgarena"] - after["runner"]["first"] > 0.05
+    assert abs(after["pgarena"]["bare"] - after["pgarena"]["runner"]) < 0.1, "what came before pgarena: no lift"

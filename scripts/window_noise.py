@@ -100,34 +100,25 @@ def after_which(y: dict[str, list[float]], order: list[list[str]]) -> dict[str, 
 
 
 def bare_window(h: mo.Harness, spec: LoadSpec, lead_in_s: float, window_s: float,
-                stem: str) -> tuple[float, int, int]:
+                stem: str, runner: bool = False) -> tuple[float, int, int]:
     """(2xx/s, monotonic ns when the window began, when it ended) of one bare oha run of `spec` (the cell's: its
-    variant URLs) cut after its lead-in."""
-    engine = h.engine_for["oha"]
-    raw = h.workdir / "bare"
-    raw.mkdir(exist_ok=True)
-    argv = engine.command(replace(spec, duration_s=lead_in_s + window_s), raw, stem)
-    with open(raw / f"{stem}.stdout", "wb") as out, open(raw / f"{stem}.stderr", "wb") as err:
-        started = time.monotonic_ns()
-        subprocess.run(["taskset", "-c", ",".join(map(str, h.config.generator_cpus)), *argv], stdout=out, stderr=err,
-                       stdin=subprocess.DEVNULL, check=False, timeout=lead_in_s + window_s + 60)
-        ended = time.monotonic_ns()
-    out = engine.parse_after_lead_in(raw, stem, lead_in_s=lead_in_s, window_s=window_s, timeout_s=spec.timeout_s)
-    return out.rps, started + int(lead_in_s * 1e9), ended
-
-
-def runner_window(h: mo.Harness, spec: LoadSpec, lead_in_s: float, window_s: float,
-                  stem: str) -> tuple[float, int, int]:
-    """As `bare_window`, the same argv, run by pgarena's `run_measured` (its CPU sampled as a window's is)."""
+    variant URLs) cut after its lead-in: started by `taskset` through `subprocess.run`, or with `runner` by
+    pgarena's `run_measured` (its CPU sampled as a window's is)."""
     from pgarena.system.children import run_measured
 
     engine = h.engine_for["oha"]
-    raw = h.workdir / "runner"
+    raw = h.workdir / (RUNNER if runner else "bare")
     raw.mkdir(exist_ok=True)
     argv = engine.command(replace(spec, duration_s=lead_in_s + window_s), raw, stem)
+    stdout, stderr, timeout = raw / f"{stem}.stdout", raw / f"{stem}.stderr", lead_in_s + window_s + 60
     started = time.monotonic_ns()
-    run_measured(argv, stdout_path=raw / f"{stem}.stdout", stderr_path=raw / f"{stem}.stderr",
-                 cpus=h.config.generator_cpus, timeout_s=lead_in_s + window_s + 60, cpu_samples=[])
+    if runner:
+        run_measured(argv, stdout_path=stdout, stderr_path=stderr, cpus=h.config.generator_cpus, timeout_s=timeout,
+                     cpu_samples=[])
+    else:
+        with open(stdout, "wb") as out, open(stderr, "wb") as err:
+            subprocess.run(["taskset", "-c", ",".join(map(str, h.config.generator_cpus)), *argv], stdout=out,
+                           stderr=err, stdin=subprocess.DEVNULL, check=False, timeout=timeout)
     ended = time.monotonic_ns()
     out = engine.parse_after_lead_in(raw, stem, lead_in_s=lead_in_s, window_s=window_s, timeout_s=spec.timeout_s)
     return out.rps, started + int(lead_in_s * 1e9), ended
@@ -160,8 +151,8 @@ def run(args: argparse.Namespace) -> dict:
             order.append(rng.sample(arms, len(arms)))
             for arm in order[-1]:
                 if arm in ("bare", RUNNER):
-                    window = bare_window if arm == "bare" else runner_window
-                    rps, start_ns, end_ns = window(h, cell_run.spec, args.lead_in_s, args.window_s, f"r{r}")
+                    rps, start_ns, end_ns = bare_window(h, cell_run.spec, args.lead_in_s, args.window_s, f"r{r}",
+                                                        runner=arm == RUNNER)
                     reading = probe.reading(start_ns, end_ns).unit_ns
                 else:
                     poller.active = True

@@ -263,7 +263,6 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             per_round = seconds_per_window * max(1, sum(len(s.active) for s in state.values()))
             by_time = int((deadline - clock()) // per_round)
         open_sentences = []
-        narrowed: list[Hashable] = []
         # an A/B's tables stop on the budget itself, not on a forecast of it: its one pair is all it has
         timed = policy.forecast and not policy.gate and deadline is not None and seconds_per_window is not None
         room = (by_cap, by_time if timed else by_cap)
@@ -280,14 +279,12 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                 leave(cell, stop, room)
                 continue
             state[cell].active &= set(judged)  # the unranked ones had their least rounds
-            narrowed.append(cell)
-        if narrowed:
-            stops = _race({c: state[c] for c in narrowed}, by_cap, policy.gate, throughout,
-                          (deadline - clock(), seconds_per_window) if timed else None,  # type: ignore[operator]
-                          fixed=sum(len(s.active) for c, s in state.items() if c not in narrowed))
-            for cell in narrowed:
-                if stops[cell] is not None:
-                    leave(cell, stops[cell], room)  # type: ignore[arg-type]
+        if r >= policy.min_rounds and state:  # every cell still here races on, judged together for the time
+            stops = _race(state, by_cap, policy.gate, throughout,
+                          (deadline - clock(), seconds_per_window) if timed else None)  # type: ignore[operator]
+            for cell, race_stop in stops.items():
+                if race_stop is not None:
+                    leave(cell, race_stop, room)
         for cell in state:
             open_sentences += _sentences(state[cell], cell, label)
         open_sentences = parted + open_sentences
@@ -346,13 +343,13 @@ def _judge_cell(cell: _CellState, per_stack: dict[str, list[float | None]],
 
 
 def _race(cells: Mapping[Hashable, _CellState], by_cap: int, gate: GateRule | None,
-          throughout: Callable[[Hashable], Collection[str]], time_left: tuple[float, float] | None,
-          fixed: int = 0) -> dict[Hashable, StopReason | None]:
+          throughout: Callable[[Hashable], Collection[str]],
+          time_left: tuple[float, float] | None) -> dict[Hashable, StopReason | None]:
     """After the minimum rounds: keep racing only the open pairs within reach, and in each cell only their stacks.
     A pair is within reach when the rounds its forecast needs fit in the cap (`by_cap` rounds left) and, with a
     `time_left` = (seconds, seconds per window), in the rounds that time allows *at the cost of the stacks that stay*:
     the pairs are taken from the nearest to resolution on, each kept if its rounds fit at the cost of the stacks
-    kept so far and its own (and `fixed` windows a round of cells not raced here). Costing a round at every stack
+    kept so far and its own (and a one-stack cell's window, which stays). Costing a round at every stack
     still in it (as before 2026-11-28) gave up pairs at the first look that the next look, with the others gone,
     found within reach again: a stack left and came back, its pairs short of the rounds in between (bench14: a
     neighbouring pair at 7 paired rounds of 28). No pair within reach: 'budget' when the cap would have allowed
@@ -362,6 +359,7 @@ def _race(cells: Mapping[Hashable, _CellState], by_cap: int, gate: GateRule | No
     stops: dict[Hashable, StopReason | None] = {}
     candidates: list[tuple[int, int, Hashable, str, str]] = []
     within_cap: dict[Hashable, bool] = {}
+    fixed = 0
     for cell, state in cells.items():
         if state.inference is None:  # a one-stack cell still short of its precision
             stops[cell] = None
@@ -383,10 +381,8 @@ def _race(cells: Mapping[Hashable, _CellState], by_cap: int, gate: GateRule | No
     windows = fixed
     for more, _, cell, a, b in sorted(candidates, key=lambda c: c[:2]):
         added = {a, b} - kept[cell]
-        if time_left is not None:
-            seconds, per_window = time_left
-            if more > seconds // (per_window * max(1, windows + len(added))):
-                continue
+        if time_left is not None and more > time_left[0] // (time_left[1] * max(1, windows + len(added))):
+            continue
         kept[cell] |= added
         windows += len(added)
     for cell, state in cells.items():

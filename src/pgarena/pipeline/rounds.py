@@ -159,9 +159,8 @@ def headline_deadline_of(run: Any, phase: Any, static: float | None, last: bool,
             or not batch_is_last(run)):
         return None
     needs = [phase_need(run, p) for p in run.phases if p is not phase and p.name not in run.finished_phases]
-    own = sum(1 for cell in phase.cells.values() if cell.status != "failed")
-    return moving_deadline(time.monotonic(), least * own, deadline - BUDGET_RESERVE_S, needs,
-                           window_and_rewarm_s(run, phase))
+    return moving_deadline(time.monotonic(), least * phase_need(run, phase).windows, deadline - BUDGET_RESERVE_S,
+                           needs, window_and_rewarm_s(run, phase))
 
 
 def unranked_of(phase: Any) -> Callable[[Hashable], set[str]]:

@@ -47,8 +47,8 @@ from pgarena.load.scheduler import RoundsOutcome, run_rounds
 from pgarena.load.summary import summarize
 from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
-from pgarena.pipeline.rounds import (BUDGET_RESERVE_S, batch_is_last, headline_deadline_of, rounds_policy,
-                                     tables_that_fit, unranked_of)
+from pgarena.pipeline.rounds import (batch_is_last, drop_what_cannot_fit, headline_deadline_of, headline_returns,
+                                     phase_deadline, return_fits, rounds_policy, unranked_of)
 from pgarena.pipeline.warming import warm_stacks
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import Saver, save
@@ -73,7 +73,7 @@ class _Phase:
     cells: dict[tuple, Cell] = field(default_factory=dict)
     """Full cell key (stack first) → cell."""
     planned: int = 0
-    """Its cells as planned, before any were left out for the budget (InterleavedRun.phase_deadline's weight)."""
+    """Its cells as planned, before any were left out for the budget (rounds.phase_deadline's weight)."""
 
     def pairs(self) -> list[tuple[str, Hashable]]:
         return [(key[0], key[1:]) for key in self.cells]
@@ -235,26 +235,15 @@ class InterleavedRun:
         return (rep.rps, getattr(rep, "reference_unit_ns", None)) if rep is not None else None
 
     # --- phases ---------------------------------------------------------------------------------------
-    def phase_deadline(self, phase: _Phase) -> float | None:
-        """When this phase's rounds must stop, from the run's deadline: the time left (less a reserve for the
-        cells' closing checks and the reports) shared among this and the phases still to come by their
-        windows, the headline getting at least the configured `headline_share` of it."""
-        deadline = self.ctx.deadline
-        if deadline is None:
-            return None
-        left = max(0.0, deadline - time.monotonic() - BUDGET_RESERVE_S)
-        todo = [p for p in self.phases if p.name not in self.finished_phases]
-        weight = {p.name: p.planned or len(p.cells) for p in todo}  # tables left out keep their share
-        total = sum(weight.values()) or 1
-        share = weight.get(phase.name, total) / total
-        if phase.name.startswith("headline"):
-            share = max(share, self.ctx.config.headline_share)
-        return time.monotonic() + left * share
-
     def run_phase(self, phase: _Phase) -> RoundsOutcome:
+        """Race `phase`'s rounds; the headline run again, after the later tables (rounds.headline_returns), goes on
+        from the rounds it had, and a later phase it returns after stops at its least rounds."""
         from pgarena.pipeline.cells import cell_title, headroom_rps
 
         ctx, config = self.ctx, self.ctx.config
+        returning = phase.name in self.finished_phases
+        self.finished_phases.discard(phase.name)
+        yields = not phase.name.startswith("headline") and headline_returns(self)
         record = next((p for p in self.record.phases if p.name == phase.name), None)
         if record is None:
             record = PhaseRecord(name=phase.name, cells=len({k[1:] for k in phase.cells}),
@@ -267,7 +256,7 @@ class InterleavedRun:
         for live in self.lives.values():  # idle stacks are not polled for connections
             if live.connections is not None:
                 live.connections.active = False
-        if not self._drop_what_cannot_fit(phase, record, self.phase_deadline(phase)):
+        if not drop_what_cannot_fit(self, phase, record, phase_deadline(self, phase)):
             record.stop_reason = "budget"
             self.finished_phases.add(phase.name)
             record.finished_at = dt.datetime.now(dt.timezone.utc)
@@ -284,8 +273,13 @@ class InterleavedRun:
         tables = len({key[1:] for p in self.phases for key in p.cells})
         # nothing after this phase (no other phase, pool size or SLO search): it may spend the budget's rest
         last = batch_is_last(self) and all(p.name in self.finished_phases for p in self.phases if p is not phase)
-        static = self.phase_deadline(phase)  # after the warm-ups, as forecast: no earlier than the one above
-        policy = rounds_policy(config, least, static, tables, last=last)
+        static = phase_deadline(self, phase)  # after the warm-ups, as forecast: no earlier than the one above
+        policy = rounds_policy(config, least, static, tables, last=last and not yields)
+        if yields:  # its rounds beyond the least go to the headline's return
+            policy, record.yielded = replace(policy, max_rounds=policy.min_rounds), True
+        closed = max((r for _, _, r in known), default=0) if returning else 0
+        if returning:
+            record.returned_after = record.returned_after or closed
         resumed = len({r for _, _, r in known})  # rounds measured before a resume
         moving = headline_deadline_of(self, phase, static, last, least=max(0, policy.min_rounds - resumed))
         if moving is not None:
@@ -296,10 +290,15 @@ class InterleavedRun:
         if moving is not None and ctx.deadline is not None:
             left = (f", what the tables after it will not need of the {format_duration(ctx.deadline - time.monotonic())} "
                     "left (its least rounds at the least)")
+        if returning:
+            left = f" from round {closed + 1}, in the time the later tables left{left}"
         ctx.log(f"{phase.name} phase: {record.cells} cell(s) × {len({k[0] for k in phase.cells})} stack(s), "
-                f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed}){left}")
+                f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed}){left}"
+                + ("; its least only: the headline takes the time left" if yields else ""))
 
         def round_end(index: int, unsettled: list[str]) -> None:
+            if index <= closed:  # a round of before the return, judged again
+                return
             record.rounds = index
             record.windows = sum(len(c.repetitions) for c in phase.cells.values())
             ctx.log(f"{phase.name}: round {index} done; "
@@ -314,7 +313,11 @@ class InterleavedRun:
         outcome = run_rounds(phase.pairs(), seed=self.record.seed or 0, policy=policy,
                              measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end,
                              label=lambda cell: titles.get(cell, str(cell)), unranked=unranked_of(phase),
-                             on_new_block=lambda block, racing: restart_block(self, phase, block, racing))
+                             on_new_block=lambda block, racing: restart_block(self, phase, block, racing),
+                             closed_rounds=closed)
+        if yields and outcome.stop_reason == "max-rounds":  # its share of the budget, not its cap, ended it
+            outcome = replace(outcome, stop_reason="budget",
+                              cell_stop={c: "budget" if why == "max-rounds" else why for c, why in outcome.cell_stop.items()})
         for key, cell in phase.cells.items():
             run = self.runs.get(key)
             if run is not None:
@@ -334,27 +337,6 @@ class InterleavedRun:
         ctx.log(f"{phase.name} phase: {outcome.rounds} round(s), {outcome.stop_reason}"
                 + (f"; unsettled: {'; '.join(outcome.unsettled[:3])}" if outcome.unsettled else ""))
         return outcome
-
-    def _drop_what_cannot_fit(self, phase: _Phase, record: PhaseRecord, static: float | None) -> bool:
-        """Leave out of a phase after the headline the tables whose least rounds no longer fit in its share of the
-        budget (rounds.tables_that_fit), named in `record.not_measured` (anew on a resume, whose budget is its own);
-        a table with windows from before a resume stays. False: nothing is left to measure."""
-        record.not_measured = []
-        if static is None or phase.name.startswith("headline"):  # the headline is the first answer: always taken
-            return True
-        from pgarena.pipeline.cells import cell_title
-
-        fits = tables_that_fit(self, phase, static, time.monotonic())
-        begun = {key[1:] for key, cell in phase.cells.items() if cell.repetitions}
-        dropped = [key for key in phase.cells if fits is not None and key[1:] not in fits and key[1:] not in begun]
-        titles = list(dict.fromkeys(cell_title(phase.cells[key]) for key in dropped))
-        if titles:
-            record.not_measured = titles
-            self.ctx.log(f"{phase.name} phase: {len(titles)} table(s) not measured, their least rounds no longer "
-                         f"fit the budget: {', '.join(titles)}")
-        for key in dropped:
-            del phase.cells[key]
-        return bool(phase.cells)
 
     def _record_idle(self) -> None:
         for sid, wall in self.idle_wall_s.items():
@@ -435,6 +417,12 @@ def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: 
 
                 write_reports(ctx.results, ctx.run_dir)
                 ctx.log(f"headline table ranked: {ctx.run_dir / 'report.md'}")
+        if headline_returns(run):
+            if return_fits(run, phases[0]):
+                run.run_phase(phases[0])
+                save(ctx.results, ctx.run_dir)
+            else:
+                ctx.log(f"{phases[0].name} phase: no time left for its return after the later tables")
         if ctx.config.slo_p99_ms is not None:
             for live in lives:
                 if live.crashed():

@@ -47,9 +47,15 @@ headline's (bench3, 2026-11-27: 1.83 s a slot against the headline's 1.73), and 
 rounds has no paired verdict at all."""
 PHASE_START_S = 15.0
 """Each phase's start: the database levelled (VACUUM, CHECKPOINT)."""
-WARMUP_OVERHEAD_S = 0.5
-"""A warm-up's time beyond its own seconds (the generator's start, its checks): 180 warm-ups of 1.06 s took
-~265 s in bench3's closed phase."""
+HEADLINE_CLOSE_S = 10.0
+"""The headline's closing, which its moving deadline leaves out (`moving_deadline`): its cells' closing checks, its
+report and a save (write_reports alone took 0.85 s on bench17's whole results). Without it the headline stopped with
+exactly the later tables' forecast left, less under a round, and its closing could take what the last of them needed:
+the later phase then left it out (`tables_that_fit`, which forecasts the same need afresh)."""
+WARMUP_OVERHEAD_S = 0.3
+"""A warm-up's time beyond its own seconds (the generator's start, its checks): 142 warm-ups of 1.0–1.2 s took 180 s
+in bench17's closed phase (2026-11-28 22:10:34–22:13:35, from its raw files' times), 1.27 s apiece; 0.5 before (bench3:
+180 warm-ups of 1.06 s in ~265 s, when every poll of a stack's connections read the kernel's socket table)."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,9 @@ def moving_deadline(start: float, least_windows: int, end: float, needs: Sequenc
     want of about 2 minutes.)
     The time a later phase cannot use (a table that does not fit, a round more that does not) is not lost: the last
     phase races its open pairs until the deadline."""
+    close = HEADLINE_CLOSE_S if needs else 0.0
     return lambda slot_s: max(start + FORECAST_MARGIN * least_windows * slot_s,
-                              end - later_need_s(needs, slot_s, own_window_s))
+                              end - close - later_need_s(needs, slot_s, own_window_s))
 
 
 def phase_need(run: Any, phase: Any, tables: Collection[Hashable] | None = None) -> PhaseNeed:
@@ -137,6 +144,45 @@ def tables_that_fit(run: Any, phase: Any, deadline: float, now: float) -> list[H
     return chosen
 
 
+def phase_deadline(run: Any, phase: Any) -> float | None:
+    """When `phase`'s rounds must stop, from `run`'s deadline: the time left (less `BUDGET_RESERVE_S` for the cells'
+    closing checks and the reports) shared among this and the phases still to come by their cells as planned, the
+    headline getting at least the configured `headline_share` of it (None: no budget)."""
+    deadline = run.ctx.deadline
+    if deadline is None:
+        return None
+    left = max(0.0, deadline - time.monotonic() - BUDGET_RESERVE_S)
+    todo = [p for p in run.phases if p.name not in run.finished_phases]
+    weight = {p.name: p.planned or len(p.cells) for p in todo}  # tables left out keep their share
+    total = sum(weight.values()) or 1
+    share = weight.get(phase.name, total) / total
+    if phase.name.startswith("headline"):
+        share = max(share, run.ctx.config.headline_share)
+    return time.monotonic() + left * share
+
+
+def drop_what_cannot_fit(run: Any, phase: Any, record: Any, static: float | None) -> bool:
+    """Leave out of a phase after the headline the tables whose least rounds no longer fit before `static` (its
+    share of the budget: `tables_that_fit`), named in `record.not_measured` (a PhaseRecord; anew on a resume, whose
+    budget is its own); a table with windows from before a resume stays. False: nothing is left to measure."""
+    record.not_measured = []
+    if static is None or phase.name.startswith("headline"):  # the headline is the first answer: always taken
+        return True
+    from pgarena.pipeline.cells import cell_title
+
+    fits = tables_that_fit(run, phase, static, time.monotonic())
+    begun = {key[1:] for key, cell in phase.cells.items() if cell.repetitions}
+    dropped = [key for key in phase.cells if fits is not None and key[1:] not in fits and key[1:] not in begun]
+    titles = list(dict.fromkeys(cell_title(phase.cells[key]) for key in dropped))
+    if titles:
+        record.not_measured = titles
+        run.ctx.log(f"{phase.name} phase: {len(titles)} table(s) not measured, their least rounds no longer "
+                    f"fit the budget: {', '.join(titles)}")
+    for key in dropped:
+        del phase.cells[key]
+    return bool(phase.cells)
+
+
 def window_and_rewarm_s(run: Any, phase: Any) -> float:
     """A window of `phase` with the re-warm before it, in seconds of load."""
     return next(iter(phase.cells.values())).duration_seconds + run.rewarm_seconds(phase)
@@ -161,6 +207,40 @@ def headline_deadline_of(run: Any, phase: Any, static: float | None, last: bool,
     needs = [phase_need(run, p) for p in run.phases if p is not phase and p.name not in run.finished_phases]
     return moving_deadline(time.monotonic(), least * phase_need(run, phase).windows, deadline - BUDGET_RESERVE_S,
                            needs, window_and_rewarm_s(run, phase))
+
+
+def headline_returns(run: Any) -> bool:
+    """Whether `run`'s headline takes the time its later tables leave after their least rounds: in a budgeted batch
+    that nothing follows (`batch_is_last`) of a profile whose tables after the headline are its quick ones
+    (`later_tables`: `make bench`'s; not `pgarena calibrate`, whose question is every pair of every table, nor an A/B),
+    a headline with phases after it that the deadline stopped (its cells have the final look: the time, not what its
+    rounds showed, ended them). Its rounds beyond its least then
+    come before the later tables' beyond theirs, as its least rounds come before theirs (`moving_deadline`): the later
+    tables stop at their least rounds (PhaseRecord.yielded) and the headline races its open pairs in the rest
+    (PhaseRecord.returned_after). Its count of rounds stays one the data did not choose, both stints ended by the
+    time, so a pair measured in every round of both keeps the final look. Until 2026-11-28 the last later phase raced
+    its own open pairs until the deadline, and the time the forecast had kept for the later tables with its margin
+    went there (bench16: 19 minutes for least rounds forecast at about 14)."""
+    config = run.ctx.config
+    if (run.ctx.deadline is None or not batch_is_last(run) or config.later_tables is None
+            or config.resolve_every_pair or config.regression_margin is not None or config.restart_every
+            or len(run.phases) < 2 or not run.phases[0].name.startswith("headline")):
+        return False
+    head = run.phases[0]
+    record = next((r for r in run.record.phases if r.name == head.name), None)
+    return (record is not None and record.stop_reason == "budget" and record.rounds > 0
+            and any(c.summary is not None and c.summary.final_look for c in head.cells.values()))
+
+
+def return_fits(run: Any, phase: Any) -> bool:
+    """Whether the headline `phase`'s return (`headline_returns`) has time for a round of all its stacks (at the slot
+    it measured) before `run`'s deadline less `BUDGET_RESERVE_S`: the scheduler checks the deadline only after a
+    round, and the race chooses the first round's stacks only once it is over."""
+    record = next((r for r in run.record.phases if r.name == phase.name), None)
+    slot = (record.slot_seconds if record is not None and record.slot_seconds else None) or (
+        window_and_rewarm_s(run, phase) + WARMUP_OVERHEAD_S)
+    left = run.ctx.deadline - BUDGET_RESERVE_S - time.monotonic()
+    return left >= PHASE_START_S + slot * len(phase.cells)
 
 
 def unranked_of(phase: Any) -> Callable[[Hashable], set[str]]:

@@ -112,8 +112,7 @@ PROFILES: dict[str, Profile] = {
             users_limits=[20],
             # 22 stacks × 12 tables after the headline were 186 cells in bench15 (2026-11-28): at 1 s windows after a
             # 0.5 s re-warm and a 1 s warm-up, their 2 rounds took 13 min; the headline gets the rest of the budget,
-            # its own least rounds at the least (pipeline/rounds.py `moving_deadline`), and what the later tables leave
-            # after their least rounds (`headline_returns`)
+            # its own least rounds at the least (pipeline/rounds.py `moving_deadline`)
             later_tables=LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2),
         ),
         Profile(

@@ -178,8 +178,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
                on_round_end: Callable[[int, list[str]], None] | None = None,
                label: Callable[[Hashable], str] = str,
                on_new_block: Callable[[int, list[tuple[str, Hashable]]], None] | None = None,
-               unranked: Callable[[Hashable], Collection[str]] | None = None,
-               closed_rounds: int = 0) -> RoundsOutcome:
+               unranked: Callable[[Hashable], Collection[str]] | None = None) -> RoundsOutcome:
     """Race interleaved rounds of `pairs` until the policy says stop (see the module docstring).
 
     `known` maps (stack, cell, round) to a figure measured before (a resumed run): those windows are not
@@ -190,9 +189,6 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
     `unranked(cell)` names the stacks of a cell the verdict will not rank (an invalid flag, a demonstration):
     they are measured in the least rounds, like every stack, but neither judged nor raced — the race's family of
     pairs is the verdict's, and no round is spent on a pair no table will state.
-    The first `closed_rounds` rounds are over (the headline's return after the later tables, pipeline/interleaved.py):
-    they are judged from `known` again and never measured, a stack without a window in one of them having left the
-    race then (its pairs get no final look); the race goes on from the next round with the time it has now.
     """
     figures: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
     refs: dict[Hashable, dict[str, dict[int, float | None]]] = defaultdict(lambda: defaultdict(dict))
@@ -248,10 +244,6 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
         in_round = [(stack, cell) for stack, cell in pairs if cell in state and stack in state[cell].active]
         for cell, cell_state in state.items():
             skipped[cell] |= set(stacks_of[cell]) - cell_state.active
-        if r <= closed_rounds:  # over: what it measured is in `known`, and whoever has no window there had left
-            in_round = []
-            for cell in state:
-                skipped[cell] |= {s for s in stacks_of[cell] if (s, cell, r) not in known}
         k = policy.block_rounds
         if (k and on_new_block is not None and r > 1 and (r - 1) % k == 0
                 and any((stack, cell, r) not in known for stack, cell in in_round)):

@@ -47,8 +47,8 @@ from pgarena.load.scheduler import RoundsOutcome, run_rounds
 from pgarena.load.summary import summarize
 from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
-from pgarena.pipeline.rounds import (batch_is_last, drop_what_cannot_fit, headline_deadline_of, headline_returns,
-                                     phase_deadline, return_fits, rounds_policy, unranked_of)
+from pgarena.pipeline.rounds import (batch_is_last, drop_what_cannot_fit, headline_deadline_of, phase_deadline,
+                                     rounds_policy, unranked_of)
 from pgarena.pipeline.warming import warm_stacks
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
 from pgarena.results.store import Saver, save
@@ -236,14 +236,9 @@ class InterleavedRun:
 
     # --- phases ---------------------------------------------------------------------------------------
     def run_phase(self, phase: _Phase) -> RoundsOutcome:
-        """Race `phase`'s rounds; the headline run again, after the later tables (rounds.headline_returns), goes on
-        from the rounds it had, and a later phase it returns after stops at its least rounds."""
         from pgarena.pipeline.cells import cell_title, headroom_rps
 
         ctx, config = self.ctx, self.ctx.config
-        returning = phase.name in self.finished_phases
-        self.finished_phases.discard(phase.name)
-        yields = not phase.name.startswith("headline") and headline_returns(self)
         record = next((p for p in self.record.phases if p.name == phase.name), None)
         if record is None:
             record = PhaseRecord(name=phase.name, cells=len({k[1:] for k in phase.cells}),
@@ -274,12 +269,7 @@ class InterleavedRun:
         # nothing after this phase (no other phase, pool size or SLO search): it may spend the budget's rest
         last = batch_is_last(self) and all(p.name in self.finished_phases for p in self.phases if p is not phase)
         static = phase_deadline(self, phase)  # after the warm-ups, as forecast: no earlier than the one above
-        policy = rounds_policy(config, least, static, tables, last=last and not yields)
-        if yields:  # its rounds beyond the least go to the headline's return
-            policy, record.yielded = replace(policy, max_rounds=policy.min_rounds), True
-        closed = max((r for _, _, r in known), default=0) if returning else 0
-        if returning:
-            record.returned_after = record.returned_after or closed
+        policy = rounds_policy(config, least, static, tables, last=last)
         resumed = len({r for _, _, r in known})  # rounds measured before a resume
         moving = headline_deadline_of(self, phase, static, last, least=max(0, policy.min_rounds - resumed))
         if moving is not None:
@@ -290,15 +280,10 @@ class InterleavedRun:
         if moving is not None and ctx.deadline is not None:
             left = (f", what the tables after it will not need of the {format_duration(ctx.deadline - time.monotonic())} "
                     "left (its least rounds at the least)")
-        if returning:
-            left = f" from round {closed + 1}, in the time the later tables left{left}"
         ctx.log(f"{phase.name} phase: {record.cells} cell(s) × {len({k[0] for k in phase.cells})} stack(s), "
-                f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed}){left}"
-                + ("; its least only: the headline takes the time left" if yields else ""))
+                f"{policy.min_rounds}–{policy.max_rounds} interleaved rounds (seed {self.record.seed}){left}")
 
         def round_end(index: int, unsettled: list[str]) -> None:
-            if index <= closed:  # a round of before the return, judged again
-                return
             record.rounds = index
             record.windows = sum(len(c.repetitions) for c in phase.cells.values())
             ctx.log(f"{phase.name}: round {index} done; "
@@ -313,11 +298,7 @@ class InterleavedRun:
         outcome = run_rounds(phase.pairs(), seed=self.record.seed or 0, policy=policy,
                              measure=lambda slot: self.measure(phase, slot), known=known, on_round_end=round_end,
                              label=lambda cell: titles.get(cell, str(cell)), unranked=unranked_of(phase),
-                             on_new_block=lambda block, racing: restart_block(self, phase, block, racing),
-                             closed_rounds=closed)
-        if yields and outcome.stop_reason == "max-rounds":  # its share of the budget, not its cap, ended it
-            outcome = replace(outcome, stop_reason="budget",
-                              cell_stop={c: "budget" if why == "max-rounds" else why for c, why in outcome.cell_stop.items()})
+                             on_new_block=lambda block, racing: restart_block(self, phase, block, racing))
         for key, cell in phase.cells.items():
             run = self.runs.get(key)
             if run is not None:
@@ -417,12 +398,6 @@ def _run_batch(ctx: RunContext, stacks: list[Stack], pool: int | None, started: 
 
                 write_reports(ctx.results, ctx.run_dir)
                 ctx.log(f"headline table ranked: {ctx.run_dir / 'report.md'}")
-        if headline_returns(run):
-            if return_fits(run, phases[0]):
-                run.run_phase(phases[0])
-                save(ctx.results, ctx.run_dir)
-            else:
-                ctx.log(f"{phases[0].name} phase: no time left for its return after the later tables")
         if ctx.config.slo_p99_ms is not None:
             for live in lives:
                 if live.crashed():

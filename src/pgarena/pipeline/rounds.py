@@ -209,40 +209,6 @@ def headline_deadline_of(run: Any, phase: Any, static: float | None, last: bool,
                            needs, window_and_rewarm_s(run, phase))
 
 
-def headline_returns(run: Any) -> bool:
-    """Whether `run`'s headline takes the time its later tables leave after their least rounds: in a budgeted batch
-    that nothing follows (`batch_is_last`) of a profile whose tables after the headline are its quick ones
-    (`later_tables`: `make bench`'s; not `pgarena calibrate`, whose question is every pair of every table, nor an A/B),
-    a headline with phases after it that the deadline stopped (its cells have the final look: the time, not what its
-    rounds showed, ended them). Its rounds beyond its least then
-    come before the later tables' beyond theirs, as its least rounds come before theirs (`moving_deadline`): the later
-    tables stop at their least rounds (PhaseRecord.yielded) and the headline races its open pairs in the rest
-    (PhaseRecord.returned_after). Its count of rounds stays one the data did not choose, both stints ended by the
-    time, so a pair measured in every round of both keeps the final look. Until 2026-11-28 the last later phase raced
-    its own open pairs until the deadline, and the time the forecast had kept for the later tables with its margin
-    went there (bench16: 19 minutes for least rounds forecast at about 14)."""
-    config = run.ctx.config
-    if (run.ctx.deadline is None or not batch_is_last(run) or config.later_tables is None
-            or config.resolve_every_pair or config.regression_margin is not None or config.restart_every
-            or len(run.phases) < 2 or not run.phases[0].name.startswith("headline")):
-        return False
-    head = run.phases[0]
-    record = next((r for r in run.record.phases if r.name == head.name), None)
-    return (record is not None and record.stop_reason == "budget" and record.rounds > 0
-            and any(c.summary is not None and c.summary.final_look for c in head.cells.values()))
-
-
-def return_fits(run: Any, phase: Any) -> bool:
-    """Whether the headline `phase`'s return (`headline_returns`) has time for a round of all its stacks (at the slot
-    it measured) before `run`'s deadline less `BUDGET_RESERVE_S`: the scheduler checks the deadline only after a
-    round, and the race chooses the first round's stacks only once it is over."""
-    record = next((r for r in run.record.phases if r.name == phase.name), None)
-    slot = (record.slot_seconds if record is not None and record.slot_seconds else None) or (
-        window_and_rewarm_s(run, phase) + WARMUP_OVERHEAD_S)
-    left = run.ctx.deadline - BUDGET_RESERVE_S - time.monotonic()
-    return left >= PHASE_START_S + slot * len(phase.cells)
-
-
 def unranked_of(phase: Any) -> Callable[[Hashable], set[str]]:
     """For the race (`run_rounds`' `unranked`): the stacks of a cell of `phase` whose cell a flag keeps out of the
     ranking at this point (`ranking.flagged_out`; summarize() sets the flags after every window)."""

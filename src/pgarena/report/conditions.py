@@ -88,20 +88,15 @@ def _stop_sentence(phase: PhaseRecord, every_pair: bool) -> str:
         return "not measured: the time budget was spent before its least rounds"
     unsettled = (f" with {len(phase.unsettled)} pair(s) unsettled: {'; '.join(phase.unsettled)}"
                  if phase.unsettled else "")
-    returned = (f"; rounds {phase.returned_after + 1}–{phase.rounds} after the later tables' least rounds"
-                if phase.returned_after is not None and phase.rounds > phase.returned_after else "")
     if phase.stop_reason == "settled":
-        return (f"settled after {phase.rounds} round(s){returned}: every {'' if every_pair else 'adjacent '}pair "
-                "ordered or equivalent")
+        return f"settled after {phase.rounds} round(s): every {'' if every_pair else 'adjacent '}pair ordered or equivalent"
     if phase.stop_reason == "max-rounds":
-        return f"stopped at the round cap ({phase.rounds} rounds{returned}){unsettled}"
-    if phase.stop_reason == "budget" and phase.yielded:
-        return f"stopped at its least rounds ({phase.rounds}), the time left going to the headline's return{unsettled}"
+        return f"stopped at the round cap ({phase.rounds} rounds){unsettled}"
     if phase.stop_reason == "budget":
-        return f"stopped when the time budget ran out ({phase.rounds} rounds{returned}){unsettled}"
+        return f"stopped when the time budget ran out ({phase.rounds} rounds){unsettled}"
     if phase.stop_reason is None:
         return f"not finished ({phase.rounds} round(s) so far)"
-    return f"stopped: {phase.stop_reason} ({phase.rounds} rounds{returned}){unsettled}"
+    return f"stopped: {phase.stop_reason} ({phase.rounds} rounds){unsettled}"
 
 
 def _phase_window(phase: PhaseRecord) -> str | None:

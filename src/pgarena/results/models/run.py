@@ -50,12 +50,6 @@ class PhaseRecord(Record):
     not_measured: list[str] = Field(default_factory=list, description=(
         "its tables left unmeasured: when the phase began, their least rounds and warm-ups no longer fit its share "
         "of the time budget (forecast from the slot an earlier phase measured)"))
-    yielded: bool = Field(False, description=(
-        "True: a phase after the headline stopped at its least rounds so that the headline could take the time left "
-        "(`returned_after`)"))
-    returned_after: int | None = Field(None, description=(
-        "the headline: the rounds it had taken when it stopped for the later tables' least rounds; its rounds after "
-        "these were taken once those were measured, in the time they left (None: it did not return)"))
     finished_at: dt.datetime | None = None
 
 

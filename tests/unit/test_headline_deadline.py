@@ -105,7 +105,8 @@ def test_only_a_headline_with_nothing_but_its_batchs_phases_after_it_moves(monke
     headline, closed = _phases()
     moving = headline_deadline_of(_run([headline, closed]), headline, static=1000.0, last=False, least=3)
     assert moving is not None and moving(1.7) == pytest.approx(
-        5000.0 - BUDGET_RESERVE_S - HEADLINE_CLOSE_S - later_need_s([phase_need(_run([headline, closed]), closed)], 1.7, 1.5))
+        5000.0 - BUDGET_RESERVE_S - HEADLINE_CLOSE_S
+        - later_need_s([phase_need(_run([headline, closed]), closed)], 1.7, 1.5))
     # its least rounds: 3 of its 2 stacks, from now on
     assert moving(1000.0) == pytest.approx(1000.0 + FORECAST_MARGIN * 3 * 2 * 1000.0)
     assert headline_deadline_of(_run([headline, closed]), closed, 1000.0, False) is None, "not the headline"
@@ -154,9 +155,9 @@ def _phase_run(begun: bool = False):
 
 
 def test_tables_that_no_longer_fit_are_left_out_of_the_phase_and_named_on_its_record(monkeypatch):
-    import pgarena.pipeline.interleaved as interleaved
+    import pgarena.pipeline.rounds as rounds
 
-    monkeypatch.setattr(interleaved.time, "monotonic", lambda: 0.0)
+    monkeypatch.setattr(rounds.time, "monotonic", lambda: 0.0)
     run, closed, record = _phase_run()
     need_static = phase_need(run, closed, [("static",)]).seconds(0.25) * FORECAST_MARGIN
     assert drop_what_cannot_fit(run, closed, record, need_static + 1)

@@ -54,8 +54,8 @@ exactly the later tables' forecast left, less under a round, and its closing cou
 the later phase then left it out (`tables_that_fit`, which forecasts the same need afresh)."""
 WARMUP_OVERHEAD_S = 0.3
 """A warm-up's time beyond its own seconds (the generator's start, its checks): 142 warm-ups of 1.0–1.2 s took 180 s
-in bench17's closed phase (2026-11-28 22:10:34–22:13:35, from its raw files' times), 1.27 s apiece; 0.5 before (bench3:
-180 warm-ups of 1.06 s in ~265 s, when every poll of a stack's connections read the kernel's socket table)."""
+in bench17's closed phase (2026-11-28 22:10:34–22:13:35, from its raw files' times), 1.27 s apiece; 0.5 before
+(bench3: 180 warm-ups of 1.06 s in ~265 s, when every poll of a stack's connections read the kernel's socket table)."""
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,12 @@ def later_need_s(needs: Sequence[PhaseNeed], slot_s: float, own_window_s: float)
 def moving_deadline(start: float, least_windows: int, end: float, needs: Sequence[PhaseNeed],
                     own_window_s: float) -> Callable[[float], float]:
     """The headline's deadline as its rounds measure their slot (RoundsPolicy.deadline_of): all the time up to
-    `end` that the phases after it do not need (`later_need_s`), and never less than its own least rounds from
-    `start` (`least_windows` windows at the slot, with the margin). The later tables' least rounds come before the
-    headline's rounds beyond its own: a complete answer first. (Before 2026-11-28 the headline kept at least its
-    `headline_share` of the time left: in bench15 that share, 40 % of 25 minutes after 13 minutes of builds, held
-    its last 2 minutes, rounds 16–26, which resolved 1 more of its 18 pairs, while a later table was left out for
-    want of about 2 minutes.)
+    `end` that the phases after it do not need (`later_need_s`) less its own closing before they start
+    (`HEADLINE_CLOSE_S`), and never less than its own least rounds from `start` (`least_windows` windows at the slot,
+    with the margin). The later tables' least rounds come before the headline's rounds beyond its own: a complete
+    answer first. (Before 2026-11-28 the headline kept at least its `headline_share` of the time left: in bench15 that
+    share, 40 % of 25 minutes after 13 minutes of builds, held its last 2 minutes, rounds 16–26, which resolved 1 more
+    of its 18 pairs, while a later table was left out for want of about 2 minutes.)
     The time a later phase cannot use (a table that does not fit, a round more that does not) is not lost: the last
     phase races its open pairs until the deadline."""
     close = HEADLINE_CLOSE_S if needs else 0.0

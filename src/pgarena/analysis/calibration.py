@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pgarena.analysis.noise import NoiseBudget, noise_budget, pooled_budget, table_label, table_rounds
 from pgarena.analysis.paired import paired_ratio
 from pgarena.analysis.ranking import BY_RPS, comparable_groups, in_field, out_of_field, rank_basis
-from pgarena.analysis.verdicts import TableVerdict, run_verdicts, verdict_settings
+from pgarena.analysis.verdicts import TableVerdict, run_verdicts, verdict_settings, window_seconds
 from pgarena.results.models import RunResults
 from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN
 
@@ -146,26 +146,13 @@ def aa_check(results: RunResults, copies: Sequence[str], *, seconds_per_window: 
         sd = pooled.adjusted_window_log_sd if pooled.adjusted_window_log_sd is not None else pooled.window_log_sd
     slot_measured = False
     if seconds_per_window is None:
-        seconds_per_window, slot_measured = _window_seconds(results)
+        seconds_per_window, slot_measured = window_seconds(results)
     check = AACheck(copies=list(copies), tables=tables, pooled=pooled, window_log_sd=sd,
                     seconds_per_window=seconds_per_window, margin=margin, slot_measured=slot_measured)
     if sd is not None:
         check.resolution = resolution(sd, seconds_per_window,
                                       stacks=sorted({len(check.copies), HEADLINE_STACKS}))
     return check
-
-
-def _window_seconds(results: RunResults) -> tuple[float, bool]:
-    """The wall time of one window (seconds) and whether it was measured: the phases' measured slots
-    (PhaseRecord.slot_seconds: re-warm, window, checks, bookkeeping) weighted by their windows, else the stored
-    configuration's window plus its re-warm, which leaves out what happens between windows."""
-    phases = [p for p in (results.schedule.phases if results.schedule is not None else [])
-              if p.slot_seconds is not None and p.windows]
-    if phases:
-        return sum(p.slot_seconds * p.windows for p in phases) / sum(p.windows for p in phases), True  # type: ignore[operator]
-    duration = float(results.config.get("duration_seconds") or 0.0)
-    rewarm = results.schedule.rewarm_seconds if results.schedule is not None else None
-    return duration + float(rewarm or 0.0), False
 
 
 def resolution(window_log_sd: float, seconds_per_window: float, *, stacks: Sequence[int],

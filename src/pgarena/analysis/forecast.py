@@ -1,14 +1,23 @@
 """How many more rounds a pair of a table needs before its interval decides (the race's forecast).
 
 The scheduler (load/scheduler.py) lets a pair leave the race when the rounds it would need do not fit in the cap
-or the time budget left, and gives its rounds to the pairs that can still be decided.
+or the time budget left, and gives its rounds to the pairs that can still be decided. The report tells, for each
+neighbouring pair left open, what a run of its two stacks alone would need (`rounds_alone`).
 """
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
-from pgarena.analysis.sequential import DEFAULT_TIGHTEST_AT, Inference, PairInterval, fixed_half_width, half_width
+from pgarena.analysis.sequential import (
+    DEFAULT_TIGHTEST_AT,
+    FINAL_SHARE,
+    Inference,
+    PairInterval,
+    fixed_half_width,
+    half_width,
+)
 
 
 def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = DEFAULT_TIGHTEST_AT,
@@ -40,3 +49,52 @@ def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: in
         if width < half:
             return n
     return None
+
+
+ALONE_POWER = 0.8
+"""The share of runs in which the forecast of `rounds_alone` resolves the pair."""
+ALONE_HORIZON = 2_000
+"""`rounds_alone` looks no further than this many rounds."""
+ALONE_MIN_ROUNDS = 3
+
+
+def resolve_probability(log_ratio: float, variance: float, rounds: int, alpha: float, margin: float,
+                        df: float = math.inf) -> float:
+    """The chance that a fixed-sample interval at two-sided error `alpha` over `rounds` paired rounds, of per-round
+    `variance`, for a pair whose true log ratio is `log_ratio`, resolves it: excludes 1 (ordered) or lies within
+    [1/(1+margin), 1+margin] (equivalent). Its centre is normal around `log_ratio` with the variance over the rounds;
+    the half-width is taken at `variance` (Student's at `df`)."""
+    sd = math.sqrt(variance / rounds)
+    h = fixed_half_width(rounds, variance, alpha, df)
+    e = math.log1p(margin) - h  # an equivalent pair's centre lies within ±e
+    if e >= h:  # every centre resolves: beyond ±h it is ordered, within ±h ≤ ±e equivalent
+        return 1.0
+    phi = NormalDist().cdf
+    ordered = phi((log_ratio - h) / sd) + phi((-log_ratio - h) / sd)
+    equivalent = max(0.0, phi((e - log_ratio) / sd) - phi((-e - log_ratio) / sd)) if e > 0 else 0.0
+    return min(1.0, ordered + equivalent)
+
+
+def rounds_alone(found: PairInterval, power: float = ALONE_POWER, horizon: int = ALONE_HORIZON) -> int | None:
+    """The paired rounds a run of only this pair's two stacks would need to resolve it in `power` of runs, if its
+    ratio and its rounds' scatter are those `found` estimates (None: more than `horizon`, or nothing to go on).
+
+    Such a table has one pair, so its error is the family's whole 1 − level (Bonferroni over one). Raced until a
+    budget ends it, its final look gets `FINAL_SHARE` of that error with the pair's own variance (rounds − 1 degrees
+    of freedom); the forecast reads that look alone, so the race's earlier looks, which can only resolve it sooner,
+    make it an upper bound."""
+    if found.rounds == 0 or not math.isfinite(found.variance) or found.variance <= 0 or found.blocks:
+        return None
+    alpha = FINAL_SHARE * (1 - found.level)
+    log_ratio = math.log(found.ratio)
+
+    def enough(n: int) -> bool:
+        return resolve_probability(log_ratio, found.variance, n, alpha, found.margin, df=n - 1) >= power
+
+    if not enough(horizon):
+        return None
+    low, high = ALONE_MIN_ROUNDS, horizon  # the chance grows with the rounds: bisect for the first that is enough
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle + 1, high)
+    return low

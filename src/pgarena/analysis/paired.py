@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pgarena.analysis.forecast import ALONE_HORIZON, rounds_alone
 from pgarena.analysis.sequential import Inference, PairInterval, Status
 from pgarena.stats.intervals import (
     DEFAULT_CONFIDENCE_LEVEL,
@@ -154,9 +155,30 @@ class PairVerdict:
             return "ordered"
         return "equivalent" if self.ratio.within(DEFAULT_EQUIVALENCE_MARGIN) else "not resolved"
 
-    def sentence(self) -> str:
+    def alone(self) -> int | None:
+        """A pair left open: the paired rounds a run of its two stacks alone would need to resolve it
+        (`forecast.rounds_alone`; None: resolved, no paired interval, or not within its horizon)."""
+        if self.status != "not resolved" or not isinstance(self.ratio, PairInterval):
+            return None
+        return rounds_alone(self.ratio)
+
+    def reach(self, seconds_per_window: float) -> str:
+        """'the two alone: ≈ 60 rounds, 3.3 min' for a pair left open ('' when there is nothing to forecast from):
+        `alone` and the time of its rounds, two windows each at `seconds_per_window`."""
+        r = self.ratio
+        if self.status != "not resolved" or not isinstance(r, PairInterval) or r.blocks:
+            return ""
+        if r.rounds == 0 or not math.isfinite(r.variance) or r.variance <= 0:
+            return ""
+        rounds = self.alone()
+        if rounds is None:
+            return f"the two alone: over {ALONE_HORIZON:,} rounds"
+        minutes = rounds * 2 * seconds_per_window / 60
+        return f"the two alone: ≈ {rounds} rounds, {minutes:.{1 if minutes < 10 else 0}f} min"
+
+    def sentence(self, seconds_per_window: float | None = None) -> str:
         """'a is 1.52× b (1.41–1.64)', 'a and b are equivalent within ±10 % (0.97–1.05)', or 'a and b: not
-        resolved (0.84–1.31)'."""
+        resolved (0.84–1.31)' — with `seconds_per_window`, an open pair's `reach` in its parentheses."""
         if self.ratio is None:
             return f"{self.upper} and {self.lower}: never measured in the same round"
         r = self.ratio
@@ -166,7 +188,8 @@ class PairVerdict:
         if self.status == "equivalent":
             margin = r.margin if isinstance(r, PairInterval) else DEFAULT_EQUIVALENCE_MARGIN
             return f"{self.upper} and {self.lower} are equivalent within ±{margin * 100:.0f} % ({bounds})"
-        return f"{self.upper} and {self.lower}: not resolved ({bounds})"
+        reach = self.reach(seconds_per_window) if seconds_per_window else ""
+        return f"{self.upper} and {self.lower}: not resolved ({bounds}{'; ' + reach if reach else ''})"
 
 
 def neighbour_pairs(inference: Inference, order: Sequence[str]) -> list[PairVerdict]:

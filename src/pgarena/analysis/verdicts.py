@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pgarena.analysis.executions import judge_table
+from pgarena.analysis.forecast import ALONE_POWER
 from pgarena.analysis.paired import (
     PairVerdict,
     RatioInterval,
@@ -125,6 +126,9 @@ class TableVerdict:
     """stack → its ❌ columns on this workload (flags.INEXACT cells)."""
     sequential: list[str] = field(default_factory=list)
     """Stacks of a paired table measured without rounds (a mixed table): shown, neither ranked nor compared."""
+    seconds_per_window: float | None = None
+    """The run's wall time per window (`window_seconds`), for what an open pair's two stacks alone would need
+    (None: not said)."""
 
     def method(self) -> str:
         """One sentence: how this table's ranks were established."""
@@ -181,13 +185,22 @@ class TableVerdict:
                 f"still within reach of the budget, judged after every round; this table stopped after "
                 f"{self.rounds} round(s): {reason}.")
 
+    def reach_sentence(self) -> str | None:
+        """One sentence on 'the two alone' when a neighbouring pair left open says it (`PairVerdict.reach`)."""
+        if not self.seconds_per_window or not any(p.reach(self.seconds_per_window) for p in self.pairs):
+            return None
+        return ("'The two alone': the paired rounds a run of only that pair's two stacks would need to resolve it in "
+                f"{percent(ALONE_POWER)} of runs, if its ratio and its rounds' scatter are those estimated here, and "
+                f"their time at this run's {self.seconds_per_window:.2f} s a window, two windows a round (`pgarena run "
+                "--stacks a,b --workloads … --budget …`; building and warming up come on top).")
+
     def sentences(self) -> list[str]:
         """The adjacent pairs' sentences, each naming the ❌ columns of a stack in it."""
         out = []
         for pair in self.pairs:
             wrong = [f"{s}: ❌ {', '.join(self.wrong_columns[s])}" for s in (pair.upper, pair.lower)
                      if self.wrong_columns.get(s)]
-            out.append(pair.sentence() + (f" ({'; '.join(wrong)})" if wrong else ""))
+            out.append(pair.sentence(self.seconds_per_window) + (f" ({'; '.join(wrong)})" if wrong else ""))
         return out
 
     def groups(self) -> list[list[str]]:
@@ -243,11 +256,12 @@ def _ratios(per_round: PerRound | None, reference: str, cells: Sequence[Cell],
 def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
                   wrong_columns: Mapping[str, list[str]] | None = None, level: float = DEFAULT_FAMILY_LEVEL,
                   margin: float = DEFAULT_EQUIVALENCE_MARGIN, block_rounds: int | None = None,
-                  every_pair: bool = False) -> TableVerdict:
+                  every_pair: bool = False, seconds_per_window: float | None = None) -> TableVerdict:
     """The verdict of one group of comparable cells (see the module docstring). `wrong_columns`: stack → its
     ❌ columns on this workload; `level` and `margin`: the run's family-wise level and equivalence margin;
     `block_rounds`: the run restarted its stacks every that many rounds (judged over blocks: executions.py);
-    `every_pair`: its rounds went on until every pair was resolved (what the stopping sentence says)."""
+    `every_pair`: its rounds went on until every pair was resolved (what the stopping sentence says);
+    `seconds_per_window`: the run's wall time per window, to say what an open pair's two stacks alone would need."""
     basis = rank_basis(cells)
     measured = [c for c in cells if c.summary is not None]
     ranked = [c for c in measured if in_field(c)]
@@ -256,6 +270,7 @@ def table_verdict(cells: Sequence[Cell], *, baseline: str | None = None,
     per_round = per_round_rps(in_rounds) if in_rounds and (mixed or len(in_rounds) == len(ranked)) else None
     rounds = len(next(iter(per_round.values()))) if per_round else 0
     verdict = TableVerdict(cells=[], basis=basis, paired=per_round is not None, rounds=rounds, every_pair=every_pair,
+                           seconds_per_window=seconds_per_window,
                            wrong_columns={c.stack: list((wrong_columns or {}).get(c.stack, [])) for c in measured
                                           if not exact(c)})
     if basis == NOT_RANKED:
@@ -330,10 +345,24 @@ def run_verdicts(results: RunResults) -> dict[tuple, TableVerdict]:
     """Every table's verdict, keyed like `ranking.comparable_groups`."""
     baseline = baseline_of(results)
     level, margin = verdict_settings(results)
+    seconds_per_window, _ = window_seconds(results)
     return {key: table_verdict(cells, baseline=baseline, wrong_columns=wrong_columns_of(results, key[0]),
                                level=level, margin=margin, block_rounds=block_rounds_of(results),
-                               every_pair=every_pair_of(results))
+                               every_pair=every_pair_of(results), seconds_per_window=seconds_per_window or None)
             for key, cells in comparable_groups(results.cells).items()}
+
+
+def window_seconds(results: RunResults) -> tuple[float, bool]:
+    """The wall time of one window (seconds) and whether it was measured: the phases' measured slots
+    (PhaseRecord.slot_seconds: re-warm, window, checks, bookkeeping) weighted by their windows, else the stored
+    configuration's window plus its re-warm, which leaves out what happens between windows."""
+    phases = [p for p in (results.schedule.phases if results.schedule is not None else [])
+              if p.slot_seconds is not None and p.windows]
+    if phases:
+        return sum(p.slot_seconds * p.windows for p in phases) / sum(p.windows for p in phases), True  # type: ignore[operator]
+    duration = float(results.config.get("duration_seconds") or 0.0)
+    rewarm = results.schedule.rewarm_seconds if results.schedule is not None else None
+    return duration + float(rewarm or 0.0), False
 
 
 def every_pair_of(results: RunResults) -> bool:

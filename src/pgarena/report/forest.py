@@ -185,6 +185,7 @@ def forest_tables(results: RunResults, verdicts: Verdicts) -> tuple[list[dict], 
                         "family": _family_title(first),
                         "level": level_group_label(first) + (f" · {first.engine}" if mixed else ""),
                         "method": verdict.method(), "family_sentence": verdict.family_sentence(),
-                        "stopping_sentence": verdict.stopping_sentence(), "groups": verdict.groups(),
+                        "stopping_sentence": verdict.stopping_sentence(),
+                        "reach_sentence": verdict.reach_sentence(), "groups": verdict.groups(),
                         "sentences": verdict.sentences()})
     return entries, figs

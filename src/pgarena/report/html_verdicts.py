@@ -108,6 +108,7 @@ def headline(results: RunResults, verdicts: Verdicts) -> list[dict]:
                          "tie": len(best) > 1, "method": verdict.method() if verdict else "",
                          "family_sentence": verdict.family_sentence() if verdict else None,
                          "stopping_sentence": verdict.stopping_sentence() if verdict else None,
+                         "reach_sentence": verdict.reach_sentence() if verdict else None,
                          "paired": bool(verdict and verdict.paired),
                          "sentences": verdict.sentences() if verdict else [],
                          "baseline_problem": verdict.baseline_problem if verdict else None, "unranked": unranked})

@@ -53,7 +53,7 @@ def ranks(verdict: TableVerdict, cell: Cell) -> list[str]:
 def verdict_text(verdict: TableVerdict) -> str:
     """The lines under a table: how it was ranked, who leads, each adjacent pair, the baseline's absence."""
     lines = [verdict.method()]
-    lines += [s for s in (verdict.family_sentence(), verdict.stopping_sentence()) if s]
+    lines += [s for s in (verdict.family_sentence(), verdict.stopping_sentence(), verdict.reach_sentence()) if s]
     leaders = verdict.leaders()
     if len(leaders) == 1:
         lines.append(f"Rank 1: **{leaders[0]}**.")

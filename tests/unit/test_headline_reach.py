@@ -1,0 +1,46 @@
+"""scripts/headline_reach.py on a stored run: each open neighbouring pair of the headline with the rounds it would
+need, in its table and alone, then the minutes of rounds for more of them; a folder without results is one line and
+exit code 2."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from pgarena.analysis.verdicts import run_verdicts
+from pgarena.results.store import save
+from tests.fixtures.report_run import sample_results
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "headline_reach.py"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_an_open_pair_gets_its_rounds_and_the_table_its_minutes(tmp_path):
+    results = sample_results()
+    cell = next(c for c in results.cells if c.stack == "node-wrong" and c.workload == "perf-test" and c.vus == 1)
+    for rep, rps in zip(cell.repetitions, (1560.0, 1390.0, 1530.0)):  # close to py-steady, and scattered: open
+        rep.rps = rps
+    save(results, tmp_path)
+    verdict = next(v for v in run_verdicts(results).values() if v.inference is not None and v.pairs)
+    pair = next(p for p in verdict.pairs if {p.upper, p.lower} == {"py-steady", "node-wrong"})
+    assert pair.status == "not resolved"
+    done = _run(str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith(f"  {pair.upper} / {pair.lower} | "))
+    half, most, alone = re.search(r"\| (\d+) / (\d+) \| (\d+)$", line).groups()  # type: ignore[union-attr]
+    assert int(half) < int(most) and int(alone) == pair.alone()
+    assert int(alone) <= int(most)  # one pair pays for one claim, not for every pair of the table
+    still_open = sum(p.status == "not resolved" for p in verdict.pairs)
+    assert done.stdout.splitlines()[-1].startswith(
+        f"  {still_open} more pair(s), 2 of 2: each resolved in half of runs after ")
+
+
+def test_a_folder_without_results_is_one_line_and_exit_2(tmp_path):
+    done = _run(str(tmp_path))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert _run().returncode == 2

@@ -9,7 +9,8 @@ For each group of comparable cells (`ranking.comparable_groups`):
   rounds stopped. The order is `sequential.paired_order` (paired estimates, never against a claim), ranks
   come from the claims, each stack gets its ratio to the table's best (and to a baseline stack), and each
   neighbouring pair a sentence: "a is 1.52× b (1.41–1.64)", "a and b are equivalent within ±10 %
-  (0.97–1.05)" or "a and b: not resolved (0.84–1.31)".
+  (0.97–1.05)" or "a and b: not resolved (0.84–1.31; the two alone: ≈ 23 rounds, 1.3 min)" — what a run of only
+  that pair's stacks would need (`forecast.rounds_alone`).
 - **Independent otherwise** (a sequential run, results from before rounds): today's ranks from the
   overlap of each cell's own interval (`ranking.table_ranks`), and ratios of medians without an interval.
 - **Mixed** when some stacks of the table were measured in rounds and others not (a stack that could not

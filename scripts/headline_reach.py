@@ -17,31 +17,27 @@ import math
 import sys
 from pathlib import Path
 
-from pgarena.analysis.forecast import ALONE_HORIZON, resolve_probability, rounds_alone
-from pgarena.analysis.sequential import FINAL_SHARE, pair_count
+from pgarena.analysis.forecast import least_rounds
+from pgarena.analysis.sequential import FINAL_SHARE, PairInterval, pair_count
 from pgarena.analysis.verdicts import TableVerdict, run_verdicts, window_seconds
-from pgarena.results.store import ResultsError, load
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from noise_budget import stored_run  # noqa: E402  (a script beside this one)
 
 
-def rounds_in_table(verdict: TableVerdict, ratio: float, variance: float, power: float) -> int | None:
-    """Rounds the pair would need at the table's final look to be resolved in `power` of runs (None: beyond
-    ALONE_HORIZON)."""
+def rounds_in_table(verdict: TableVerdict, found: PairInterval, power: float) -> int | None:
+    """Rounds the pair would need at the table's final look (its error split over every pair of the table's stacks)
+    to be resolved in `power` of runs (None: beyond ALONE_HORIZON)."""
     inference = verdict.inference
     assert inference is not None
     alpha = FINAL_SHARE * (1 - inference.level) / pair_count(len(inference.fit.effect))
-    return next((n for n in range(3, ALONE_HORIZON + 1)
-                 if resolve_probability(math.log(ratio), variance, n, alpha, inference.margin,
-                                        df=inference.fit.df + n) >= power), None)
+    return least_rounds(math.log(found.ratio), found.variance, alpha, inference.margin, power,
+                        df_at=lambda n: inference.fit.df + n)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: headline_reach.py RESULTS_DIR (a run folder with results.json)", file=sys.stderr)
-        return 2
-    try:
-        results = load(Path(argv[0]))
-    except ResultsError as exc:
-        print(exc, file=sys.stderr)
+    results = stored_run(argv, "headline_reach.py")
+    if results is None:
         return 2
     verdict = next((v for v in run_verdicts(results).values() if v.inference is not None and v.pairs), None)
     if verdict is None:
@@ -56,11 +52,10 @@ def main(argv: list[str]) -> int:
     needs = []
     for pair in verdict.pairs:
         found = pair.ratio
-        if pair.status != "not resolved" or found is None or not math.isfinite(getattr(found, "variance", math.nan)):
+        if not pair.forecast or not isinstance(found, PairInterval):
             continue
-        half, most = (rounds_in_table(verdict, found.ratio, found.variance, p) for p in (0.5, 0.8))
-        print(f"  {pair.upper} / {pair.lower} | {found.ratio:.3f} | {found.rounds} | {half} / {most} | "
-              f"{rounds_alone(found)}")  # type: ignore[arg-type]
+        half, most = (rounds_in_table(verdict, found, p) for p in (0.5, 0.8))
+        print(f"  {pair.upper} / {pair.lower} | {found.ratio:.3f} | {found.rounds} | {half} / {most} | {pair.alone}")
         if half is not None and most is not None:
             needs.append((half, most, pair.upper, pair.lower))
     reach: list[dict[str, int]] = [{}, {}]

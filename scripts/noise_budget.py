@@ -11,17 +11,26 @@ import sys
 from pathlib import Path
 
 from pgarena.analysis.noise import budget_line, run_noise
+from pgarena.results.models import RunResults
 from pgarena.results.store import ResultsError, load
 
 
-def main(argv: list[str]) -> int:
+def stored_run(argv: list[str], script: str) -> RunResults | None:
+    """The run whose folder is the one argument, or None after one line on stderr: the usage, or why it could not be
+    read (the caller exits 2). Shared by the scripts that read a stored run (headline_reach.py too)."""
     if len(argv) != 1:
-        print("usage: noise_budget.py RESULTS_DIR (a run folder with results.json)", file=sys.stderr)
-        return 2
+        print(f"usage: {script} RESULTS_DIR (a run folder with results.json)", file=sys.stderr)
+        return None
     try:
-        results = load(Path(argv[0]))
+        return load(Path(argv[0]))
     except ResultsError as exc:
         print(exc, file=sys.stderr)
+        return None
+
+
+def main(argv: list[str]) -> int:
+    results = stored_run(argv, "noise_budget.py")
+    if results is None:
         return 2
     tables, pooled = run_noise(results)
     if pooled is None:

@@ -66,11 +66,11 @@ def test_only_an_open_pair_says_what_its_two_stacks_alone_would_need() -> None:
     open_ = PairVerdict("a", "b", open_pair(1.03, 0.1))
     ordered = PairVerdict("a", "b", PairInterval(1.5, 1.3, 1.7, 12, 0.95, 0.10, 0.02, 11))
     hopeless = PairVerdict("a", "b", open_pair(1.05, 3.0))
-    rounds = open_.alone()
+    rounds = open_.alone
     assert rounds is not None
     assert open_.sentence(1.5).endswith(f"; the two alone: ≈ {rounds} rounds, {rounds * 3 / 60:.1f} min)")
     assert open_.sentence() == "a and b: not resolved (0.82–1.29)"
-    assert ordered.sentence(1.5) == "a is 1.50× b (1.30–1.70)" and ordered.alone() is None
+    assert ordered.sentence(1.5) == "a is 1.50× b (1.30–1.70)" and ordered.alone is None
     assert hopeless.sentence(1.5).endswith(f"; the two alone: over {ALONE_HORIZON:,} rounds)")
 
 

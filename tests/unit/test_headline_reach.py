@@ -33,7 +33,7 @@ def test_an_open_pair_gets_its_rounds_and_the_table_its_minutes(tmp_path):
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith(f"  {pair.upper} / {pair.lower} | "))
     half, most, alone = re.search(r"\| (\d+) / (\d+) \| (\d+)$", line).groups()  # type: ignore[union-attr]
-    assert int(half) < int(most) and int(alone) == pair.alone()
+    assert int(half) < int(most) and int(alone) == pair.alone
     assert int(alone) <= int(most)  # one pair pays for one claim, not for every pair of the table
     still_open = sum(p.status == "not resolved" for p in verdict.pairs)
     assert done.stdout.splitlines()[-1].startswith(

@@ -8,6 +8,7 @@ neighbouring pair left open, what a run of its two stacks alone would need (`rou
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from statistics import NormalDist
 
 from pgarena.analysis.sequential import (
@@ -75,26 +76,39 @@ def resolve_probability(log_ratio: float, variance: float, rounds: int, alpha: f
     return min(1.0, ordered + equivalent)
 
 
+def least_rounds(log_ratio: float, variance: float, alpha: float, margin: float, power: float,
+                 df_at: Callable[[int], float], horizon: int = ALONE_HORIZON) -> int | None:
+    """The least rounds (from ALONE_MIN_ROUNDS, at most `horizon`; None: not within it) at which a final look at error
+    `alpha`, with `df_at(rounds)` degrees of freedom, resolves a pair of true `log_ratio` and per-round `variance` in
+    `power` of runs (`resolve_probability`). The chance grows with the rounds, so the count is bisected."""
+
+    def enough(n: int) -> bool:
+        return resolve_probability(log_ratio, variance, n, alpha, margin, df=df_at(n)) >= power
+
+    if not enough(horizon):
+        return None
+    low, high = ALONE_MIN_ROUNDS, horizon
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle + 1, high)
+    return low
+
+
+def forecastable(found: PairInterval) -> bool:
+    """`found` has what a forecast needs: paired rounds, a positive finite variance, and rounds (not blocks of them,
+    analysis/executions.py) as its unit."""
+    return found.rounds > 0 and math.isfinite(found.variance) and found.variance > 0 and not found.blocks
+
+
 def rounds_alone(found: PairInterval, power: float = ALONE_POWER, horizon: int = ALONE_HORIZON) -> int | None:
     """The paired rounds a run of only this pair's two stacks would need to resolve it in `power` of runs, if its
-    ratio and its rounds' scatter are those `found` estimates (None: more than `horizon`, or nothing to go on).
+    ratio and its rounds' scatter are those `found` estimates (None: more than `horizon`, or not `forecastable`).
 
     Such a table has one pair, so its error is the family's whole 1 − level (Bonferroni over one). Raced until a
     budget ends it, its final look gets `FINAL_SHARE` of that error with the pair's own variance (rounds − 1 degrees
     of freedom); the forecast reads that look alone, so the race's earlier looks, which can only resolve it sooner,
     make it an upper bound."""
-    if found.rounds == 0 or not math.isfinite(found.variance) or found.variance <= 0 or found.blocks:
+    if not forecastable(found):
         return None
-    alpha = FINAL_SHARE * (1 - found.level)
-    log_ratio = math.log(found.ratio)
-
-    def enough(n: int) -> bool:
-        return resolve_probability(log_ratio, found.variance, n, alpha, found.margin, df=n - 1) >= power
-
-    if not enough(horizon):
-        return None
-    low, high = ALONE_MIN_ROUNDS, horizon  # the chance grows with the rounds: bisect for the first that is enough
-    while low < high:
-        middle = (low + high) // 2
-        low, high = (low, middle) if enough(middle) else (middle + 1, high)
-    return low
+    return least_rounds(math.log(found.ratio), found.variance, FINAL_SHARE * (1 - found.level), found.margin, power,
+                        df_at=lambda n: n - 1, horizon=horizon)

@@ -27,9 +27,10 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
-from pgarena.analysis.forecast import ALONE_HORIZON, rounds_alone
+from pgarena.analysis.forecast import ALONE_HORIZON, forecastable, rounds_alone
 from pgarena.analysis.sequential import Inference, PairInterval, Status
 from pgarena.stats.intervals import (
     DEFAULT_CONFIDENCE_LEVEL,
@@ -155,22 +156,24 @@ class PairVerdict:
             return "ordered"
         return "equivalent" if self.ratio.within(DEFAULT_EQUIVALENCE_MARGIN) else "not resolved"
 
+    @cached_property
+    def forecast(self) -> bool:
+        """A pair left open with a paired interval `forecast.forecastable` from: it gets `alone` and `reach`."""
+        return self.status == "not resolved" and isinstance(self.ratio, PairInterval) and forecastable(self.ratio)
+
+    @cached_property
     def alone(self) -> int | None:
         """A pair left open: the paired rounds a run of its two stacks alone would need to resolve it
-        (`forecast.rounds_alone`; None: resolved, no paired interval, or not within its horizon)."""
-        if self.status != "not resolved" or not isinstance(self.ratio, PairInterval):
-            return None
-        return rounds_alone(self.ratio)
+        (`forecast.rounds_alone`; None: no `forecast`, or not within its horizon). Computed once: the report's
+        sentences and the sentence that explains them all read it."""
+        return rounds_alone(self.ratio) if self.forecast else None  # type: ignore[arg-type]
 
     def reach(self, seconds_per_window: float) -> str:
-        """'the two alone: ≈ 60 rounds, 3.3 min' for a pair left open ('' when there is nothing to forecast from):
-        `alone` and the time of its rounds, two windows each at `seconds_per_window`."""
-        r = self.ratio
-        if self.status != "not resolved" or not isinstance(r, PairInterval) or r.blocks:
+        """'the two alone: ≈ 60 rounds, 3.3 min' for a pair left open ('' without a `forecast`): `alone` and the
+        time of its rounds, two windows each at `seconds_per_window`."""
+        if not self.forecast:
             return ""
-        if r.rounds == 0 or not math.isfinite(r.variance) or r.variance <= 0:
-            return ""
-        rounds = self.alone()
+        rounds = self.alone
         if rounds is None:
             return f"the two alone: over {ALONE_HORIZON:,} rounds"
         minutes = rounds * 2 * seconds_per_window / 60

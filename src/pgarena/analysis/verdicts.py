@@ -188,7 +188,7 @@ class TableVerdict:
 
     def reach_sentence(self) -> str | None:
         """One sentence on 'the two alone' when a neighbouring pair left open says it (`PairVerdict.reach`)."""
-        if not self.seconds_per_window or not any(p.reach(self.seconds_per_window) for p in self.pairs):
+        if not self.seconds_per_window or not any(p.forecast for p in self.pairs):
             return None
         return ("'The two alone': the paired rounds a run of only that pair's two stacks would need to resolve it in "
                 f"{percent(ALONE_POWER)} of runs, if its ratio and its rounds' scatter are those estimated here, and "

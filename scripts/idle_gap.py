@@ -6,9 +6,9 @@ In interleaved rounds a stack waits for every other stack's window before its ne
 `pg.Pool` closes them after 10 s by default) starts every window of a long gap on new connections. Per stack (started
 as `pgarena run` starts it, scripts/measurer_overhead.py's `start_stack`, warmed 8 s), `--pairs` pairs of visits in a
 random order, one after `--short-s` of idle and one after `--long-s`, each visit one oha run of perf-test rows=1 at 50
-VUs of the lead-in plus the window, as pgarena's window (0.5 s + 1 s); it prints the window's 2xx/s after each gap,
-the mean log ratio long/short with its standard error, the stack's major page faults (pages read back from disk) in a
-visit, and each gap's 2xx per 0.1 s bin relative to the short gaps' window.
+VUs of the lead-in plus the window, as pgarena's window (0.5 s + 1 s; --lead-s, --window-s); it prints the
+window's 2xx/s after each gap, the mean log ratio long/short with its standard error, the stack's major page faults
+(pages read back from disk) in a visit, and each gap's 2xx per bin (0.1 s, --bin-s) relative to the short gaps' window.
 
     .venv/bin/python scripts/idle_gap.py --stacks node-express-pg,node-express-postgresjs --pairs 8 --long-s 20
 
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import window_shape as ws  # noqa: E402  (a script beside this one)
 
 LEAD_S, WINDOW_S, BIN_S = 0.5, 1.0, 0.1
+"""pgarena's bench lead-in and window (the defaults of --lead-s and --window-s), and the profile's bin."""
 
 
 def major_faults(pid: int) -> int:
@@ -50,11 +51,12 @@ def major_faults(pid: int) -> int:
     return total
 
 
-def visit(oha: ws.Oha, pid: int, stem: str) -> tuple[float, list[int], int]:
+def visit(oha: ws.Oha, pid: int, stem: str, lead_s: float, window_s: float,
+          bin_s: float) -> tuple[float, list[int], int]:
     """One lead-in + window: the window's 2xx/s, the run's 2xx per bin and the stack's major faults in it."""
     faults = major_faults(pid)
-    _, ends = oha.run(LEAD_S + WINDOW_S, stem)
-    return (ws.counts_between(ends, LEAD_S, LEAD_S + WINDOW_S) / WINDOW_S, ws.bins(ends, LEAD_S + WINDOW_S, BIN_S),
+    _, ends = oha.run(lead_s + window_s, stem)
+    return (ws.counts_between(ends, lead_s, lead_s + window_s) / window_s, ws.bins(ends, lead_s + window_s, bin_s),
             major_faults(pid) - faults)
 
 
@@ -68,20 +70,21 @@ def measure(scope: ExitStack, stack: str, args: argparse.Namespace, rng: random.
     for p in range(args.pairs):
         for kind in rng.sample(["short", "long"], 2):
             time.sleep(args.short_s if kind == "short" else args.long_s)
-            rate, profile, majors = visit(oha, h.server.pid, f"{kind}{p}")
+            rate, profile, majors = visit(oha, h.server.pid, f"{kind}{p}", args.lead_s, args.window_s, args.bin_s)
             rates[kind].append(rate)
             profiles[kind].append(profile)
             faults[kind].append(majors)
         print(f"{stack}: pair {p + 1}/{args.pairs}", file=sys.stderr, flush=True)
     logs = [math.log(lo / sh) for lo, sh in zip(rates["long"], rates["short"]) if lo > 0 and sh > 0]
     mean, se = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
-    steady = statistics.mean(rates["short"]) * BIN_S
+    steady = statistics.mean(rates["short"]) * args.bin_s
     print(f"{stack}: 2xx/s after {args.short_s:g} s idle {statistics.median(rates['short']):,.0f}, after "
           f"{args.long_s:g} s {statistics.median(rates['long']):,.0f} (medians); ln(long/short) {mean:+.3f} ± {se:.3f}; "
           f"major page faults a visit {statistics.median(faults['short']):g} and {statistics.median(faults['long']):g}")
     for kind in ("short", "long"):
         bins = [statistics.mean(run[i] for run in profiles[kind]) / steady for i in range(len(profiles[kind][0]))]
-        print(f"  {kind:>5} gap, per 0.1 s bin (lead-in, then window): " + " ".join(f"{b:.2f}" for b in bins))
+        print(f"  {kind:>5} gap, per {args.bin_s:g} s bin (lead-in, then window): "
+              + " ".join(f"{b:.2f}" for b in bins))
 
 
 def main(argv: list[str]) -> int:
@@ -90,6 +93,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--short-s", type=float, default=2.0)
     parser.add_argument("--long-s", type=float, default=20.0)
+    parser.add_argument("--lead-s", type=float, default=LEAD_S, help="uncounted load before the window")
+    parser.add_argument("--window-s", type=float, default=WINDOW_S, help="the counted window")
+    parser.add_argument("--bin-s", type=float, default=BIN_S, help="the profile's bin")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", default="/tmp/idle-gap")
     args = parser.parse_args(argv)

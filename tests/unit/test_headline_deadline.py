@@ -17,6 +17,7 @@ from pgarena.pipeline.rounds import (
     PhaseNeed,
     drop_what_cannot_fit,
     headline_deadline_of,
+    idle_rewarm_mean_s,
     later_need_s,
     measured_overhead_s,
     moving_deadline,
@@ -56,12 +57,13 @@ def test_the_headline_takes_what_is_left_but_never_less_than_its_least_rounds():
     assert moving_deadline(100.0, 60, 3000.0, [], 1.5)(1.7) == 3000.0, "nothing after it: all of the time"
 
 
-def _run(phases, *, deadline=5000.0, slo=None, pools=(), pool=None, warmed=(), measured=()):
+def _run(phases, *, deadline=5000.0, slo=None, pools=(), pool=None, warmed=(), measured=(), idle_rewarm=0.0):
     lives = {"s1": SimpleNamespace(id="s1", warmed=set(warmed), stack=SimpleNamespace(
         definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=0.0)))),
              "s2": SimpleNamespace(id="s2", warmed=set(), stack=SimpleNamespace(
                  definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=5.0))))}
-    config = SimpleNamespace(slo_p99_ms=slo, pool_sizes=list(pools), warmup_s=1.0, warmup_cap_s=10.0, repetitions=3)
+    config = SimpleNamespace(slo_p99_ms=slo, pool_sizes=list(pools), warmup_s=1.0, warmup_cap_s=10.0, repetitions=3,
+                             idle_rewarm_s=idle_rewarm)
     later = SimpleNamespace(warmup_cap_s=1.0, repetitions=2)
     return SimpleNamespace(ctx=SimpleNamespace(config=config, deadline=deadline, log=lambda line: None),
                            lives=lives, phases=phases, finished_phases=set(), pool=pool,
@@ -176,3 +178,23 @@ def test_tables_that_no_longer_fit_are_left_out_of_the_phase_and_named_on_its_re
     headline, _ = _phases()
     assert drop_what_cannot_fit(run, headline, record, 1.0) and len(headline.cells) == 2, \
         "the headline is always taken"
+
+
+def test_the_longer_rewarms_after_idle_gaps_are_forecast_and_not_taken_for_overhead():
+    headline, closed = _phases()
+    need = phase_need(_run([headline, closed], idle_rewarm=1.5), closed)
+    plain = phase_need(_run([headline, closed]), closed)
+    assert need.idle_rewarm_s == 2 * 1.5, "each stack's first window of a round comes after the others' windows"
+    assert need.seconds(0.2) - plain.seconds(0.2) == pytest.approx(need.rounds * 2 * 1.5)
+    # the headline's own longer re-warms are part of its slot, not of pgarena's overhead per window
+    bare = moving_deadline(100.0, 60, 3000.0, [CLOSED], 1.5)
+    idle = moving_deadline(100.0, 60, 3000.0, [CLOSED], 1.5, idle_rewarm_of=lambda: 0.4)
+    assert idle(2.133) == pytest.approx(bare(1.733))
+    headline.cells[("s1", "perf-test")].repetitions = [SimpleNamespace(rewarm_seconds=0.5),
+                                                       SimpleNamespace(rewarm_seconds=2.0), SimpleNamespace()]
+    headline.cells[("s1", "perf-test")].repetitions[2].rewarm_seconds = None  # from before the field
+    assert idle_rewarm_mean_s(_run([headline, closed]), headline) == pytest.approx(0.75)
+    assert idle_rewarm_mean_s(_run([headline, closed]), closed) == 0.0
+    record = PhaseRecord(name="headline", cells=1, windows=10, window_seconds=1.0, rewarm_seconds=0.5,
+                         slot_seconds=2.0, idle_rewarm_windows=4, idle_rewarm_seconds=3.0)
+    assert measured_overhead_s(_run([headline, closed], measured=[record])) == pytest.approx(2.0 - 1.5 - 0.3)

@@ -76,3 +76,19 @@ def test_without_later_tables_every_table_keeps_the_run_windows(monkeypatch):
     run, phases = _run(monkeypatch, None)
     assert {c.duration_seconds for p in phases for c in p.cells.values()} == {2}
     assert all(run.rewarm_seconds(p) == 1.0 for p in phases)
+
+
+def test_a_window_after_an_idle_gap_gets_the_longer_rewarm_in_every_phase(monkeypatch):
+    run, phases = _run(monkeypatch, LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2))
+    run.ctx.config.idle_rewarm_s = 1.5
+    live = SimpleNamespace(load_ended=None)
+    assert run.rewarm_before(live, phases[0], now=100.0) == (1.0, None)  # no load since it started: not known
+    live.load_ended = 98.0
+    assert run.rewarm_before(live, phases[0], now=100.0) == (1.0, 2.0)
+    live.load_ended = 60.0
+    assert run.rewarm_before(live, phases[0], now=100.0) == (2.5, 40.0)
+    assert run.rewarm_before(live, phases[1], now=100.0) == (2.0, 40.0)  # the later tables' 0.5 s, plus as much
+    live.load_ended = 75.0
+    assert run.rewarm_before(live, phases[1], now=100.0) == (1.25, 25.0)
+    run.ctx.config.idle_rewarm_s = 0.0
+    assert run.rewarm_before(live, phases[1], now=100.0) == (0.5, 25.0)

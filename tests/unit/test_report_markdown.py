@@ -126,3 +126,21 @@ def test_tables_the_budget_left_unmeasured_are_named_at_the_top_and_in_the_sched
             "budget was spent before their least rounds (users limit20 @ 50 VUs)") in schedule
     assert ("| open · pool 5 | 1 | 0 | 0 | not measured: the time budget was spent before its least rounds; 1 "
             "table(s) not measured") in schedule
+
+
+def test_the_schedule_says_which_windows_had_a_longer_rewarm_after_an_idle_gap():
+    from pgarena.report.conditions import _phase_window
+
+    phase = PhaseRecord(name="headline", cells=1, window_seconds=1.0, rewarm_seconds=0.5, rewarm_lead_in=True,
+                        idle_rewarm_windows=40, idle_rewarm_seconds=52.0)
+    assert _phase_window(phase) == ("1 s after a 0.5 s re-warm in the same generator process; 40 of its windows after "
+                                    "an idle gap, 1.3 s more on average")
+    results = sample_results()
+    results.schedule.idle_rewarm_seconds = 1.5
+    results.schedule.phases[0] = results.schedule.phases[0].model_copy(update=phase.model_dump(exclude={"name"}))
+    schedule = render_markdown(results).split("## Schedule")[1].split("\n## ")[0]
+    assert ("1 s re-warm before each window, up to 1.5 s more after more than 15 s without load (in full after "
+            "35 s).") in schedule
+    assert "40 of its windows after an idle gap, 1.3 s more on average" in schedule
+    results.schedule.idle_rewarm_seconds = 0.0  # turned off: the rule is not claimed
+    assert "without load" not in render_markdown(results).split("## Schedule")[1].split("\n## ")[0]

@@ -37,3 +37,23 @@ def test_round_order_is_reproducible_from_the_seed():
 def test_unknown_schedule_is_an_error():
     with pytest.raises(ValueError, match="unknown schedule"):
         plan("random", PAIRS, 2, seed=1)  # type: ignore[arg-type]
+
+
+def test_a_round_takes_each_stacks_cells_one_after_another():
+    pairs = [(s, c) for s in "abcdef" for c in range(5)]
+    for r in range(1, 30):
+        stacks = [slot.stack for slot in round_order(pairs, r, seed=7)]
+        runs = [s for i, s in enumerate(stacks) if i == 0 or stacks[i - 1] != s]
+        assert sorted(runs) == list("abcdef"), f"round {r}: a stack's cells split: {stacks}"
+
+
+def test_a_round_shuffles_the_stacks_and_each_stacks_cells():
+    pairs = [(s, c) for s in "abcd" for c in range(4)]
+    firsts = Counter(round_order(pairs, r, seed=3)[0].stack for r in range(1, 201))
+    assert set(firsts) == set("abcd") and min(firsts.values()) > 25  # each stack first about 50 times in 200
+    orders_of_a = Counter(tuple(s.cell for s in round_order(pairs, r, seed=3) if s.stack == "a") for r in range(1, 201))
+    assert len(orders_of_a) > 12  # of the 24 orders of a's four cells
+    # each cell's stacks come in a random order too: what the paired comparison needs
+    b_before_a = sum(next(s.stack for s in round_order(pairs, r, seed=3) if s.cell == 0 and s.stack in "ab") == "b"
+                     for r in range(1, 201))
+    assert 70 < b_before_a < 130

@@ -68,7 +68,7 @@ OPTION_OF_FIELD = {
     "server_cpus": "--server-cpus", "pool_size": "--pool-size", "database_url": "--database-url",
     "stacks_dir": "--stacks-dir", "results_dir": "--results-dir", "run_id": "--run-id", "db_rtt_ms": "--db-rtt",
     "stack_rtt_ms": "--stack-rtt", "netns": "--netns", "topology": "--topology",
-    "generators": "--generators", "rewarm_s": "--rewarm",
+    "generators": "--generators", "rewarm_s": "--rewarm", "idle_rewarm_s": "--idle-rewarm",
     "pool_sizes": "--pool-size",
     "targets": "--target",
     "wire_under_load": "--wire-under-load", "wire_load_s": "--wire-load-seconds",

@@ -140,6 +140,9 @@ def run(
         "--schedule-seed", help="seed of the interleaved rounds' order (default: random, recorded)")] = None,
     rewarm: Annotated[Optional[float], typer.Option(
         help="interleaved: uncounted seconds of load before each measured window (default: the warm-up, ≤ 2 s)")] = None,
+    idle_rewarm: Annotated[Optional[float], typer.Option(
+        help="interleaved: up to this many more seconds of re-warm before a window of a stack that had no load for "
+             "over 15 s, in full after 35 s (default 1.5; 0: none)")] = None,
     baseline: Annotated[Optional[str], typer.Option(
         help="a stack whose paired ratio every other stack's figure is also given to")] = None,
     generators: Annotated[Optional[int], typer.Option(
@@ -185,7 +188,8 @@ def run(
         http_timeout_s=http_timeout, database_url=database_url, admin_database_url=admin_database_url,
         allow_overwrite=allow_overwrite or None, db_port=db_port, db_user=db_user, db_password=db_password,
         db_name=db_name, postgres_bin=postgres_bin, run_id=run_id, stacks_dir=stacks_dir, results_dir=results_dir,
-        schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, baseline=baseline, generators=generators,
+        schedule=schedule, schedule_seed=schedule_seed, rewarm_s=rewarm, idle_rewarm_s=idle_rewarm, baseline=baseline,
+        generators=generators,
         targets=target_urls(target), wire_under_load=wire_under_load or None, wire_load_s=wire_load_seconds,
         wire_load_max_requests=wire_load_requests,
     )

@@ -24,6 +24,7 @@ from pgarena.config.stackdef import check_role_name
 from pgarena.config.targets import check_targets
 from pgarena.config.topology import load_topology
 from pgarena.contract import workloads as wl
+from pgarena.contract.idle import DEFAULT_IDLE_REWARM_S
 from pgarena.contract.workloads import WORKLOAD_NAMES
 from pgarena.stats.intervals import (
     DEFAULT_CONFIDENCE_LEVEL,
@@ -146,6 +147,9 @@ class RunConfig(BaseModel):
     schedule_seed: int | None = Field(None, description="seed of the interleaved rounds' order (None = random, recorded)")
     rewarm_s: float | None = _seconds("rewarm_s", None, ge=0, description=(
         "interleaved: uncounted load right before each measured window (None = the warm-up, at most 2 s)"))
+    idle_rewarm_s: float = _seconds("idle_rewarm_s", DEFAULT_IDLE_REWARM_S, ge=0, le=10, description=(
+        "interleaved: up to this much more re-warm before a window of a stack that had no load for a while "
+        "(contract/idle.py: none up to 15 s, in full from 35 s); 0: the same re-warm before every window"))
     baseline: str | None = Field(None, description="a stack every other stack's paired ratio is also given to")
     regression_margin: float | None = Field(None, gt=0, lt=1, description=(
         "`pgarena ab`: the rounds decide other/baseline against the floor 1 − this (analysis/abgate.py) instead of "

@@ -257,6 +257,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         checks_total=checks_total, checks_failed=checks_failed, check_failure=check_failure,
         accounting=record, generators=window.generators,
         reference_unit_ns=speed.unit_ns if speed else None, reference_samples=speed.samples if speed else 0,
+        rewarm_seconds=rewarm_s if round_index is not None else None,
     )
     cell.repetitions.append(repetition)
     return repetition

@@ -138,6 +138,9 @@ class LiveStack:
     """The pool size it was started with (PGARENA_POOL_SIZE); a run with several starts it once per pool size."""
     port: int | None = None
     """The port it listens on (a restart between an A/B's blocks keeps it; base_url may be a proxy's)."""
+    load_ended: float | None = None
+    """When its last load ended (time.monotonic: a warm-up or a window), for the idle gap's re-warm (contract/idle.py);
+    None: no load since it started."""
 
     @property
     def answer(self) -> AnswerShape | None:

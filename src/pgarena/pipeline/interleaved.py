@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from pgarena.analysis.ranking import headline_key
 from pgarena.config.run import LaterTables
 from pgarena.config.stackdef import Stack
+from pgarena.contract.idle import idle_rewarm_s
 from pgarena.db.connections import add_pool_flag
 from pgarena.db.startline import level_database
 from pgarena.load.engines.base import EngineOutputError
@@ -155,6 +156,12 @@ class InterleavedRun:
             return self.ctx.config.rewarm_seconds
         return self.ctx.config.model_copy(update={"rewarm_s": later.rewarm_s}).rewarm_seconds
 
+    def rewarm_before(self, live: LiveStack, phase: _Phase, now: float) -> tuple[float, float | None]:
+        """The re-warm before a window of `live` in `phase` starting `now` (time.monotonic), and how long the stack
+        had had no load (None: none since it started): the phase's, longer after an idle gap (contract/idle.py)."""
+        idle = None if live.load_ended is None else max(0.0, now - live.load_ended)
+        return self.rewarm_seconds(phase) + idle_rewarm_s(idle, self.ctx.config.idle_rewarm_s), idle
+
     # --- one window -----------------------------------------------------------------------------------
     def _warm_stacks(self, phase: _Phase, keys: Collection[tuple] | None = None, again: bool = False) -> None:
         """Warm the cells without windows yet, their stacks in turns, until steady (pipeline/warming.py)."""
@@ -191,6 +198,8 @@ class InterleavedRun:
         ctx.log(f"[{live.id}] {title} round {slot.round} ({ctx.progress.position()})")
         ctx.progress.cell_started(live.id, f"{title} · round {slot.round}")
         before, started = self._idle_meters(live.id), time.monotonic()
+        rewarm, idle = self.rewarm_before(live, phase, started)
+        extra = rewarm - self.rewarm_seconds(phase)
         poller = live.connections
         if poller is not None:
             poller.active = True
@@ -202,7 +211,8 @@ class InterleavedRun:
             live.use_network(cell)
             rep = measure_repetition(self._cell_run(live, cell), engine=ctx.engine, config=config, db=ctx.db,  # type: ignore[arg-type]
                                      server=live.server, base_url=live.base_url, routes=live.routes, cpu=live.cpu,
-                                     round_index=slot.round, rewarm_s=self.rewarm_seconds(phase))
+                                     round_index=slot.round, rewarm_s=rewarm)
+            rep.idle_seconds = None if idle is None else round(idle, 2)
         except ValueError as exc:  # a relative rate without a measured peak
             cell.status, cell.error = "failed", str(exc)
             rep = None
@@ -212,6 +222,9 @@ class InterleavedRun:
                 live.note_crash()
                 ctx.log(f"[{live.id}] crashed: {live.info.reason}")
             rep = None
+        live.load_ended = time.monotonic()
+        if extra:
+            self._count_idle_rewarm(phase, extra)
         if poller is not None:
             peak = poller.take_peak()
             poller.active = False
@@ -233,6 +246,13 @@ class InterleavedRun:
         ctx.progress.cell_done()
         self.saver.save(now=False)
         return (rep.rps, getattr(rep, "reference_unit_ns", None)) if rep is not None else None
+
+    def _count_idle_rewarm(self, phase: _Phase, extra: float) -> None:
+        """The phase's record counts a window whose re-warm the idle gap lengthened by `extra` seconds."""
+        record = next((p for p in self.record.phases if p.name == phase.name), None)
+        if record is not None:
+            record.idle_rewarm_windows += 1
+            record.idle_rewarm_seconds = round(record.idle_rewarm_seconds + extra, 3)
 
     # --- phases ---------------------------------------------------------------------------------------
     def run_phase(self, phase: _Phase) -> RoundsOutcome:

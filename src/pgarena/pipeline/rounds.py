@@ -61,27 +61,31 @@ in bench17's closed phase (2026-11-28 22:10:34–22:13:35, from its raw files' t
 @dataclass(frozen=True)
 class PhaseNeed:
     """The least a phase still to come takes: `rounds` rounds of `windows` windows, each a re-warm and a window
-    of `window_s` together, after `warmup_s` of warm-ups (overhead included)."""
+    of `window_s` together, and `idle_rewarm_s` of longer re-warms a round (contract/idle.py: each stack's first window
+    of a round, after the others' windows: every stack's, in full), after `warmup_s` of warm-ups (overhead included)."""
 
     windows: int
     rounds: int
     window_s: float
     warmup_s: float
+    idle_rewarm_s: float = 0.0
 
     def seconds(self, overhead_s: float) -> float:
         """At `overhead_s` of pgarena's work per window beyond its re-warm and window."""
-        return PHASE_START_S + self.warmup_s + self.rounds * self.windows * (self.window_s + overhead_s)
+        return (PHASE_START_S + self.warmup_s
+                + self.rounds * (self.windows * (self.window_s + overhead_s) + self.idle_rewarm_s))
 
 
 def later_need_s(needs: Sequence[PhaseNeed], slot_s: float, own_window_s: float) -> float:
     """What the phases after this one need at the least (with the margin), forecast from this phase's measured
-    slot: the per-window overhead is the slot less this phase's re-warm and window, and is the same for theirs."""
+    slot: the per-window overhead is the slot less this phase's re-warm and window (its idle gaps' longer re-warms
+    included, as a mean per window), and is the same for theirs."""
     overhead = max(0.0, slot_s - own_window_s)
     return FORECAST_MARGIN * sum(need.seconds(overhead) for need in needs)
 
 
 def moving_deadline(start: float, least_windows: int, end: float, needs: Sequence[PhaseNeed],
-                    own_window_s: float) -> Callable[[float], float]:
+                    own_window_s: float, idle_rewarm_of: Callable[[], float] = lambda: 0.0) -> Callable[[float], float]:
     """The headline's deadline as its rounds measure their slot (RoundsPolicy.deadline_of): all the time up to
     `end` that the phases after it do not need (`later_need_s`) less its own closing before they start
     (`HEADLINE_CLOSE_S`), and never less than its own least rounds from `start` (`least_windows` windows at the slot,
@@ -90,10 +94,11 @@ def moving_deadline(start: float, least_windows: int, end: float, needs: Sequenc
     share, 40 % of 25 minutes after 13 minutes of builds, held its last 2 minutes, rounds 16–26, which resolved 1 more
     of its 18 pairs, while a later table was left out for want of about 2 minutes.)
     The time a later phase cannot use (a table that does not fit, a round more that does not) is not lost: the last
-    phase races its open pairs until the deadline."""
+    phase races its open pairs until the deadline. `idle_rewarm_of()`: this phase's longer re-warms so far, a mean per
+    window (contract/idle.py), part of its slot but not of pgarena's overhead."""
     close = HEADLINE_CLOSE_S if needs else 0.0
     return lambda slot_s: max(start + FORECAST_MARGIN * least_windows * slot_s,
-                              end - close - later_need_s(needs, slot_s, own_window_s))
+                              end - close - later_need_s(needs, slot_s, own_window_s + idle_rewarm_of()))
 
 
 def phase_need(run: Any, phase: Any, tables: Collection[Hashable] | None = None) -> PhaseNeed:
@@ -112,9 +117,11 @@ def phase_need(run: Any, phase: Any, tables: Collection[Hashable] | None = None)
             continue
         first = not live.warmed and not any(other[0] == live.id for other in warm)
         warm[key] = max(cap, config.warmup_s, live.stack.definition.run.min_warmup_s if first else 0.0)
+    stacks = len({live.id for live, _ in cells})
     return PhaseNeed(windows=len(cells), rounds=max(2, later.repetitions if later is not None else config.repetitions),
                      window_s=window_and_rewarm_s(run, phase),
-                     warmup_s=sum(seconds + WARMUP_OVERHEAD_S for seconds in warm.values()))
+                     warmup_s=sum(seconds + WARMUP_OVERHEAD_S for seconds in warm.values()),
+                     idle_rewarm_s=stacks * config.idle_rewarm_s)
 
 
 def measured_overhead_s(run: Any) -> float | None:
@@ -122,7 +129,8 @@ def measured_overhead_s(run: Any) -> float | None:
     `run` that measured its slot found it (None: no phase has yet)."""
     for record in reversed(run.record.phases):
         if record.slot_seconds is not None and record.window_seconds is not None:
-            return max(0.0, record.slot_seconds - record.window_seconds - (record.rewarm_seconds or 0.0))
+            idle = record.idle_rewarm_seconds / record.windows if record.windows else 0.0
+            return max(0.0, record.slot_seconds - record.window_seconds - (record.rewarm_seconds or 0.0) - idle)
     return None
 
 
@@ -206,7 +214,16 @@ def headline_deadline_of(run: Any, phase: Any, static: float | None, last: bool,
         return None
     needs = [phase_need(run, p) for p in run.phases if p is not phase and p.name not in run.finished_phases]
     return moving_deadline(time.monotonic(), least * phase_need(run, phase).windows, deadline - BUDGET_RESERVE_S,
-                           needs, window_and_rewarm_s(run, phase))
+                           needs, window_and_rewarm_s(run, phase), lambda: idle_rewarm_mean_s(run, phase))
+
+
+def idle_rewarm_mean_s(run: Any, phase: Any) -> float:
+    """The re-warm of `phase`'s windows so far beyond the phase's own (contract/idle.py: after an idle gap), a mean per
+    window of those that recorded theirs (0: none)."""
+    own = run.rewarm_seconds(phase)
+    extra = [r.rewarm_seconds - own for cell in phase.cells.values() for r in cell.repetitions
+             if r.rewarm_seconds is not None]
+    return sum(extra) / len(extra) if extra else 0.0
 
 
 def unranked_of(phase: Any) -> Callable[[Hashable], set[str]]:

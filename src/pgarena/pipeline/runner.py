@@ -218,7 +218,8 @@ def execute(
             else random.randrange(2**31))
         if results.schedule is None:
             results.schedule = ScheduleRecord(kind=config.schedule, seed=seed if interleave else None,
-                                              rewarm_seconds=config.rewarm_seconds if interleave else None)
+                                              rewarm_seconds=config.rewarm_seconds if interleave else None,
+                                              idle_rewarm_seconds=config.idle_rewarm_s if interleave else None)
     runnable = [s for s in stacks if s.available]
     together = len(runnable) if interleave else 1  # stacks up at once, each holding its pool
     largest_pool = max(config.pool_levels)

@@ -106,6 +106,7 @@ def _window(run: InterleavedRun, turn: _Turn, config: RunConfig) -> bool:
         run.ctx.log(f"[{live.id}] warm-up failed: {exc}")
         return False
     finally:
+        live.load_ended = time.monotonic()
         if poller is not None:
             turn.peak = max((p for p in (turn.peak, poller.take_peak()) if p is not None), default=None)
             poller.active = False

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pgarena.analysis.verdicts import every_pair_of
 from pgarena.contract.flags import ABOVE_CEILING
-from pgarena.results.models import Cell, DbCeiling, PhaseRecord, RunResults
+from pgarena.contract import idle
+from pgarena.results.models import Cell, DbCeiling, PhaseRecord, RunResults, ScheduleRecord
 
 IDLE_CPU_DISTURBANCE = 0.05
 """A stack that used more than 5 % of one CPU while other stacks were measured may have disturbed them
@@ -106,7 +107,20 @@ def _phase_window(phase: PhaseRecord) -> str | None:
     rewarm = "" if phase.rewarm_seconds is None else f" after a {phase.rewarm_seconds:g} s re-warm"
     if rewarm and phase.rewarm_lead_in:
         rewarm += " in the same generator process"
+    if phase.idle_rewarm_windows:
+        rewarm += (f"; {phase.idle_rewarm_windows} of its windows after an idle gap, "
+                   f"{phase.idle_rewarm_seconds / phase.idle_rewarm_windows:.2g} s more on average")
     return f"{phase.window_seconds:g} s{rewarm}"
+
+
+def _rewarm_phrase(record: ScheduleRecord) -> str | None:
+    """', 0.5 s re-warm before each window, up to 1.5 s more after …': the schedule's re-warm (None: not recorded)."""
+    if record.rewarm_seconds is None:
+        return None
+    phrase = f", {record.rewarm_seconds:g} s re-warm before each window"
+    if record.idle_rewarm_seconds:
+        phrase += f", {idle.rule_sentence(record.idle_rewarm_seconds)}"
+    return phrase
 
 
 def schedule_summary(results: RunResults) -> dict:
@@ -116,7 +130,8 @@ def schedule_summary(results: RunResults) -> dict:
     disturbances = [{"stack": s.id, "idle_cpu_fraction": round(s.idle_cpu_fraction, 4)} for s in results.stacks
                     if s.idle_cpu_fraction is not None and s.idle_cpu_fraction > IDLE_CPU_DISTURBANCE]
     if record is None:
-        return {"kind": "sequential", "recorded": False, "seed": None, "rewarm_seconds": None, "phases": [],
+        return {"kind": "sequential", "recorded": False, "seed": None, "rewarm_seconds": None, "rewarm": None,
+                "phases": [],
                 "fallbacks": [], "disturbances": disturbances, "not_measured": None,
                 "note": "No schedule was recorded (results from before schedules): each stack's cells were measured "
                         "back to back, so ranks use each cell's own interval."}
@@ -125,6 +140,7 @@ def schedule_summary(results: RunResults) -> dict:
             "Sequential: each stack's cells were measured back to back; ranks use each cell's own interval.")
     return {
         "kind": record.kind, "recorded": True, "seed": record.seed, "rewarm_seconds": record.rewarm_seconds,
+        "rewarm": _rewarm_phrase(record),
         "phases": [{"name": p.name, "cells": p.cells, "windows": p.windows, "rounds": p.rounds,
                     "stop_reason": p.stop_reason, "unsettled": list(p.unsettled), "sentence": _phase_sentence(p, every_pair_of(results)),
                     "window": _phase_window(p)}

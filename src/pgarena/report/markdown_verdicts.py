@@ -71,7 +71,7 @@ def schedule_section(results: RunResults) -> str:
     head = [s["note"]]
     if s["recorded"]:
         head.append(f"Schedule `{s['kind']}`" + ("" if s["seed"] is None else f", seed {s['seed']}")
-                    + ("" if s["rewarm_seconds"] is None else f", {s['rewarm_seconds']:g} s re-warm before each window")
+                    + (s["rewarm"] or "")
                     + ".")
     parts = [" ".join(head)]
     if s["phases"] and any(p["window"] for p in s["phases"]):

@@ -47,6 +47,9 @@ class PhaseRecord(Record):
         "wall time per window, measured: its re-warm, the window, the answer and accounting checks and the "
         "bookkeeping after it, averaged over the windows the phase measured (after a resume: those since; None: not "
         "recorded)"))
+    idle_rewarm_windows: int = Field(0, description=(
+        "its windows whose re-warm was longer, their stack having had no load for a while (contract/idle.py)"))
+    idle_rewarm_seconds: float = Field(0.0, description="the seconds of re-warm those windows had beyond the phase's")
     not_measured: list[str] = Field(default_factory=list, description=(
         "its tables left unmeasured: when the phase began, their least rounds and warm-ups no longer fit its share "
         "of the time budget (forecast from the slot an earlier phase measured)"))
@@ -59,6 +62,9 @@ class ScheduleRecord(Record):
     kind: Literal["interleaved", "sequential"]
     seed: int | None = Field(None, description="the seed of the rounds' random orders (interleaved)")
     rewarm_seconds: float | None = Field(None, description="uncounted load before each interleaved window")
+    idle_rewarm_seconds: float | None = Field(None, description=(
+        "the most re-warm added before a window of a stack that had no load for a while (contract/idle.py: none up to "
+        "15 s without load, in full from 35 s; 0: none added; None: not recorded, results from before it)"))
     sequential_fallback: dict[str, str] = Field(
         default_factory=dict, description="stacks that could not run beside the others, and why")
     phases: list[PhaseRecord] = Field(default_factory=list)

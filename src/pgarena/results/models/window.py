@@ -150,3 +150,8 @@ class Repetition(Record):
         "mean CPU nanoseconds of the reference probe's unit of work on the server CPUs during the window "
         "(system/speedprobe.py); higher = the machine was slower; None: not measured"))
     reference_samples: int = Field(0, description="units of work the reference probe timed during the window")
+    rewarm_seconds: float | None = Field(None, description=(
+        "interleaved: the uncounted load right before this window (the phase's re-warm, longer after an idle gap: "
+        "contract/idle.py); None: not recorded"))
+    idle_seconds: float | None = Field(None, description=(
+        "interleaved: how long the stack had had no load when this window's re-warm began (None: not recorded)"))

@@ -57,6 +57,15 @@ from pgarena.load.schedule import Slot, round_order
 from pgarena.stats.intervals import relative_half_width
 
 StopReason = Literal["settled", "out-of-reach", "max-rounds", "budget"]
+SLOT_WINDOWS = 50
+"""The slot a phase forecasts with is the mean wall time of its last this many windows."""
+
+
+def recent_mean(values: Sequence[float]) -> float | None:
+    """The mean of the last `SLOT_WINDOWS` of `values`, in the order measured (None: none yet)."""
+    recent = values[-SLOT_WINDOWS:]
+    return sum(recent) / len(recent) if recent else None
+
 Figure = Union[float, tuple[float, Union[float, None]], None]
 """What `measure` returns: requests/s, or (requests/s, probe unit ns or None); None: the window failed."""
 
@@ -255,7 +264,7 @@ def run_rounds(pairs: Sequence[tuple[str, Hashable]], *, seed: int, policy: Roun
             store(slot.stack, slot.cell, r, measure(slot))
             window_seconds.append(clock() - t0)
             windows += 1
-        seconds_per_window = (sum(window_seconds[-50:]) / len(window_seconds[-50:])) if window_seconds else None
+        seconds_per_window = recent_mean(window_seconds)
         if policy.deadline_of is not None and seconds_per_window:
             deadline = earliest(policy.deadline_of(seconds_per_window))
         by_cap = by_time = policy.max_rounds - r

@@ -98,6 +98,9 @@ class InterleavedRun:
         self.phases: list[_Phase] = []
         self.finished_phases: set[str] = set()
         self.scope: ExitStack | None = None
+        self.idle_extras: list[float] = []
+        """The phase's windows' longer re-warms after an idle gap (0: none), in the order measured, one per window the
+        scheduler times (rounds.headline_deadline_of)."""
         self.execution_scopes: dict[str, ExitStack] = {}
         """An A/B restarting its stacks between blocks (pipeline/executions.py): each stack's own scope in `scope`."""
 
@@ -191,6 +194,7 @@ class InterleavedRun:
         ctx, config = self.ctx, self.ctx.config
         live = self.lives[slot.stack]
         cell = phase.cells[(slot.stack, *slot.cell)]  # type: ignore[misc]
+        self.idle_extras.append(0.0)
         if live.crashed() or cell.status == "failed":
             ctx.progress.cell_done()
             return None
@@ -199,7 +203,7 @@ class InterleavedRun:
         ctx.progress.cell_started(live.id, f"{title} · round {slot.round}")
         before, started = self._idle_meters(live.id), time.monotonic()
         rewarm, idle = self.rewarm_before(live, phase, started)
-        extra = rewarm - self.rewarm_seconds(phase)
+        extra = self.idle_extras[-1] = rewarm - self.rewarm_seconds(phase)
         poller = live.connections
         if poller is not None:
             poller.active = True
@@ -281,6 +285,7 @@ class InterleavedRun:
         levelled = level_database(ctx.db)  # the same start line for every phase: no dead tuples, no WAL due
         ctx.log(f"{phase.name} phase: database {levelled}")
         self._warm_stacks(phase)
+        self.idle_extras = []
         known = {(c.stack, c.key[1:], r.round): (r.rps, getattr(r, "reference_unit_ns", None))
                  for c in phase.cells.values() for r in c.repetitions if r.round is not None}
         later = self._later(phase)

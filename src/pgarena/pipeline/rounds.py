@@ -10,7 +10,7 @@ from typing import Any
 from pgarena.analysis.abgate import GATE_MIN_BLOCKS, GATE_MIN_ROUNDS, GateRule
 from pgarena.analysis.ranking import flagged_out
 from pgarena.config.run import RunConfig
-from pgarena.load.scheduler import RoundsPolicy
+from pgarena.load.scheduler import RoundsPolicy, recent_mean
 
 
 def max_rounds(config: RunConfig) -> int:
@@ -94,8 +94,11 @@ def moving_deadline(start: float, least_windows: int, end: float, needs: Sequenc
     share, 40 % of 25 minutes after 13 minutes of builds, held its last 2 minutes, rounds 16–26, which resolved 1 more
     of its 18 pairs, while a later table was left out for want of about 2 minutes.)
     The time a later phase cannot use (a table that does not fit, a round more that does not) is not lost: the last
-    phase races its open pairs until the deadline. `idle_rewarm_of()`: this phase's longer re-warms so far, a mean per
-    window (contract/idle.py), part of its slot but not of pgarena's overhead."""
+    phase races its open pairs until the deadline. `idle_rewarm_of()`: the longer re-warms (contract/idle.py) of the
+    windows the slot is measured over (`scheduler.recent_mean`), a mean per window: part of the slot, not of pgarena's
+    overhead. (Taken over all the phase's windows, when the slot was of its last 50, it counted the first rounds'
+    longer re-warms against narrowed rounds that had few: the overhead came out nil, and the headline ran on into the
+    time of a later table, which was then left out — bench20, 2026-11-29.)"""
     close = HEADLINE_CLOSE_S if needs else 0.0
     return lambda slot_s: max(start + FORECAST_MARGIN * least_windows * slot_s,
                               end - close - later_need_s(needs, slot_s, own_window_s + idle_rewarm_of()))
@@ -214,16 +217,7 @@ def headline_deadline_of(run: Any, phase: Any, static: float | None, last: bool,
         return None
     needs = [phase_need(run, p) for p in run.phases if p is not phase and p.name not in run.finished_phases]
     return moving_deadline(time.monotonic(), least * phase_need(run, phase).windows, deadline - BUDGET_RESERVE_S,
-                           needs, window_and_rewarm_s(run, phase), lambda: idle_rewarm_mean_s(run, phase))
-
-
-def idle_rewarm_mean_s(run: Any, phase: Any) -> float:
-    """The re-warm of `phase`'s windows so far beyond the phase's own (contract/idle.py: after an idle gap), a mean per
-    window of those that recorded theirs (0: none)."""
-    own = run.rewarm_seconds(phase)
-    extra = [r.rewarm_seconds - own for cell in phase.cells.values() for r in cell.repetitions
-             if r.rewarm_seconds is not None]
-    return sum(extra) / len(extra) if extra else 0.0
+                           needs, window_and_rewarm_s(run, phase), lambda: recent_mean(run.idle_extras) or 0.0)
 
 
 def unranked_of(phase: Any) -> Callable[[Hashable], set[str]]:

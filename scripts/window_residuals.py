@@ -7,8 +7,9 @@ the windows ran. Research tooling (docs/methodology.md, "What the probe leaves")
 Prints the residual sd, its correlation with the seconds since the same stack's previous window, with the slot gap
 and with the time into the round, the residuals' autocorrelation in time order, the twelve slowest windows, each
 stack's first eight residuals against the mean of its later ones (a stack still warming up, or slowing down, shows
-a trend there), and the residual sd of rounds 1–5 against the later ones. Window times are the mtimes of the raw
-generator outputs.
+a trend there), the residual sd of rounds 1–5 against the later ones, and (runs that record it, from 2026-11-29 on)
+the mean residual by the stack's time without load before the window (0–15 s, 15–35 s, more: contract/idle.py's
+thresholds) for each runtime, the stack id's first word. Window times are the mtimes of the raw generator outputs.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def main(argv: list[str]) -> int:
     run = Path(argv[0])
     results = json.loads((run / "results.json").read_text())
     rows = [dict(stack=c["stack"], round=rep["round"], y=math.log(rep["rps"]), z=math.log(rep["reference_unit_ns"]),
-                 t=os.path.getmtime(run / rep["raw_output"]))
+                 t=os.path.getmtime(run / rep["raw_output"]), idle=rep.get("idle_seconds"))
             for c in results["cells"] if c["workload"] == "perf-test" and c.get("parameter") == 1
             for rep in c["repetitions"]
             if rep.get("rps") and rep.get("round") is not None and rep.get("reference_unit_ns")]
@@ -78,7 +79,25 @@ def main(argv: list[str]) -> int:
     early = np.array([rows[i]["round"] <= 5 for i in range(n)])
     print(f"residual sd in rounds 1–5 {e[early].std():.3f} ({early.sum()} windows), later {e[~early].std():.3f} "
           f"({(~early).sum()})")
+    idle_bands(rows, e)
     return 0
+
+
+def idle_bands(rows: list[dict], e) -> None:
+    """The mean residual ± its standard error by the stack's seconds without load before the window, per runtime."""
+    if not any(x["idle"] is not None for x in rows):
+        return
+    bands = ((0.0, 15.0), (15.0, 35.0), (35.0, math.inf))
+    print("mean residual by the stack's time without load before the window (n windows):")
+    for runtime in sorted({x["stack"].split("-")[0] for x in rows}):
+        cells = []
+        for low, high in bands:
+            mine = e[[i for i, x in enumerate(rows) if x["stack"].split("-")[0] == runtime and x["idle"] is not None
+                      and low <= x["idle"] < high]]
+            se = f" ± {mine.std(ddof=1) / math.sqrt(len(mine)):.3f}" if len(mine) > 1 else ""
+            cells.append(f"{low:g}–{high:g} s: {mine.mean():+.3f}{se} ({len(mine)})" if len(mine) else
+                         f"{low:g}–{high:g} s: –")
+        print(f"  {runtime:8s} " + "; ".join(cells))
 
 
 if __name__ == "__main__":

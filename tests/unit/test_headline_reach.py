@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pgarena.analysis.ranking import headline_key
 from pgarena.analysis.verdicts import run_verdicts
 from pgarena.results.store import save
 from tests.fixtures.report_run import sample_results
@@ -22,6 +23,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 def test_an_open_pair_gets_its_rounds_and_the_table_its_minutes(tmp_path):
     results = sample_results()
+    # without its 50-VU cells the sample's headline is perf-test at 1 VU, the table whose pairs are all paired
+    results.cells = [c for c in results.cells if not (c.workload == "perf-test" and c.vus == 50)]
     cell = next(c for c in results.cells if c.stack == "node-wrong" and c.workload == "perf-test" and c.vus == 1)
     for rep, rps in zip(cell.repetitions, (1560.0, 1390.0, 1530.0)):  # close to py-steady, and scattered: open
         rep.rps = rps
@@ -38,6 +41,22 @@ def test_an_open_pair_gets_its_rounds_and_the_table_its_minutes(tmp_path):
     still_open = sum(p.status == "not resolved" for p in verdict.pairs)
     assert done.stdout.splitlines()[-1].startswith(
         f"  {still_open} more pair(s), 2 of 2: each resolved in half of runs after ")
+
+
+def test_the_headline_is_the_reports_first_table_not_the_first_in_the_document(tmp_path):
+    results = sample_results()
+    headline = headline_key(results.cells, results.config.get("workloads"))
+    # a cell that failed verification is stored when planned, before the headline's (bench21, 2026-11-29)
+    later = [c for c in results.cells if c.key[1:] != headline]
+    results.cells = later + [c for c in results.cells if c.key[1:] == headline]
+    save(results, tmp_path)
+    verdict = next(v for v in run_verdicts(results).values() if v.cells[0].key[1:] == headline)
+    first = next(v for v in run_verdicts(results).values() if v.inference is not None and v.pairs)
+    assert first is not verdict, "the sample would not tell the two apart"
+    done = _run(str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert f"the headline's {len(verdict.pairs)} neighbouring pairs" in done.stdout.splitlines()[0]
+    assert f"after {verdict.rounds} rounds" in done.stdout.splitlines()[0]
 
 
 def test_a_folder_without_results_is_one_line_and_exit_2(tmp_path):

@@ -142,5 +142,8 @@ def test_the_schedule_says_which_windows_had_a_longer_rewarm_after_an_idle_gap()
     assert ("1 s re-warm before each window, up to 1.5 s more after more than 15 s without load (in full after "
             "35 s).") in schedule
     assert "40 of its windows after an idle gap, 1.3 s more on average" in schedule
+    assert "in a fresh random order (each stack's cells one after another)" in schedule
     results.schedule.idle_rewarm_seconds = 0.0  # turned off: the rule is not claimed
     assert "without load" not in render_markdown(results).split("## Schedule")[1].split("\n## ")[0]
+    results.schedule.idle_rewarm_seconds = None  # results from before it: their rounds shuffled every window as one
+    assert "one after another" not in render_markdown(results).split("## Schedule")[1].split("\n## ")[0]

@@ -3,7 +3,8 @@
 All stacks that can run beside each other are built, started, verified and warmed first; they then stay
 up together (each pinned to the server CPU set, each in its own cgroup) while rounds of windows visit every
 (stack, cell) once in the seeded order of `schedule.round_order`. One stack is under load at a time; each
-window is preceded by a short re-warm that is not counted (with oha, its own process's lead-in: measure.py). Because the stacks of a cell are measured
+window is preceded by a short re-warm that is not counted (with oha, its own process's lead-in: measure.py), longer
+after a stack's idle gap (contract/idle.py). Because the stacks of a cell are measured
 minutes apart at most, their ratio within a round is free of the machine's slow drift, and `paired` turns
 the per-round figures into ratios with intervals and ranks (Abedi and Brecht, ICPE 2017).
 

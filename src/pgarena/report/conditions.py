@@ -135,8 +135,10 @@ def schedule_summary(results: RunResults) -> dict:
                 "fallbacks": [], "disturbances": disturbances, "not_measured": None,
                 "note": "No schedule was recorded (results from before schedules): each stack's cells were measured "
                         "back to back, so ranks use each cell's own interval."}
+    # since the idle gap's re-warm was recorded (2026-11-29), a round takes each stack's cells together
+    together = "" if record.idle_rewarm_seconds is None else " (each stack's cells one after another)"
     note = ("Interleaved: every stack up together; each round measured every (stack, cell) once in a fresh "
-            "random order, so stacks are compared within rounds." if record.kind == "interleaved" else
+            f"random order{together}, so stacks are compared within rounds." if record.kind == "interleaved" else
             "Sequential: each stack's cells were measured back to back; ranks use each cell's own interval.")
     return {
         "kind": record.kind, "recorded": True, "seed": record.seed, "rewarm_seconds": record.rewarm_seconds,

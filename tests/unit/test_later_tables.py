@@ -82,13 +82,18 @@ def test_a_window_after_an_idle_gap_gets_the_longer_rewarm_in_every_phase(monkey
     run, phases = _run(monkeypatch, LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2))
     run.ctx.config.idle_rewarm_s = 1.5
     live = SimpleNamespace(load_ended=None)
-    assert run.rewarm_before(live, phases[0], now=100.0) == (1.0, None)  # no load since it started: not known
+
+    def rewarm(phase, now):  # the phase's re-warm and what the idle gap adds, as measure() sums them
+        extra, idle = run.idle_rewarm(live, now)
+        return run.rewarm_seconds(phase) + extra, idle
+
+    assert rewarm(phases[0], now=100.0) == (1.0, None)  # no load since it started: not known
     live.load_ended = 98.0
-    assert run.rewarm_before(live, phases[0], now=100.0) == (1.0, 2.0)
+    assert rewarm(phases[0], now=100.0) == (1.0, 2.0)
     live.load_ended = 60.0
-    assert run.rewarm_before(live, phases[0], now=100.0) == (2.5, 40.0)
-    assert run.rewarm_before(live, phases[1], now=100.0) == (2.0, 40.0)  # the later tables' 0.5 s, plus as much
+    assert rewarm(phases[0], now=100.0) == (2.5, 40.0)
+    assert rewarm(phases[1], now=100.0) == (2.0, 40.0)  # the later tables' 0.5 s, plus as much
     live.load_ended = 75.0
-    assert run.rewarm_before(live, phases[1], now=100.0) == (1.25, 25.0)
+    assert rewarm(phases[1], now=100.0) == (1.25, 25.0)
     run.ctx.config.idle_rewarm_s = 0.0
-    assert run.rewarm_before(live, phases[1], now=100.0) == (0.5, 25.0)
+    assert rewarm(phases[1], now=100.0) == (0.5, 25.0)

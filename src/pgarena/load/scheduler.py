@@ -57,6 +57,8 @@ from pgarena.load.schedule import Slot, round_order
 from pgarena.stats.intervals import relative_half_width
 
 StopReason = Literal["settled", "out-of-reach", "max-rounds", "budget"]
+Figure = Union[float, tuple[float, Union[float, None]], None]
+"""What `measure` returns: requests/s, or (requests/s, probe unit ns or None); None: the window failed."""
 SLOT_WINDOWS = 50
 """The slot a phase forecasts with is the mean wall time of its last this many windows."""
 
@@ -65,9 +67,6 @@ def recent_mean(values: Sequence[float]) -> float | None:
     """The mean of the last `SLOT_WINDOWS` of `values`, in the order measured (None: none yet)."""
     recent = values[-SLOT_WINDOWS:]
     return sum(recent) / len(recent) if recent else None
-
-Figure = Union[float, tuple[float, Union[float, None]], None]
-"""What `measure` returns: requests/s, or (requests/s, probe unit ns or None); None: the window failed."""
 
 
 @dataclass(frozen=True)

@@ -160,11 +160,11 @@ class InterleavedRun:
             return self.ctx.config.rewarm_seconds
         return self.ctx.config.model_copy(update={"rewarm_s": later.rewarm_s}).rewarm_seconds
 
-    def rewarm_before(self, live: LiveStack, phase: _Phase, now: float) -> tuple[float, float | None]:
-        """The re-warm before a window of `live` in `phase` starting `now` (time.monotonic), and how long the stack
-        had had no load (None: none since it started): the phase's, longer after an idle gap (contract/idle.py)."""
+    def idle_rewarm(self, live: LiveStack, now: float) -> tuple[float, float | None]:
+        """The re-warm to add to the phase's before a window of `live` starting `now` (time.monotonic), and how long
+        the stack had had no load (None: none since it started): none, or more after an idle gap (contract/idle.py)."""
         idle = None if live.load_ended is None else max(0.0, now - live.load_ended)
-        return self.rewarm_seconds(phase) + idle_rewarm_s(idle, self.ctx.config.idle_rewarm_s), idle
+        return idle_rewarm_s(idle, self.ctx.config.idle_rewarm_s), idle
 
     # --- one window -----------------------------------------------------------------------------------
     def _warm_stacks(self, phase: _Phase, keys: Collection[tuple] | None = None, again: bool = False) -> None:
@@ -203,8 +203,8 @@ class InterleavedRun:
         ctx.log(f"[{live.id}] {title} round {slot.round} ({ctx.progress.position()})")
         ctx.progress.cell_started(live.id, f"{title} · round {slot.round}")
         before, started = self._idle_meters(live.id), time.monotonic()
-        rewarm, idle = self.rewarm_before(live, phase, started)
-        extra = self.idle_extras[-1] = rewarm - self.rewarm_seconds(phase)
+        extra, idle = self.idle_rewarm(live, started)
+        self.idle_extras[-1] = extra
         poller = live.connections
         if poller is not None:
             poller.active = True
@@ -216,7 +216,7 @@ class InterleavedRun:
             live.use_network(cell)
             rep = measure_repetition(self._cell_run(live, cell), engine=ctx.engine, config=config, db=ctx.db,  # type: ignore[arg-type]
                                      server=live.server, base_url=live.base_url, routes=live.routes, cpu=live.cpu,
-                                     round_index=slot.round, rewarm_s=rewarm)
+                                     round_index=slot.round, rewarm_s=self.rewarm_seconds(phase) + extra)
             rep.idle_seconds = None if idle is None else round(idle, 2)
         except ValueError as exc:  # a relative rate without a measured peak
             cell.status, cell.error = "failed", str(exc)
@@ -252,9 +252,13 @@ class InterleavedRun:
         self.saver.save(now=False)
         return (rep.rps, getattr(rep, "reference_unit_ns", None)) if rep is not None else None
 
+    def _phase_record(self, phase: _Phase) -> PhaseRecord | None:
+        """The schedule's record of `phase` (None: not begun)."""
+        return next((p for p in self.record.phases if p.name == phase.name), None)
+
     def _count_idle_rewarm(self, phase: _Phase, extra: float) -> None:
         """The phase's record counts a window whose re-warm the idle gap lengthened by `extra` seconds."""
-        record = next((p for p in self.record.phases if p.name == phase.name), None)
+        record = self._phase_record(phase)
         if record is not None:
             record.idle_rewarm_windows += 1
             record.idle_rewarm_seconds = round(record.idle_rewarm_seconds + extra, 3)
@@ -264,7 +268,7 @@ class InterleavedRun:
         from pgarena.pipeline.cells import cell_title, headroom_rps
 
         ctx, config = self.ctx, self.ctx.config
-        record = next((p for p in self.record.phases if p.name == phase.name), None)
+        record = self._phase_record(phase)
         if record is None:
             record = PhaseRecord(name=phase.name, cells=len({k[1:] for k in phase.cells}),
                                  window_seconds=next(iter(phase.cells.values())).duration_seconds,

@@ -128,6 +128,16 @@ def test_a_run_is_read_table_by_table_and_pooled():
     assert unit["go-fast"] == [None, None, None]
 
 
+def test_the_headline_comes_first_whatever_the_order_of_the_cells():
+    """noise_budget.py's first line is the headline's (the table the reports show first), even where results.json
+    lists another table's cells first (bench21: a users cell came first)."""
+    results = sample_results()
+    results.config["workloads"] = ["perf-test", "users"]
+    results.cells.sort(key=lambda c: c.workload == "perf-test")  # perf-test's cells last
+    labels = [label for label, _ in run_noise(results)[0]]
+    assert len(labels) > 1 and labels[0] == "perf-test rows=1 · 50 VUs · oha"
+
+
 def test_the_robust_sd_and_kurtosis_tell_normal_noise_from_a_few_slow_windows():
     """Issue 21's question whether the per-window noise is a few slow spells (then a robust estimate would take
     most of it out) or spread over every window: normal noise reads robust sd ≈ sd and kurtosis ≈ 3; the same

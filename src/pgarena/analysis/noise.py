@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit
 from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
-from pgarena.analysis.ranking import BY_RPS, comparable_groups, level_group_label, rank_basis
+from pgarena.analysis.ranking import BY_RPS, comparable_groups, headline_key, level_group_label, rank_basis
 from pgarena.analysis.verdicts import has_rounds
 from pgarena.contract import workloads as wl
 from pgarena.results.models import Cell, RunResults
@@ -193,10 +193,13 @@ def table_label(cell: Cell) -> str:
 
 def run_noise(results: RunResults) -> tuple[list[tuple[str, NoiseBudget]], NoiseBudget | None]:
     """Every table of the run measured in rounds and ranked by 2xx/s (closed model: an open-model window's
-    2xx/s is its offered rate, not a measurement of speed) with its budget (label, budget), and the run's
-    pooled budget (None: no such table)."""
+    2xx/s is its offered rate, not a measurement of speed) with its budget (label, budget), the headline first
+    (ranking.headline_key: the table the reports show first), and the run's pooled budget (None: no such table)."""
     tables = []
-    for cells in comparable_groups(results.cells).values():
+    headline = headline_key(results.cells, results.config.get("workloads"))
+    groups = comparable_groups(results.cells)
+    for key in sorted(groups, key=lambda k: k[:-1] != headline):  # stable: the others in results.json's order
+        cells = groups[key]
         if rank_basis(cells) != BY_RPS:
             continue
         rps, unit = table_rounds(cells)

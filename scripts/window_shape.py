@@ -84,11 +84,13 @@ def lag1(values: list[float]) -> float:
 
 
 class Oha:
-    """oha at a started stack, perf-test rows=1 at 50 VUs, pinned to the generator CPUs; every answer's end."""
+    """oha at a started stack, perf-test rows=1 (or `workload` at `parameter`) at 50 VUs, pinned to the generator
+    CPUs; every answer's end."""
 
-    def __init__(self, h: mo.Harness, raw: Path) -> None:
+    def __init__(self, h: mo.Harness, raw: Path, workload: str = wl.PERF_TEST, parameter: int | None = 1) -> None:
         self.engine, self.raw = h.engine_for["oha"], raw
-        self.spec = load_spec(wl.PERF_TEST, 1, base_url=h.base_url, routes=h.routes, connections=50, config=h.config)
+        self.spec = load_spec(workload, parameter, base_url=h.base_url, routes=h.routes, connections=50,
+                              config=h.config)
         self.cpus = ",".join(map(str, h.config.generator_cpus))
         self.server_cpus = list(h.config.server_cpus)
         raw.mkdir(parents=True, exist_ok=True)

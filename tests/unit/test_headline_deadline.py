@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pgarena.config.stackdef import RunSpec
 from pgarena.pipeline.rounds import (
     BUDGET_RESERVE_S,
     FORECAST_MARGIN,
@@ -58,9 +59,9 @@ def test_the_headline_takes_what_is_left_but_never_less_than_its_least_rounds():
 
 def _run(phases, *, deadline=5000.0, slo=None, pools=(), pool=None, warmed=(), measured=(), idle_rewarm=0.0):
     lives = {"s1": SimpleNamespace(id="s1", warmed=set(warmed), stack=SimpleNamespace(
-        definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=0.0)))),
+        definition=SimpleNamespace(run=RunSpec(command="true")))),
              "s2": SimpleNamespace(id="s2", warmed=set(), stack=SimpleNamespace(
-                 definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=5.0))))}
+                 definition=SimpleNamespace(run=RunSpec(command="true", min_warmup_s=5.0))))}
     config = SimpleNamespace(slo_p99_ms=slo, pool_sizes=list(pools), warmup_s=1.0, warmup_cap_s=10.0, repetitions=3,
                              idle_rewarm_s=idle_rewarm)
     later = SimpleNamespace(warmup_cap_s=1.0, repetitions=2)
@@ -97,6 +98,10 @@ def test_a_phases_need_counts_its_measurable_cells_and_the_warm_ups_still_to_com
     run.lives["s2"].warmed.add(("perf-test", None))
     closed.cells[("s2", "static")].status = "ok"
     assert phase_need(run, closed).warmup_s == pytest.approx(4 * (1.0 + WARMUP_OVERHEAD_S))
+    # a JIT's declared least warm-up of each later workload (RunSpec.min_workload_warmup_s) counts at its length
+    run.lives["s2"].stack.definition.run = RunSpec(command="true", min_warmup_s=5.0, min_workload_warmup_s=3.0)
+    assert phase_need(run, closed).warmup_s == pytest.approx(2 * (1.0 + WARMUP_OVERHEAD_S)
+                                                             + 2 * (3.0 + WARMUP_OVERHEAD_S))
 
 
 def test_only_a_headline_with_nothing_but_its_batchs_phases_after_it_moves(monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from pgarena.config.stackdef import RunSpec
 from pgarena.contract.flags import CONTENT_TYPE
 from pgarena.contract.values import Verdict
 from pgarena.load.warmup import WindowResult
@@ -41,7 +42,7 @@ def test_the_interleaved_warm_up_peak_counts_in_the_cell_peak(monkeypatch):
                 warmup_seconds=1, duration_seconds=1, pool_size=5)
     live = SimpleNamespace(
         id="s", warmed=set(), crashed=lambda: False, use_network=lambda _cell: None, connections=_Poller(),
-        stack=SimpleNamespace(definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=0.0))),
+        stack=SimpleNamespace(definition=SimpleNamespace(run=RunSpec(command="true"))),
         info=SimpleNamespace(warmup_seconds=None, warmup_steady=None))
     config = SimpleNamespace(warmup_s=1.0, warmup_cap_s=3.0, pool_size=5)
     run = SimpleNamespace(ctx=SimpleNamespace(config=config, engine=None, db=None, log=lambda _line: None),

@@ -6,15 +6,18 @@ from types import SimpleNamespace
 
 import pytest
 
+from pgarena.config.run import LaterTables
+from pgarena.config.stackdef import RunSpec
 from pgarena.load.warmup import STEADY_SPAN, WindowResult
 from pgarena.pipeline import warming
 from pgarena.results.models import Cell
 
 
-def _live(stack: str, min_warmup_s: float = 0.0) -> SimpleNamespace:
+def _live(stack: str, min_warmup_s: float = 0.0, min_workload_warmup_s: float = 0.0) -> SimpleNamespace:
+    spec = RunSpec(command="true", min_warmup_s=min_warmup_s, min_workload_warmup_s=min_workload_warmup_s)
     return SimpleNamespace(id=stack, warmed=set(), crashed=lambda: False, connections=None,
                            use_network=lambda cell: None, info=SimpleNamespace(warmup_seconds=None, warmup_steady=None),
-                           stack=SimpleNamespace(definition=SimpleNamespace(run=SimpleNamespace(min_warmup_s=min_warmup_s))))
+                           stack=SimpleNamespace(definition=SimpleNamespace(run=spec)))
 
 
 def _cell(stack: str, vus: int = 50) -> Cell:
@@ -22,10 +25,16 @@ def _cell(stack: str, vus: int = 50) -> Cell:
                 warmup_seconds=1, duration_seconds=1)
 
 
-def _run(cells: list[Cell], lives: dict[str, SimpleNamespace], cap_s: float, log: list[str]) -> SimpleNamespace:
-    config = SimpleNamespace(warmup_s=1.0, warmup_cap_s=cap_s, pool_size=10)
+class _Config(SimpleNamespace):
+    def model_copy(self, update: dict) -> _Config:
+        return _Config(**{**vars(self), **update})
+
+
+def _run(cells: list[Cell], lives: dict[str, SimpleNamespace], cap_s: float, log: list[str],
+         later: LaterTables | None = None) -> SimpleNamespace:
+    config = _Config(warmup_s=1.0, warmup_cap_s=cap_s, pool_size=10)
     ctx = SimpleNamespace(config=config, engine="oha", db=None, log=log.append)
-    return SimpleNamespace(ctx=ctx, lives=lives, _later=lambda phase: None, _cell_run=lambda live, cell: live.id)
+    return SimpleNamespace(ctx=ctx, lives=lives, _later=lambda phase: later, _cell_run=lambda live, cell: live.id)
 
 
 @pytest.fixture
@@ -110,3 +119,35 @@ def test_a_declared_least_warm_up_holds_once_after_a_start_not_for_each_workload
     cells[1].repetitions.append(SimpleNamespace())  # type: ignore[arg-type]
     warming.warm_stacks(run, SimpleNamespace(cells={cells[1].key: cells[1]}), again=True)  # type: ignore[arg-type]
     assert len(order) == 25, "after a restart the first warm-up holds the declared least again"
+
+
+def _users(stack: str) -> Cell:
+    return Cell(stack=stack, workload="users", parameter_name="limit", parameter=20, vus=50, engine="oha",
+                warmup_seconds=1, duration_seconds=1)
+
+
+def test_a_table_after_the_headline_warms_a_jit_workload_its_declared_least_and_no_one_else_longer(windows) -> None:
+    """The tables after the headline warm each cell a second (LaterTables.warmup_cap_s); a JIT stack that declares
+    min_workload_warmup_s warms each of its workloads after its first that long, its cap raised to it."""
+    script, order, _sleeps = windows
+    script["jvm"], script["go"] = [300.0 * 1.1 ** i for i in range(20)], [1000.0] * 20  # the JVM still climbing
+    lives = {"jvm": _live("jvm", min_warmup_s=25.0, min_workload_warmup_s=4.0), "go": _live("go")}
+    for live in lives.values():
+        live.warmed.add(("perf-test", None))  # the headline warmed both
+    cells = [_users("jvm"), _users("go")]
+    later = LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2)
+    phase = SimpleNamespace(cells={c.key: c for c in cells})
+    warming.warm_stacks(_run(cells, lives, 60, [], later), phase)  # type: ignore[arg-type]
+    jvm, go = cells
+    assert order == ["jvm", "go", "jvm", "jvm", "jvm"]
+    assert (jvm.warmup.seconds, jvm.warmup.minimum_seconds, jvm.warmup.steady) == (4, 4.0, False)
+    assert (go.warmup.seconds, go.warmup.minimum_seconds) == (1, 1.0)
+
+
+def test_outside_the_later_tables_the_profiles_cap_still_bounds_a_declared_least(windows) -> None:
+    script, order, _sleeps = windows
+    script["jvm"] = [1000.0] * 60
+    lives = {"jvm": _live("jvm", min_warmup_s=45.0)}
+    (cell,) = cells = [_cell("jvm")]
+    warming.warm_stacks(_run(cells, lives, 15, []), SimpleNamespace(cells={cell.key: cell}))  # type: ignore[arg-type]
+    assert len(order) == 15 and cell.warmup.seconds == 15

@@ -35,7 +35,14 @@ def test_arrival_is_the_first_bin_after_which_every_bin_stays_within_10_percent_
 
 def test_an_unknown_arm_or_impossible_lengths_are_one_line_and_exit_2() -> None:
     for args in (["--stacks", "go-nethttp-pgx", "--arms", "sideways"],
-                 ["--stacks", "go-nethttp-pgx", "--load-s", "5", "--bin-s", "10"]):
+                 ["--stacks", "go-nethttp-pgx", "--load-s", "5", "--bin-s", "10"],
+                 ["--stacks", "go-nethttp-pgx", "--workloads", "users=20,userz"],
+                 ["--stacks", "go-nethttp-pgx", "--workloads", "users=twenty"],
+                 ["--stacks", "go-nethttp-pgx", "--prewarm-s", "-1"]):
         out = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60,
                              env={"PYTHONPATH": str(SCRIPT.parents[1] / "src"), "PATH": "/usr/bin:/bin"})
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and out.stderr.startswith("error: "), out.stderr
+
+
+def test_workloads_are_read_with_their_parameters(curve) -> None:
+    assert curve.workload_list("users=20,perf-post=10,static") == [("users", 20), ("perf-post", 10), ("static", None)]

@@ -91,7 +91,15 @@ class RunSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     min_warmup_s: float = Field(0, ge=0, description=(
         "JIT runtimes: the least warm-up after each start, before the stack's first cell (its later workloads warm "
-        "by the profile's rule)"))
+        "by the profile's rule, at least min_workload_warmup_s)"))
+    min_workload_warmup_s: float = Field(0, ge=0, description=(
+        "JIT runtimes: the least warm-up of each workload after the first one since a start (a JIT compiles each "
+        "endpoint's own code when it first runs it; the profile's warm-up when less)"))
+
+    def least_warmup_s(self, profile_s: float, first: bool) -> float:
+        """The least warm-up of a stack's workload: the profile's, raised to the stack's declared least for its
+        `first` workload since a start (min_warmup_s) or for each later one (min_workload_warmup_s)."""
+        return max(profile_s, self.min_warmup_s if first else self.min_workload_warmup_s)
 
     _templates = field_validator("command")(_check_templates)
     _env_templates = field_validator("env")(_check_env_templates)

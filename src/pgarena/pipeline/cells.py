@@ -108,8 +108,8 @@ def run_cell(ctx: RunContext, live: LiveStack, cell: Cell, warmed: set[str]) -> 
     """Measure one cell (or record why it cannot be measured) and save the results."""
     config, info = ctx.config, live.info
     # NOTE: every cell warms until its throughput is steady (warmup.py); this is the least it warms. A
-    # stack's declared min_warmup_s raises that least before its first cell after the start.
-    cell.warmup_seconds = config.warmup_s if warmed else max(config.warmup_s, live.stack.definition.run.min_warmup_s)
+    # stack's declared least warm-ups raise it (RunSpec.least_warmup_s).
+    cell.warmup_seconds = live.stack.definition.run.least_warmup_s(config.warmup_s, not warmed)
     warmed.add(cell.workload)
     poller = live.connections
     if poller is not None:

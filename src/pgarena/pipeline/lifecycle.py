@@ -369,7 +369,7 @@ def _verify(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, server: S
     if info.status == "crashed":
         return None
     if kind == "run":
-        info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
+        info.warmup_seconds = definition.run.least_warmup_s(config.warmup_s, True)
     return {v.workload for v in verifications if v.ok}
 
 

@@ -108,7 +108,7 @@ def phase_need(run: Any, phase: Any, tables: Collection[Hashable] | None = None)
     """The least `phase` (an interleaved._Phase of `run`, an InterleavedRun, not started yet; typed Any, as
     interleaved.py imports this module) takes: its cells that can be measured (of `tables` only, cell keys less
     the stack, when given), its least rounds, its windows, and a warm-up at its cap (or the stack's declared
-    minimum, before its first cell) for every stack and workload not warmed yet."""
+    least, when more: `RunSpec.least_warmup_s`) for every stack and workload not warmed yet."""
     config, later = run.ctx.config, run._later(phase)
     cap = max(later.warmup_cap_s, config.warmup_s) if later is not None else config.warmup_cap_s
     cells = [(run.lives[key[0]], cell) for key, cell in phase.cells.items()
@@ -119,7 +119,7 @@ def phase_need(run: Any, phase: Any, tables: Collection[Hashable] | None = None)
         if (cell.workload, cell.db_rtt_ms) in live.warmed or cell.repetitions or key in warm:
             continue
         first = not live.warmed and not any(other[0] == live.id for other in warm)
-        warm[key] = max(cap, config.warmup_s, live.stack.definition.run.min_warmup_s if first else 0.0)
+        warm[key] = max(cap, live.stack.definition.run.least_warmup_s(config.warmup_s, first))
     stacks = len({live.id for live, _ in cells})
     return PhaseNeed(windows=len(cells), rounds=max(2, later.repetitions if later is not None else config.repetitions),
                      window_s=window_and_rewarm_s(run, phase),

@@ -88,7 +88,7 @@ def bring_up_target(ctx: RunContext, stack: Stack, info: StackInfo, kind: str, s
         ctx.log(f"[{stack.id}] {v.workload}: {verification_line(v)}")
     save(ctx.results, ctx.run_dir)
     if kind == "run":
-        info.warmup_seconds = max(config.warmup_s, definition.run.min_warmup_s)
+        info.warmup_seconds = definition.run.least_warmup_s(config.warmup_s, True)
     cpu = CpuMeters({})
     cpu.source = NOT_MEASURED_CPU  # no meter on the target's host: its cells' CPU figures stay None
     return LiveStack(stack=stack, info=info, server=server,  # type: ignore[arg-type]

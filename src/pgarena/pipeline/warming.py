@@ -74,10 +74,13 @@ def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | No
                 or live.crashed()):
             continue
         claimed.add(which)  # a stack warms once per workload, not again for each cell of it
-        # a JIT runtime's declared least warm-up, once after each start: its first turn (stackdef.min_warmup_s)
-        minimum = max(config.warmup_s, live.stack.definition.run.min_warmup_s if live.id in first else 0.0)
+        # a JIT runtime's declared least warm-up: once after each start, its first turn (stackdef.min_warmup_s),
+        # and for each workload after it (min_workload_warmup_s). A table after the headline raises its cap (1 s,
+        # to keep them cheap) to it, as its forecast does (rounds.phase_need); elsewhere the profile's cap wins.
+        minimum = live.stack.definition.run.least_warmup_s(config.warmup_s, live.id in first)
         first.discard(live.id)
-        turns.append(_Turn(cell, live, Warming(minimum_s=minimum, cap_s=config.warmup_cap_s)))
+        cap = max(config.warmup_cap_s, minimum) if later is not None else config.warmup_cap_s
+        turns.append(_Turn(cell, live, Warming(minimum_s=minimum, cap_s=cap)))
     while turns:
         alone = len(turns) == 1
         for turn in list(turns):

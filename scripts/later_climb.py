@@ -1,8 +1,8 @@
 """Whether a stack reads cold in the tables after the headline: each stack's rise from its first round to its later
-ones there, against the other stacks' in the same table. Research tooling (docs/methodology.md, "The tables after
-the headline: cold or not").
+ones there, against the other stacks' in the same table. Research tooling (docs/methodology.md, "A cell": "A JIT's
+later workloads").
 
-    .venv/bin/python scripts/later_climb.py results/<run-id>
+    PYTHONPATH=src .venv/bin/python scripts/later_climb.py results/<run-id>
 
 The tables after the headline warm each cell for a second only (the bench profile's `later_tables`). A runtime that
 compiles each endpoint's code when it first runs it (a JVM's JIT, V8's optimizing tiers) would then read slower in a
@@ -17,21 +17,24 @@ independent. A stack is read as cold only well beyond that spread.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
+from pgarena.analysis.ranking import headline_key
+from pgarena.results.models import Cell
 
-def climbs(results: dict) -> dict[str, list[float]]:
-    """Each stack's rise (ln, relative to its table's mean rise) in every later table it has two rounds or more in."""
-    from pgarena.analysis.ranking import headline_key
-    from pgarena.results.models import Cell
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from noise_budget import stored_run  # noqa: E402  (a script beside this one)
 
-    cells = [Cell.model_validate(c) for c in results["cells"]]
-    head = headline_key(cells, results.get("config", {}).get("workloads"))
+
+def climbs(cells: Sequence[Cell], workloads: Sequence[str] | None) -> dict[str, list[float]]:
+    """Each stack's rise (ln, relative to its table's mean rise) in every later table it has two rounds or more in;
+    `workloads`: the run's order (its config), which names the headline."""
+    head = headline_key(cells, workloads)
     tables: dict[tuple, dict[str, float]] = defaultdict(dict)
     for cell in cells:
         key = cell.key[1:]
@@ -64,10 +67,10 @@ def spread(means: list[float]) -> float:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not (Path(argv[0]) / "results.json").is_file():
-        print("usage: later_climb.py RESULTS_DIR (a run folder with results.json)", file=sys.stderr)
+    results = stored_run(argv, "later_climb.py")
+    if results is None:
         return 2
-    found = climbs(json.loads((Path(argv[0]) / "results.json").read_text()))
+    found = climbs(results.cells, results.config.get("workloads"))
     if not found:
         print(f"{argv[0]}: no table after the headline has two rounds of three stacks or more", file=sys.stderr)
         return 1

@@ -17,7 +17,7 @@ from pgarena.results.store import ResultsError, load
 
 def stored_run(argv: list[str], script: str) -> RunResults | None:
     """The run whose folder is the one argument, or None after one line on stderr: the usage, or why it could not be
-    read (the caller exits 2). Shared by the scripts that read a stored run (headline_reach.py too)."""
+    read (the caller exits 2). Shared by the scripts that read a stored run (headline_reach.py, later_climb.py)."""
     if len(argv) != 1:
         print(f"usage: {script} RESULTS_DIR (a run folder with results.json)", file=sys.stderr)
         return None

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import script_module
+from pgarena.results.models import Cell
 from tests.fixtures.report_run import cell
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "later_climb.py"
 LATER = [("users", 20), ("tx", None), ("perf-post", 10), ("static", None), ("perf-minimal", None)]
+WORKLOADS = ["perf-test", *(w for w, _ in LATER)]
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +25,7 @@ def climb():
     yield from script_module("later_climb")
 
 
-def _results(cold: float, seed: int = 5) -> dict:
+def _cells(cold: float, seed: int = 5) -> list[Cell]:
     """Eight stacks; the headline (perf-test) with `jvm` cold in its first round too, then five later tables of
     three rounds with ln scatter 0.05 and a round factor, where `jvm` reads `cold` (ln) slow in round 1 only."""
     rng = random.Random(seed)
@@ -34,12 +36,12 @@ def _results(cold: float, seed: int = 5) -> dict:
         for k, stack in enumerate(stacks):
             slow = [cold if stack == "jvm" and r == 0 else 0.0 for r in range(3)]
             rps = [1000 * (1 + k / 4) * math.exp(factor[r] - slow[r] + rng.gauss(0, 0.05)) for r in range(3)]
-            cells.append(cell(stack, workload, parameter, 50, rps, 10.0).model_dump(mode="json"))
-    return {"cells": cells, "config": {"workloads": ["perf-test", *(w for w, _ in LATER)]}}
+            cells.append(cell(stack, workload, parameter, 50, rps, 10.0))
+    return cells
 
 
 def test_a_stack_cold_in_the_first_round_of_each_later_table_stands_out(climb) -> None:
-    found = climb.climbs(_results(cold=0.3))
+    found = climb.climbs(_cells(cold=0.3), WORKLOADS)
     assert set(found) == {"jvm", *(f"s{i}" for i in range(7))} and all(len(v) == len(LATER) for v in found.values())
     means = {stack: sum(v) / len(v) for stack, v in found.items()}
     assert max(means, key=means.get) == "jvm"
@@ -48,7 +50,7 @@ def test_a_stack_cold_in_the_first_round_of_each_later_table_stands_out(climb) -
 
 
 def test_without_a_cold_stack_none_stands_out(climb) -> None:
-    means = [sum(v) / len(v) for v in climb.climbs(_results(cold=0.0)).values()]
+    means = [sum(v) / len(v) for v in climb.climbs(_cells(cold=0.0), WORKLOADS).values()]
     assert max(abs(m) for m in means) / climb.spread(means) < 4
 
 

@@ -94,7 +94,7 @@ class RunSpec(_Strict):
         "by the profile's rule, at least min_workload_warmup_s)"))
     min_workload_warmup_s: float = Field(0, ge=0, description=(
         "JIT runtimes: the least warm-up of each workload after the first one since a start (a JIT compiles each "
-        "endpoint's own code when it first runs it; the profile's warm-up when less)"))
+        "endpoint's own code when it first runs it; the profile's least warm-up where that is longer)"))
 
     def least_warmup_s(self, profile_s: float, first: bool) -> float:
         """The least warm-up of a stack's workload: the profile's, raised to the stack's declared least for its

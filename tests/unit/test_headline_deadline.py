@@ -91,17 +91,21 @@ def test_a_phases_need_counts_its_measurable_cells_and_the_warm_ups_still_to_com
     headline, closed = _phases()
     need = phase_need(_run([headline, closed], warmed=[("users", None)]), closed)
     assert (need.windows, need.rounds, need.window_s) == (3, 2, 1.5), "the failed cell takes no window"
-    # s1 warmed users already: s1 static at the later cap (1 s), s2 users at its declared 5 s
-    assert need.warmup_s == pytest.approx((1.0 + WARMUP_OVERHEAD_S) + (5.0 + WARMUP_OVERHEAD_S))
+    # s1 warmed users already: s1 static at the later cap (1 s), the lead-in of its first window, 0.5 s longer than
+    # the re-warm (pipeline/warming.py); s2 users at its declared 5 s, a warm-up of its own
+    lead_in = 1.0 - 0.5
+    assert need.warmup_s == pytest.approx(lead_in + (5.0 + WARMUP_OVERHEAD_S))
     # once s2 has warmed the headline's workload, its declared 5 s are spent: users and static at the cap
     run = _run([headline, closed])
     run.lives["s2"].warmed.add(("perf-test", None))
     closed.cells[("s2", "static")].status = "ok"
-    assert phase_need(run, closed).warmup_s == pytest.approx(4 * (1.0 + WARMUP_OVERHEAD_S))
+    assert phase_need(run, closed).warmup_s == pytest.approx(4 * lead_in)
     # a JIT's declared least warm-up of each later workload (RunSpec.min_workload_warmup_s) counts at its length
     run.lives["s2"].stack.definition.run = RunSpec(command="true", min_warmup_s=5.0, min_workload_warmup_s=3.0)
-    assert phase_need(run, closed).warmup_s == pytest.approx(2 * (1.0 + WARMUP_OVERHEAD_S)
-                                                             + 2 * (3.0 + WARMUP_OVERHEAD_S))
+    assert phase_need(run, closed).warmup_s == pytest.approx(2 * lead_in + 2 * (3.0 + WARMUP_OVERHEAD_S))
+    # a re-warm as long as the warm-up leaves nothing of it to forecast
+    run.rewarm_seconds = lambda p: 1.0
+    assert phase_need(run, closed).warmup_s == pytest.approx(2 * (3.0 + WARMUP_OVERHEAD_S))
 
 
 def test_only_a_headline_with_nothing_but_its_batchs_phases_after_it_moves(monkeypatch):

@@ -97,3 +97,52 @@ def test_a_window_after_an_idle_gap_gets_the_longer_rewarm_in_every_phase(monkey
     assert rewarm(phases[1], now=100.0) == (1.25, 25.0)
     run.ctx.config.idle_rewarm_s = 0.0
     assert rewarm(phases[1], now=100.0) == (0.5, 25.0)
+
+
+def test_a_later_tables_first_window_takes_the_warm_up_left_to_it_as_its_lead_in(monkeypatch):
+    """pipeline/warming.py leaves a one-window warm-up of a later table to the cell's first window: measure() runs
+    that window with a re-warm at least the warm-up's length (the idle gap's longer one when that is longer), records
+    the warm-up on the cell and the stack, and the cell's next window has the plain re-warm again."""
+    from pgarena.load.schedule import Slot
+    from pgarena.results.models import Warmup
+
+    later = LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2)
+    run, phases = _run(monkeypatch, later)
+    rest = phases[1]
+    run.ctx.config.idle_rewarm_s = 1.5
+    run.ctx.log, run.ctx.db, run.ctx.results.generator_headroom = (lambda line: None), None, None
+    run.ctx.progress = SimpleNamespace(cell_done=lambda: None, position=lambda: "", cell_started=lambda *a: None,
+                                       repetition_done=lambda *a: None)
+    run.saver, run.record.phases = SimpleNamespace(save=lambda now=True: None), []
+    now = [1000.0]
+    monkeypatch.setattr(interleaved.time, "monotonic", lambda: now[0])
+    for live in run.lives.values():
+        live.__dict__.update(crashed=lambda: False, connections=None, use_network=lambda cell: None, server=None,
+                             base_url="", routes={}, cpu=SimpleNamespace(source="cgroup"), load_ended=999.0,
+                             stack_cpu_seconds=None, warmed={("perf-test", None)},
+                             info=SimpleNamespace(warmup_seconds=None, warmup_steady=None))
+    asked: list[float] = []
+
+    def measure_repetition(cell_run, *, rewarm_s, **kwargs):
+        asked.append(rewarm_s)
+        return SimpleNamespace(rps=1000.0, idle_seconds=None, peak_connections=None, index=1)
+    monkeypatch.setattr(interleaved, "measure_repetition", measure_repetition)
+    monkeypatch.setattr(interleaved, "repetition_line", lambda *a: "")
+    monkeypatch.setattr(interleaved, "summarize", lambda *a, **k: None)
+    monkeypatch.setattr(run, "_cell_run", lambda live, cell: None)
+    key = next(k for k in rest.cells if k[0] == "a" and rest.cells[k].workload == "users")
+    run.lead_ins[("a", "users", None)] = Warmup(seconds=1.0, steady=False, minimum_seconds=1.0, cap_seconds=1.0,
+                                                windows_rps=[], lead_in=True)
+    assert run.measure(rest, Slot("a", key[1:], 1)) is not None
+    assert asked == [1.0], "the 1 s warm-up, not the 0.5 s re-warm after a second idle"
+    cell = rest.cells[key]
+    assert cell.warmup is not None and cell.warmup.lead_in and ("users", None) in run.lives["a"].warmed
+    now[0] = 1001.0
+    run.measure(rest, Slot("a", key[1:], 2))
+    assert asked[-1] == 0.5, "the next window: the plain re-warm"
+    static = next(k for k in rest.cells if k[0] == "b" and rest.cells[k].workload == "static")
+    run.lead_ins[("b", "static", None)] = Warmup(seconds=1.0, steady=False, minimum_seconds=1.0, cap_seconds=1.0,
+                                                 windows_rps=[], lead_in=True)
+    now[0] = 1100.0  # 101 s idle: the idle gap's 0.5 + 1.5 s is longer than the warm-up
+    run.measure(rest, Slot("b", static[1:], 1))
+    assert asked[-1] == 2.0 and rest.cells[static].warmup is not None and not run.lead_ins

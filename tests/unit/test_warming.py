@@ -34,7 +34,8 @@ def _run(cells: list[Cell], lives: dict[str, SimpleNamespace], cap_s: float, log
          later: LaterTables | None = None) -> SimpleNamespace:
     config = _Config(warmup_s=1.0, warmup_cap_s=cap_s, pool_size=10)
     ctx = SimpleNamespace(config=config, engine="oha", db=None, log=log.append)
-    return SimpleNamespace(ctx=ctx, lives=lives, _later=lambda phase: later, _cell_run=lambda live, cell: live.id)
+    return SimpleNamespace(ctx=ctx, lives=lives, _later=lambda phase: later, _cell_run=lambda live, cell: live.id,
+                           lead_ins={})
 
 
 @pytest.fixture
@@ -137,11 +138,39 @@ def test_a_table_after_the_headline_warms_a_jit_workload_its_declared_least_and_
     cells = [_users("jvm"), _users("go")]
     later = LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2)
     phase = SimpleNamespace(cells={c.key: c for c in cells})
-    warming.warm_stacks(_run(cells, lives, 60, [], later), phase)  # type: ignore[arg-type]
+    log: list[str] = []
+    run = _run(cells, lives, 60, log, later)
+    warming.warm_stacks(run, phase)  # type: ignore[arg-type]
     jvm, go = cells
-    assert order == ["jvm", "go", "jvm", "jvm", "jvm"]
+    assert order == ["jvm"] * 4, "go's one-second warm-up is left to its first window's lead-in"
     assert (jvm.warmup.seconds, jvm.warmup.minimum_seconds, jvm.warmup.steady) == (4, 4.0, False)
-    assert (go.warmup.seconds, go.warmup.minimum_seconds) == (1, 1.0)
+    assert go.warmup is None and ("users", None) not in lives["go"].warmed
+    # the first window of go's users cell takes it: its re-warm is at least the warm-up, recorded as one
+    assert warming.lead_in_s(run, lives["go"], go) == 1.0 and warming.lead_in_s(run, lives["go"], go) == 0.0
+    warming.took_lead_in(run, lives["go"], go, peak=None)
+    assert (go.warmup.seconds, go.warmup.minimum_seconds, go.warmup.lead_in, go.warmup.windows_rps) == (1, 1, True, [])
+    assert ("users", None) in lives["go"].warmed and lives["go"].info.warmup_steady is False
+    assert log[-1] == "[go] users: warmed 1 s as its first window's lead-in (not steady at the cap)"
+
+
+def test_a_lead_in_warm_up_is_taken_by_whichever_cell_of_the_workload_comes_first_and_not_after_a_restart(
+        windows) -> None:
+    script, order, _sleeps = windows
+    script["go"] = [1000.0] * 5
+    lives = {"go": _live("go")}
+    lives["go"].warmed.add(("perf-test", None))
+    cells = [_users("go"), Cell(stack="go", workload="users", parameter_name="limit", parameter=1000, vus=50,
+                                engine="oha", warmup_seconds=1, duration_seconds=1)]
+    later = LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2)
+    run = _run(cells, lives, 60, [], later)
+    warming.warm_stacks(run, SimpleNamespace(cells={c.key: c for c in cells}))  # type: ignore[arg-type]
+    assert order == [] and list(run.lead_ins) == [("go", "users", None)]
+    assert warming.lead_in_s(run, lives["go"], cells[1]) == 1.0 and cells[1].warmup is not None
+    assert warming.lead_in_s(run, lives["go"], cells[0]) == 0.0 and cells[0].warmup is None
+    cells[0].repetitions.append(SimpleNamespace())  # type: ignore[arg-type]
+    run.lead_ins.clear()
+    warming.warm_stacks(run, SimpleNamespace(cells={cells[0].key: cells[0]}), again=True)  # type: ignore[arg-type]
+    assert order == ["go"] and not run.lead_ins, "a restarted stack warms with a window of its own"
 
 
 def test_outside_the_later_tables_the_profiles_cap_still_bounds_a_declared_least(windows) -> None:

@@ -51,8 +51,8 @@ from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
 from pgarena.pipeline.rounds import (batch_is_last, drop_what_cannot_fit, headline_deadline_of, phase_deadline,
                                      rounds_policy, unranked_of)
-from pgarena.pipeline.warming import warm_stacks
-from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord
+from pgarena.pipeline.warming import lead_in_s, took_lead_in, warm_stacks
+from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord, Warmup
 from pgarena.results.store import Saver, save
 from pgarena.system.process import NotReady
 
@@ -100,6 +100,8 @@ class InterleavedRun:
         self.finished_phases: set[str] = set()
         self.scope: ExitStack | None = None
         self.idle_extras: list[float] = []
+        self.lead_ins: dict[tuple, Warmup] = {}
+        """Warm-ups left to the lead-in of a cell's first window (pipeline/warming.py), by stack, workload, delay."""
         """The phase's windows' longer re-warms after an idle gap (0: none), in the order measured, one per window the
         scheduler times (rounds.headline_deadline_of)."""
         self.execution_scopes: dict[str, ExitStack] = {}
@@ -205,6 +207,7 @@ class InterleavedRun:
         before, started = self._idle_meters(live.id), time.monotonic()
         extra, idle = self.idle_rewarm(live, started)
         self.idle_extras[-1] = extra
+        lead = lead_in_s(self, live, cell)  # a warm-up left to this window's lead-in, the re-warm at least that long
         poller = live.connections
         if poller is not None:
             poller.active = True
@@ -216,7 +219,7 @@ class InterleavedRun:
             live.use_network(cell)
             rep = measure_repetition(self._cell_run(live, cell), engine=ctx.engine, config=config, db=ctx.db,  # type: ignore[arg-type]
                                      server=live.server, base_url=live.base_url, routes=live.routes, cpu=live.cpu,
-                                     round_index=slot.round, rewarm_s=self.rewarm_seconds(phase) + extra)
+                                     round_index=slot.round, rewarm_s=max(self.rewarm_seconds(phase) + extra, lead))
             rep.idle_seconds = None if idle is None else round(idle, 2)
         except ValueError as exc:  # a relative rate without a measured peak
             cell.status, cell.error = "failed", str(exc)
@@ -230,6 +233,7 @@ class InterleavedRun:
         live.load_ended = time.monotonic()
         if extra:
             self._count_idle_rewarm(phase, extra)
+        peak = None
         if poller is not None:
             peak = poller.take_peak()
             poller.active = False
@@ -237,6 +241,8 @@ class InterleavedRun:
                 rep.peak_connections = peak
             cell.peak_connections = max((p for p in (cell.peak_connections, peak) if p is not None), default=None)
             add_pool_flag(cell.flags, cell.peak_connections, cell.pool_size or config.pool_size)
+        if lead and rep is not None:
+            took_lead_in(self, live, cell, peak)
         wall = time.monotonic() - started
         for sid, cpu_before in before.items():
             self.idle_cpu_s[sid] += max(0.0, self.lives[sid].stack_cpu_seconds() - cpu_before)  # type: ignore[misc]

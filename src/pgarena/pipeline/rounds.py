@@ -11,6 +11,7 @@ from pgarena.analysis.abgate import GATE_MIN_BLOCKS, GATE_MIN_ROUNDS, GateRule
 from pgarena.analysis.ranking import flagged_out
 from pgarena.config.run import RunConfig
 from pgarena.load.scheduler import RoundsPolicy, recent_mean
+from pgarena.pipeline.warming import folds_into_lead_in
 
 
 def max_rounds(config: RunConfig) -> int:
@@ -108,7 +109,9 @@ def phase_need(run: Any, phase: Any, tables: Collection[Hashable] | None = None)
     """The least `phase` (an interleaved._Phase of `run`, an InterleavedRun, not started yet; typed Any, as
     interleaved.py imports this module) takes: its cells that can be measured (of `tables` only, cell keys less
     the stack, when given), its least rounds, its windows, and a warm-up at its cap (or the stack's declared
-    least, when more: `RunSpec.least_warmup_s`) for every stack and workload not warmed yet."""
+    least, when more: `RunSpec.least_warmup_s`) for every stack and workload not warmed yet: a one-window warm-up of a
+    table after the headline as the lead-in of its first window (`warming.folds_into_lead_in`), only its excess over
+    the re-warm."""
     config, later = run.ctx.config, run._later(phase)
     cap = max(later.warmup_cap_s, config.warmup_s) if later is not None else config.warmup_cap_s
     cells = [(run.lives[key[0]], cell) for key, cell in phase.cells.items()
@@ -121,9 +124,12 @@ def phase_need(run: Any, phase: Any, tables: Collection[Hashable] | None = None)
         first = not live.warmed and not any(other[0] == live.id for other in warm)
         warm[key] = max(cap, live.stack.definition.run.least_warmup_s(config.warmup_s, first))
     stacks = len({live.id for live, _ in cells})
+    rewarm = run.rewarm_seconds(phase)
+    # a one-window warm-up is the first window's lead-in (pipeline/warming.py): only its excess over the re-warm
+    warmup = sum(max(0.0, seconds - rewarm) if folds_into_lead_in(later, seconds) else seconds + WARMUP_OVERHEAD_S
+                 for seconds in warm.values())
     return PhaseNeed(windows=len(cells), rounds=max(2, later.repetitions if later is not None else config.repetitions),
-                     window_s=window_and_rewarm_s(run, phase),
-                     warmup_s=sum(seconds + WARMUP_OVERHEAD_S for seconds in warm.values()),
+                     window_s=window_and_rewarm_s(run, phase), warmup_s=warmup,
                      idle_rewarm_s=stacks * config.idle_rewarm_s)
 
 

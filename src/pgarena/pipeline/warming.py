@@ -7,6 +7,12 @@ threads get little of that CPU, and its rate keeps climbing long after the warm-
 `scripts/warmup_curve.py`). Warmed in turn, a stack warms as it will be measured — between its windows the others
 load the server CPU and its compiler runs beside them — and a stack that is steady leaves the turn. A stack left
 warming alone pauses for a window's length after each of its windows, so that its gaps do not vanish.
+
+In the tables after the headline most warm-ups are one window at their cap (`LaterTables.warmup_cap_s`, 1 s): such a
+warm-up is not a generator run of its own but the lead-in of the cell's first window, its re-warm lengthened to the
+warm-up (`lead_in_s`). The cell then gets its second of load right before its first window rather than a round
+earlier, and the run saves a generator start and the re-warm for each such cell (about 0.8 s of the ~190 cells of
+`make bench`'s later tables). A longer warm-up (a JIT's declared least) still warms in turns.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from typing import TYPE_CHECKING, Protocol
 from pgarena.db.connections import add_pool_flag
 from pgarena.load.engines.base import EngineOutputError
 from pgarena.load.measure import warm_window
-from pgarena.load.warmup import Warming
-from pgarena.results.models import Cell
+from pgarena.load.warmup import WINDOW_S, Warming
+from pgarena.results.models import Cell, Warmup
 
 if TYPE_CHECKING:
     from pgarena.config.run import LaterTables, RunConfig
@@ -37,6 +43,7 @@ class InterleavedRun(Protocol):
 
     ctx: RunContext
     lives: dict[str, LiveStack]
+    lead_ins: dict[tuple, Warmup]
 
     def _later(self, phase: _Phase) -> LaterTables | None: ...
 
@@ -53,11 +60,19 @@ class _Turn:
     peak: int | None = None
 
 
+def folds_into_lead_in(later: LaterTables | None, cap_s: float) -> bool:
+    """Whether a warm-up capped at `cap_s` is taken as the lead-in of its cell's first window (the module docstring):
+    in a table after the headline (`later`), when it is one warm-up window at most."""
+    return later is not None and cap_s <= WINDOW_S
+
+
 def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | None = None,
                 again: bool = False) -> None:
     """Warm the cells of `phase` that have no window yet (or, `again`, whose stacks were restarted: the first
     warm-up stays the one the cell and the stack record), in turns until each is steady or at its cap (at least
-    the profile's warm-up or the stack's declared minimum). `keys`: only these cells (None: the phase's)."""
+    the profile's warm-up or the stack's declared minimum). `keys`: only these cells (None: the phase's). A warm-up
+    of one window in a table after the headline is left to the first window's lead-in (`run.lead_ins`, keyed by
+    stack, workload and database delay: whichever of its cells is measured first takes it)."""
     ctx = run.ctx
     config = ctx.config
     later = run._later(phase)
@@ -80,6 +95,10 @@ def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | No
         minimum = live.stack.definition.run.least_warmup_s(config.warmup_s, live.id in first)
         first.discard(live.id)
         cap = max(config.warmup_cap_s, minimum) if later is not None else config.warmup_cap_s
+        if not again and folds_into_lead_in(later, cap):
+            run.lead_ins[which] = Warmup(seconds=cap, steady=False, minimum_seconds=min(minimum, cap), cap_seconds=cap,
+                                         windows_rps=[], lead_in=True)
+            continue
         turns.append(_Turn(cell, live, Warming(minimum_s=minimum, cap_s=cap)))
     while turns:
         alone = len(turns) == 1
@@ -120,13 +139,36 @@ def _window(run: InterleavedRun, turn: _Turn, config: RunConfig) -> bool:
     return True
 
 
+def lead_in_s(run: InterleavedRun, live: LiveStack, cell: Cell) -> float:
+    """The warm-up `warm_stacks` left to the first window of `cell` of `live` (0: none; taken: it is not left to the
+    next one), which `took_lead_in` records once that window is measured."""
+    warm = run.lead_ins.pop((live.id, cell.workload, cell.db_rtt_ms), None)
+    if warm is None:
+        return 0.0
+    cell.warmup = warm
+    return warm.seconds
+
+
+def took_lead_in(run: InterleavedRun, live: LiveStack, cell: Cell, peak: int | None) -> None:
+    """Record the warm-up `cell`'s first window took as its lead-in (`lead_in_s`), as a warm-up of its own is."""
+    warm = cell.warmup
+    assert warm is not None and warm.lead_in
+    if live.connections is not None:
+        warm.peak_connections = peak
+    _record(run, live, cell, warm, again=False, how=" as its first window's lead-in")
+
+
 def _finish(run: InterleavedRun, turn: _Turn, again: bool) -> None:
     live, cell = turn.live, turn.cell
     warm = turn.warming.outcome().record
     if live.connections is not None:
         warm.peak_connections = turn.peak
-    run.ctx.log(f"[{live.id}] {cell.workload}: warmed {warm.seconds:.0f} s"
-                + (" after the restart" if again else "") + ("" if warm.steady else " (not steady at the cap)"))
+    _record(run, live, cell, warm, again, " after the restart" if again else "")
+
+
+def _record(run: InterleavedRun, live: LiveStack, cell: Cell, warm: Warmup, again: bool, how: str) -> None:
+    run.ctx.log(f"[{live.id}] {cell.workload}: warmed {warm.seconds:.3g} s"
+                + how + ("" if warm.steady else " (not steady at the cap)"))
     live.warmed.add((cell.workload, cell.db_rtt_ms))
     if again:
         return

@@ -103,6 +103,9 @@ class Warmup(Record):
     cap_seconds: float
     windows_rps: list[float] = Field(description="completed requests/s of each window, in order")
     peak_connections: int | None = Field(None, description="most database connections the stack held during it")
+    lead_in: bool = Field(False, description=(
+        "a table after the headline: the warm-up, one window at most, was the lead-in of the cell's first window "
+        "(its re-warm lengthened to the warm-up), not a generator run of its own; windows_rps is empty"))
 
 
 class Cell(Record):

@@ -99,6 +99,24 @@ def test_steady_means_the_robust_trend_of_the_last_ten_windows_rises_at_most_5_p
     assert is_steady(rps) is steady
 
 
+def test_the_probes_reading_takes_the_machines_speed_out_of_the_trend() -> None:
+    """A machine slow for the first windows (the probe's unit time 30 % longer, the rate as much lower) is no climb;
+    a stack climbing while the probe reads a steady machine still is one; without the probe's reading of every
+    window of the span the rate is judged alone."""
+    slow_then_not = [75.0] * 5 + [100.0] * 5
+    units = [1300.0] * 5 + [1000.0] * 5
+    assert not is_steady(slow_then_not) and is_steady(slow_then_not, units_ns=units)
+    assert not is_steady([100 * 1.02 ** i for i in range(10)], units_ns=[1000.0] * 10)
+    assert not is_steady(slow_then_not, units_ns=[None] + units[1:])
+    assert not is_steady(slow_then_not, units_ns=units[1:]), "not aligned with the rates: not used"
+    warming = Warming(minimum_s=1, cap_s=60)
+    for rps, unit in zip(slow_then_not, units):
+        warming.add(WindowResult(rps=rps, duration_s=1.0, answered_2xx=1), unit)
+    record = warming.outcome().record
+    assert warming.done and record.steady and record.windows_unit_ns == units
+    assert Warming(minimum_s=1).outcome().record.windows_unit_ns == [], "no probe: nothing recorded"
+
+
 def _windows(values: list[float]):
     seen = iter(values)
 

@@ -46,7 +46,8 @@ def test_the_interleaved_warm_up_peak_counts_in_the_cell_peak(monkeypatch):
         info=SimpleNamespace(warmup_seconds=None, warmup_steady=None))
     config = SimpleNamespace(warmup_s=1.0, warmup_cap_s=3.0, pool_size=5)
     run = SimpleNamespace(ctx=SimpleNamespace(config=config, engine=None, db=None, log=lambda _line: None),
-                          lives={"s": live}, _cell_run=lambda _live, _cell: None, _later=lambda _phase: None)
+                          lives={"s": live}, _cell_run=lambda _live, _cell: None, _later=lambda _phase: None,
+                          _idle_meters=lambda _busy: {})
     monkeypatch.setattr(warming, "warm_window", lambda *a, **k: WindowResult(rps=10.0, duration_s=1.0,
                                                                              answered_2xx=10))
     interleaved.InterleavedRun._warm_stacks(run, interleaved._Phase("headline", {("s", "users"): cell}))

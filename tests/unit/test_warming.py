@@ -16,7 +16,8 @@ from pgarena.results.models import Cell
 def _live(stack: str, min_warmup_s: float = 0.0, min_workload_warmup_s: float = 0.0) -> SimpleNamespace:
     spec = RunSpec(command="true", min_warmup_s=min_warmup_s, min_workload_warmup_s=min_workload_warmup_s)
     return SimpleNamespace(id=stack, warmed=set(), crashed=lambda: False, connections=None,
-                           use_network=lambda cell: None, info=SimpleNamespace(warmup_seconds=None, warmup_steady=None),
+                           use_network=lambda cell: None, stack_cpu_seconds=None,
+                           info=SimpleNamespace(warmup_seconds=None, warmup_steady=None, warmup_idle_cpu_fraction=None),
                            stack=SimpleNamespace(definition=SimpleNamespace(run=spec)))
 
 
@@ -34,8 +35,11 @@ def _run(cells: list[Cell], lives: dict[str, SimpleNamespace], cap_s: float, log
          later: LaterTables | None = None) -> SimpleNamespace:
     config = _Config(warmup_s=1.0, warmup_cap_s=cap_s, pool_size=10)
     ctx = SimpleNamespace(config=config, engine="oha", db=None, log=log.append)
+    def idle_meters(busy: str) -> dict[str, float]:  # as InterleavedRun._idle_meters
+        return {sid: live.stack_cpu_seconds() for sid, live in lives.items()
+                if sid != busy and live.stack_cpu_seconds is not None}
     return SimpleNamespace(ctx=ctx, lives=lives, _later=lambda phase: later, _cell_run=lambda live, cell: live.id,
-                           lead_ins={})
+                           lead_ins={}, warm_idle_cpu_s={}, warm_idle_wall_s={}, _idle_meters=idle_meters)
 
 
 @pytest.fixture
@@ -44,12 +48,15 @@ def windows(monkeypatch: pytest.MonkeyPatch):
     script: dict[str, list[float]] = {}
     order: list[str] = []
     sleeps: list[float] = []
+    clock = [0.0]
 
     def warm_window(stack, *, engine, config, db, seconds):
         order.append(stack)
+        clock[0] += seconds
         return WindowResult(rps=script[stack][order.count(stack) - 1], duration_s=seconds, answered_2xx=10)
     monkeypatch.setattr(warming, "warm_window", warm_window)
-    monkeypatch.setattr(warming.time, "sleep", sleeps.append)
+    monkeypatch.setattr(warming, "time", SimpleNamespace(sleep=sleeps.append, monotonic=lambda: clock[0],
+                                                         monotonic_ns=lambda: int(clock[0] * 1e9)))
     return script, order, sleeps
 
 
@@ -180,3 +187,22 @@ def test_outside_the_later_tables_the_profiles_cap_still_bounds_a_declared_least
     (cell,) = cells = [_cell("jvm")]
     warming.warm_stacks(_run(cells, lives, 15, []), SimpleNamespace(cells={cell.key: cell}))  # type: ignore[arg-type]
     assert len(order) == 15 and cell.warmup.seconds == 15
+
+
+def test_what_the_other_stacks_use_of_the_cpu_while_one_warms_is_recorded_and_a_busy_one_named(windows) -> None:
+    """A JIT compiling in the background takes CPU from the stack whose warm-up window runs: the warm-up records the
+    others' CPU during each window, and each stack's share of a CPU while the others warmed."""
+    script, order, _sleeps = windows
+    script["go"], script["jvm"] = [1000.0] * 40, [1000.0] * 40
+    lives = {"go": _live("go"), "jvm": _live("jvm", min_warmup_s=15.0)}
+    jvm_cpu = [0.0]
+    lives["jvm"].stack_cpu_seconds = lambda: jvm_cpu[0] + 0.4 * order.count("go")  # 0.4 s of CPU in each go window
+    lives["go"].stack_cpu_seconds = lambda: 0.0
+    log: list[str] = []
+    cells = [_cell("go"), _cell("jvm")]
+    warming.warm_stacks(_run(cells, lives, 60, log), SimpleNamespace(cells={c.key: c for c in cells}))  # type: ignore[arg-type]
+    go, jvm = cells
+    assert go.warmup.windows_others_cpu == [0.4] * STEADY_SPAN and jvm.warmup.windows_others_cpu == [0.0] * 15
+    assert lives["jvm"].info.warmup_idle_cpu_fraction == 0.4 and lives["go"].info.warmup_idle_cpu_fraction == 0.0
+    assert "[jvm] used 40% of a CPU while other stacks warmed up" in log
+    assert not any(line.startswith("[go] used") for line in log)

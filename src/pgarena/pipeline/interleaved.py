@@ -51,16 +51,13 @@ from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
 from pgarena.pipeline.rounds import (batch_is_last, drop_what_cannot_fit, headline_deadline_of, phase_deadline,
                                      rounds_policy, unranked_of)
-from pgarena.pipeline.warming import lead_in_s, took_lead_in, warm_stacks
+from pgarena.pipeline.warming import IDLE_CPU_LIMIT, lead_in_s, took_lead_in, warm_stacks
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord, Warmup
 from pgarena.results.store import Saver, save
 from pgarena.system.process import NotReady
 
 if TYPE_CHECKING:
     from pgarena.pipeline.context import LiveStack, RunContext
-
-IDLE_CPU_LIMIT = 0.05
-"""A stack that used more than 5 % of one CPU while other stacks were measured is flagged as a disturbance."""
 
 STOP_REASONS = {"settled": "settled", "out-of-reach": "out-of-reach", "max-rounds": "max-repetitions",
                 "budget": "budget"}
@@ -92,6 +89,9 @@ class InterleavedRun:
         self.runs: dict[tuple, CellRun] = {}
         self.idle_cpu_s: dict[str, float] = {live.id: 0.0 for live in lives}
         self.idle_wall_s: dict[str, float] = {live.id: 0.0 for live in lives}
+        self.warm_idle_cpu_s: dict[str, float] = {}
+        self.warm_idle_wall_s: dict[str, float] = {}
+        """Each stack's CPU while other stacks took warm-up windows, and those windows' wall time (warming.py)."""
         self.stored = {c.key: c for c in ctx.results.cells}
         self.saver = Saver(ctx)
         self.plan_index: dict[tuple, int] = {}

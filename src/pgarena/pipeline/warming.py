@@ -13,13 +13,18 @@ warm-up is not a generator run of its own but the lead-in of the cell's first wi
 warm-up (`lead_in_s`). The cell then gets its second of load right before its first window rather than a round
 earlier, and the run saves a generator start and the re-warm for each such cell (about 0.8 s of the ~190 cells of
 `make bench`'s later tables). A longer warm-up (a JIT's declared least) still warms in turns.
+
+Each warm-up window records the speed probe's reading (the rule takes the machine's speed out: load/warmup.py) and
+the other stacks' CPU during it (their cgroups), and each stack's record its share of a CPU while the others warmed:
+a JIT compiling between its windows takes it from the stacks that warm next (warmx1, 2026-11-29: 8 stacks, the
+windows right after java-spring-mvc-jdbc's had 0.2–0.3 of a CPU taken, the others about none).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from pgarena.db.connections import add_pool_flag
@@ -44,6 +49,10 @@ class InterleavedRun(Protocol):
     ctx: RunContext
     lives: dict[str, LiveStack]
     lead_ins: dict[tuple, Warmup]
+    warm_idle_cpu_s: dict[str, float]
+    warm_idle_wall_s: dict[str, float]
+
+    def _idle_meters(self, busy: str) -> dict[str, float]: ...
 
     def _later(self, phase: _Phase) -> LaterTables | None: ...
 
@@ -58,6 +67,8 @@ class _Turn:
     live: LiveStack
     warming: Warming
     peak: int | None = None
+    others_cpu: list[float] = field(default_factory=list)
+    """The other stacks' CPU during each of its windows, together, as a share of one CPU."""
 
 
 def folds_into_lead_in(later: LaterTables | None, cap_s: float) -> bool:
@@ -100,10 +111,11 @@ def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | No
                                          windows_rps=[], lead_in=True)
             continue
         turns.append(_Turn(cell, live, Warming(minimum_s=minimum, cap_s=cap)))
+    used: dict[str, tuple[float, float]] = {}  # each stack's CPU and wall seconds while the others warmed
     while turns:
         alone = len(turns) == 1
         for turn in list(turns):
-            if not _window(run, turn, config):
+            if not _window(run, turn, config, used):
                 turns.remove(turn)
                 continue
             if turn.warming.done:
@@ -111,9 +123,25 @@ def warm_stacks(run: InterleavedRun, phase: _Phase, keys: Collection[tuple] | No
                 _finish(run, turn, again)
             elif alone:
                 time.sleep(turn.warming.window_s)
+    _record_idle(run, used)
 
 
-def _window(run: InterleavedRun, turn: _Turn, config: RunConfig) -> bool:
+IDLE_CPU_LIMIT = 0.05
+"""A stack that used more than 5 % of one CPU while other stacks were under load is named (the log, the report)."""
+
+
+def _record_idle(run: InterleavedRun, used: Mapping[str, tuple[float, float]]) -> None:
+    """Add this warm-up's CPU of each stack while the others took their windows (`used`: CPU and wall seconds) to its
+    record; above the limit, say so in the log."""
+    for sid, (cpu, wall) in used.items():
+        run.warm_idle_cpu_s[sid] = run.warm_idle_cpu_s.get(sid, 0.0) + cpu
+        run.warm_idle_wall_s[sid] = run.warm_idle_wall_s.get(sid, 0.0) + wall
+        run.lives[sid].info.warmup_idle_cpu_fraction = round(run.warm_idle_cpu_s[sid] / run.warm_idle_wall_s[sid], 4)
+        if wall > 0 and cpu / wall > IDLE_CPU_LIMIT:
+            run.ctx.log(f"[{sid}] used {cpu / wall:.0%} of a CPU while other stacks warmed up")
+
+
+def _window(run: InterleavedRun, turn: _Turn, config: RunConfig, used: dict[str, tuple[float, float]]) -> bool:
     """One warm-up window of the turn's cell; False when the generator failed (said in the log)."""
     live, cell = turn.live, turn.cell
     live.use_network(cell)
@@ -121,9 +149,14 @@ def _window(run: InterleavedRun, turn: _Turn, config: RunConfig) -> bool:
     if poller is not None:
         poller.active = True
         poller.take_peak(poll=False)  # starts the window's segment (a poll here would count for the one it ends)
+    before, started = run._idle_meters(live.id), time.monotonic()
+    probe = getattr(getattr(live, "cpu", None), "probe", None)
     try:
-        turn.warming.add(warm_window(run._cell_run(live, cell), engine=run.ctx.engine,  # type: ignore[arg-type]
-                                     config=config, db=run.ctx.db, seconds=turn.warming.window_s))
+        start_ns = time.monotonic_ns()
+        window = warm_window(run._cell_run(live, cell), engine=run.ctx.engine,  # type: ignore[arg-type]
+                             config=config, db=run.ctx.db, seconds=turn.warming.window_s)
+        unit = probe.reading(start_ns, time.monotonic_ns()).unit_ns if probe is not None else None
+        turn.warming.add(window, unit)
     except EngineOutputError as exc:
         run.ctx.log(f"[{live.id}] warm-up failed: {exc}")
         return False
@@ -136,7 +169,24 @@ def _window(run: InterleavedRun, turn: _Turn, config: RunConfig) -> bool:
             cell.peak_connections = max((p for p in (cell.peak_connections, turn.peak) if p is not None),
                                         default=None)
             add_pool_flag(cell.flags, cell.peak_connections, cell.pool_size or run.ctx.config.pool_size)
+        _count_others(run, turn, before, time.monotonic() - started, used)
     return True
+
+
+def _count_others(run: InterleavedRun, turn: _Turn, before: Mapping[str, float], wall: float,
+                  used: dict[str, tuple[float, float]]) -> None:
+    """The other stacks' CPU during one of `turn`'s windows (`before`: their CPU seconds at its start, from
+    `run._idle_meters`), on the turn and added to `used`."""
+    if wall <= 0 or not before:
+        return
+    together = 0.0
+    for sid, cpu_before in before.items():
+        meter = run.lives[sid].stack_cpu_seconds
+        cpu = max(0.0, meter() - cpu_before) if meter is not None else 0.0
+        cpu_so_far, wall_so_far = used.get(sid, (0.0, 0.0))
+        used[sid] = (cpu_so_far + cpu, wall_so_far + wall)
+        together += cpu
+    turn.others_cpu.append(round(together / wall, 4))
 
 
 def lead_in_s(run: InterleavedRun, live: LiveStack, cell: Cell) -> float:
@@ -161,6 +211,7 @@ def took_lead_in(run: InterleavedRun, live: LiveStack, cell: Cell, peak: int | N
 def _finish(run: InterleavedRun, turn: _Turn, again: bool) -> None:
     live, cell = turn.live, turn.cell
     warm = turn.warming.outcome().record
+    warm.windows_others_cpu = turn.others_cpu
     if live.connections is not None:
         warm.peak_connections = turn.peak
     _record(run, live, cell, warm, again, " after the restart" if again else "")

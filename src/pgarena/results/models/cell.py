@@ -102,6 +102,12 @@ class Warmup(Record):
     minimum_seconds: float = Field(description="the least warm-up asked (profile warm-up, stack's min_warmup_s)")
     cap_seconds: float
     windows_rps: list[float] = Field(description="completed requests/s of each window, in order")
+    windows_unit_ns: list[float | None] = Field(default_factory=list, description=(
+        "the speed probe's unit time in each window (ns; None: not read; empty: no probe), which the steadiness rule "
+        "takes out of the rate (load/warmup.py)"))
+    windows_others_cpu: list[float] = Field(default_factory=list, description=(
+        "interleaved: the other stacks' CPU during each window, together, as a share of one CPU (their cgroups; "
+        "empty: not measured)"))
     peak_connections: int | None = Field(None, description="most database connections the stack held during it")
     lead_in: bool = Field(False, description=(
         "a table after the headline: the warm-up, one window at most, was the lead-in of the cell's first window "

@@ -76,6 +76,9 @@ class StackInfo(Record):
     idle_cpu_fraction: float | None = Field(None, description=(
         "interleaved: the stack's CPU while other stacks were under load, as a share of one CPU (None: not "
         "measured); above 0.05 it may have disturbed their windows"))
+    warmup_idle_cpu_fraction: float | None = Field(None, description=(
+        "interleaved: the stack's CPU while other stacks took their warm-up windows (pipeline/warming.py), as a "
+        "share of one CPU (None: not measured); a JIT compiling in the background shows here"))
     peak_connections: int | None = Field(
         None, description="most database connections the stack held at once, from start to stop "
                           "(pg_stat_activity polled every 0.2 s; pgbouncer stacks: pgbouncer's server connections)")

@@ -206,3 +206,21 @@ def test_what_the_other_stacks_use_of_the_cpu_while_one_warms_is_recorded_and_a_
     assert lives["jvm"].info.warmup_idle_cpu_fraction == 0.4 and lives["go"].info.warmup_idle_cpu_fraction == 0.0
     assert "[jvm] used 40% of a CPU while other stacks warmed up" in log
     assert not any(line.startswith("[go] used") for line in log)
+
+
+def test_each_warm_up_window_records_the_probes_reading_without_waiting_for_its_last_unit(windows) -> None:
+    script, _order, _sleeps = windows
+    script["go"] = [750.0] * 5 + [1000.0] * 20  # slow for five windows, and so was the machine
+    asked: list[float | None] = []
+    units = iter([1333.0] * 5 + [1000.0] * 20)
+
+    def reading(start_ns: int, end_ns: int, *, wait_s: float | None = None) -> SimpleNamespace:
+        assert end_ns > start_ns
+        asked.append(wait_s)
+        return SimpleNamespace(unit_ns=next(units))
+    lives = {"go": _live("go")}
+    lives["go"].cpu = SimpleNamespace(probe=SimpleNamespace(reading=reading))
+    (cell,) = cells = [_cell("go")]
+    warming.warm_stacks(_run(cells, lives, 60, []), SimpleNamespace(cells={cell.key: cell}))  # type: ignore[arg-type]
+    assert cell.warmup.seconds == STEADY_SPAN, "the machine's slow spell is no climb"
+    assert cell.warmup.windows_unit_ns == [1333.0] * 5 + [1000.0] * 5 and set(asked) == {0.0}

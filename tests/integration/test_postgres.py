@@ -151,3 +151,23 @@ def test_missing_server_binaries_say_how_to_install(monkeypatch, tmp_path):
         find_bin_dir()
     with pytest.raises(PostgresError, match=f"--postgres-bin {tmp_path}: no initdb, pg_ctl, postgres there"):
         find_bin_dir(tmp_path)  # an explicit folder is used or refused, never silently replaced
+
+
+def test_a_chosen_port_taken_before_the_server_binds_it_is_replaced_by_another(tmp_path, monkeypatch):
+    """free_port() returns a port that was free a moment ago; another process may take it before the server binds
+    it (a fresh-clone CI: 'could not bind IPv4 address: Address already in use'). The server starts on another."""
+    import pgarena.db.cluster as cluster
+    from pgarena.db.postgres import free_port
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = iter([taken.getsockname()[1], free_port()])
+    monkeypatch.setattr(cluster, "free_port", lambda: next(ports))
+    try:
+        with provide_database(tmp_path / "run", database_url=None, cpus=None) as db:
+            assert db.port != taken.getsockname()[1] and _port_open(db.port)
+        log = (tmp_path / "run" / "postgres.log").read_text()
+        assert cluster.PORT_IN_USE in log and "database system is ready" in log
+    finally:
+        taken.close()

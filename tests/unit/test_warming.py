@@ -200,7 +200,8 @@ def test_what_the_other_stacks_use_of_the_cpu_while_one_warms_is_recorded_and_a_
     lives["go"].stack_cpu_seconds = lambda: 0.0
     log: list[str] = []
     cells = [_cell("go"), _cell("jvm")]
-    warming.warm_stacks(_run(cells, lives, 60, log), SimpleNamespace(cells={c.key: c for c in cells}))  # type: ignore[arg-type]
+    phase = SimpleNamespace(cells={c.key: c for c in cells})
+    warming.warm_stacks(_run(cells, lives, 60, log), phase)  # type: ignore[arg-type]
     go, jvm = cells
     assert go.warmup.windows_others_cpu == [0.4] * STEADY_SPAN and jvm.warmup.windows_others_cpu == [0.0] * 15
     assert lives["jvm"].info.warmup_idle_cpu_fraction == 0.4 and lives["go"].info.warmup_idle_cpu_fraction == 0.0

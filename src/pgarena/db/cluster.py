@@ -62,6 +62,13 @@ Everything else is the server's default; the effective non-default settings are 
 """
 
 
+PORT_ATTEMPTS = 3
+"""Starts of the managed server on a port pgarena chose, each on a fresh one
+(`ManagedCluster._start_on_a_free_port`)."""
+PORT_IN_USE = "Address already in use"
+"""What the server's log says when its port was taken."""
+
+
 @dataclass(frozen=True)
 class ClusterSettings:
     """What the managed cluster offers the stacks; None = pgarena's choice (a free port, role and
@@ -161,6 +168,26 @@ class ManagedCluster:
         return _run_as(self.os_user, [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args], timeout=timeout,
                        prefix=self.place.argv_prefix)
 
+    def _start_on_a_free_port(self) -> tuple[subprocess.CompletedProcess, str]:
+        """pg_ctl start; and the log it wrote. A port pgarena chose (not one the user gave) is one that was free a
+        moment before (`free_port`): an ephemeral one, which any outgoing connection of this machine may take
+        before the server binds it (a fresh-clone CI, 2026-11-29 13:10, three test workers under load: "could not
+        bind IPv4 address: Address already in use"). Then the server starts again on another, up to
+        `PORT_ATTEMPTS` times in all (a later `port` line of postgresql.conf overrides the earlier)."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            before = self.log_path.stat().st_size if self.log_path.exists() else 0
+            started = self._ctl("-l", str(self.log_path), "-w", "-t", "60", "start")
+            with open(self.log_path, "rb") as log:
+                log.seek(before)
+                log_tail = log.read().decode(errors="replace")
+            if (started.returncode == 0 or self.fixed_port or attempt == PORT_ATTEMPTS
+                    or PORT_IN_USE not in log_tail):
+                return started, log_tail
+            self.port = free_port()
+            with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
+                conf.write(f"port = {self.port}  # pgarena: the first port was taken before the server bound it\n")
+        raise AssertionError("unreachable")
+
     def start(self, template: Path | None = None) -> Database:
         """Create, configure and start the cluster; return how to reach it. `template`: the data directory of a
         stopped cluster made like this one (db/template.py) to copy instead of running initdb."""
@@ -208,10 +235,9 @@ class ManagedCluster:
         if self.place.remote_clients:  # initdb allows host logins from the loopback only
             with open(self.data_dir / "pg_hba.conf", "a", encoding="utf-8") as hba:
                 hba.write("\n# pgarena: the roles' networks\nhost all all samenet scram-sha-256\n")
-        started = self._ctl("-l", str(self.log_path), "-w", "-t", "60", "start")
+        started, log_tail = self._start_on_a_free_port()
         if started.returncode != 0:
-            log_tail = self.log_path.read_text(errors="replace")[-800:]
-            raise PostgresError(f"PostgreSQL did not start: {started.stderr.strip()} {log_tail}")
+            raise PostgresError(f"PostgreSQL did not start: {started.stderr.strip()} {log_tail[-800:]}")
         self._started = True
         pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
         self._pin(pid)

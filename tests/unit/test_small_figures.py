@@ -42,6 +42,7 @@ def test_the_interleaved_warm_up_peak_counts_in_the_cell_peak(monkeypatch):
                 warmup_seconds=1, duration_seconds=1, pool_size=5)
     live = SimpleNamespace(
         id="s", warmed=set(), crashed=lambda: False, use_network=lambda _cell: None, connections=_Poller(),
+        cpu=SimpleNamespace(probe=None),
         stack=SimpleNamespace(definition=SimpleNamespace(run=RunSpec(command="true"))),
         info=SimpleNamespace(warmup_seconds=None, warmup_steady=None))
     config = SimpleNamespace(warmup_s=1.0, warmup_cap_s=3.0, pool_size=5)

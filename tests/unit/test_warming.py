@@ -16,7 +16,7 @@ from pgarena.results.models import Cell
 def _live(stack: str, min_warmup_s: float = 0.0, min_workload_warmup_s: float = 0.0) -> SimpleNamespace:
     spec = RunSpec(command="true", min_warmup_s=min_warmup_s, min_workload_warmup_s=min_workload_warmup_s)
     return SimpleNamespace(id=stack, warmed=set(), crashed=lambda: False, connections=None,
-                           use_network=lambda cell: None, stack_cpu_seconds=None,
+                           use_network=lambda cell: None, stack_cpu_seconds=None, cpu=SimpleNamespace(probe=None),
                            info=SimpleNamespace(warmup_seconds=None, warmup_steady=None, warmup_idle_cpu_fraction=None),
                            stack=SimpleNamespace(definition=SimpleNamespace(run=spec)))
 

@@ -174,7 +174,8 @@ class ManagedCluster:
         before the server binds it (a fresh-clone CI, 2026-11-29 13:10, three test workers under load: "could not
         bind IPv4 address: Address already in use"). Then the server starts again on another, up to
         `PORT_ATTEMPTS` times in all (a later `port` line of postgresql.conf overrides the earlier)."""
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+        attempt = 1
+        while True:
             before = self.log_path.stat().st_size if self.log_path.exists() else 0
             started = self._ctl("-l", str(self.log_path), "-w", "-t", "60", "start")
             with open(self.log_path, "rb") as log:
@@ -183,10 +184,10 @@ class ManagedCluster:
             if (started.returncode == 0 or self.fixed_port or attempt == PORT_ATTEMPTS
                     or PORT_IN_USE not in log_tail):
                 return started, log_tail
+            attempt += 1
             self.port = free_port()
             with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
                 conf.write(f"port = {self.port}  # pgarena: the first port was taken before the server bound it\n")
-        raise AssertionError("unreachable")
 
     def start(self, template: Path | None = None) -> Database:
         """Create, configure and start the cluster; return how to reach it. `template`: the data directory of a

@@ -51,7 +51,7 @@ from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
 from pgarena.pipeline.rounds import (batch_is_last, drop_what_cannot_fit, headline_deadline_of, phase_deadline,
                                      rounds_policy, unranked_of)
-from pgarena.pipeline.warming import IDLE_CPU_LIMIT, lead_in_s, took_lead_in, warm_stacks
+from pgarena.pipeline.warming import IDLE_CPU_LIMIT, cpu_since, lead_in_s, took_lead_in, warm_stacks
 from pgarena.results.models import Cell, PhaseRecord, ScheduleRecord, Warmup
 from pgarena.results.store import Saver, save
 from pgarena.system.process import NotReady
@@ -100,10 +100,10 @@ class InterleavedRun:
         self.finished_phases: set[str] = set()
         self.scope: ExitStack | None = None
         self.idle_extras: list[float] = []
-        self.lead_ins: dict[tuple, Warmup] = {}
-        """Warm-ups left to the lead-in of a cell's first window (pipeline/warming.py), by stack, workload, delay."""
         """The phase's windows' longer re-warms after an idle gap (0: none), in the order measured, one per window the
         scheduler times (rounds.headline_deadline_of)."""
+        self.lead_ins: dict[tuple, Warmup] = {}
+        """Warm-ups left to the lead-in of a cell's first window (pipeline/warming.py), by stack, workload, delay."""
         self.execution_scopes: dict[str, ExitStack] = {}
         """An A/B restarting its stacks between blocks (pipeline/executions.py): each stack's own scope in `scope`."""
 
@@ -244,8 +244,8 @@ class InterleavedRun:
         if lead and rep is not None:
             took_lead_in(self, live, cell, peak)
         wall = time.monotonic() - started
-        for sid, cpu_before in before.items():
-            self.idle_cpu_s[sid] += max(0.0, self.lives[sid].stack_cpu_seconds() - cpu_before)  # type: ignore[misc]
+        for sid, cpu in cpu_since(self.lives, before).items():
+            self.idle_cpu_s[sid] += cpu
             self.idle_wall_s[sid] += wall
         if cell.key not in self.stored:
             ctx.results.cells.append(cell)

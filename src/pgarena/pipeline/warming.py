@@ -150,7 +150,7 @@ def _window(run: InterleavedRun, turn: _Turn, config: RunConfig, used: dict[str,
         poller.active = True
         poller.take_peak(poll=False)  # starts the window's segment (a poll here would count for the one it ends)
     before, started = run._idle_meters(live.id), time.monotonic()
-    probe = getattr(getattr(live, "cpu", None), "probe", None)
+    probe = live.cpu.probe
     try:
         start_ns = time.monotonic_ns()
         window = warm_window(run._cell_run(live, cell), engine=run.ctx.engine,  # type: ignore[arg-type]
@@ -182,13 +182,17 @@ def _count_others(run: InterleavedRun, turn: _Turn, before: Mapping[str, float],
     if wall <= 0 or not before:
         return
     together = 0.0
-    for sid, cpu_before in before.items():
-        meter = run.lives[sid].stack_cpu_seconds
-        cpu = max(0.0, meter() - cpu_before) if meter is not None else 0.0
+    for sid, cpu in cpu_since(run.lives, before).items():
         cpu_so_far, wall_so_far = used.get(sid, (0.0, 0.0))
         used[sid] = (cpu_so_far + cpu, wall_so_far + wall)
         together += cpu
     turn.others_cpu.append(round(together / wall, 4))
+
+
+def cpu_since(lives: Mapping[str, LiveStack], before: Mapping[str, float]) -> dict[str, float]:
+    """Each stack's CPU seconds since `before`, its meter's reading then (`InterleavedRun._idle_meters`, which takes
+    only the stacks with a meter): what the stacks not under load used while one was."""
+    return {sid: max(0.0, lives[sid].stack_cpu_seconds() - cpu) for sid, cpu in before.items()}  # type: ignore[misc]
 
 
 def lead_in_s(run: InterleavedRun, live: LiveStack, cell: Cell) -> float:

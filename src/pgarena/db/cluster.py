@@ -170,10 +170,10 @@ class ManagedCluster:
 
     def _start_on_a_free_port(self) -> tuple[subprocess.CompletedProcess, str]:
         """pg_ctl start; and the log it wrote. A port pgarena chose (not one the user gave) is one that was free a
-        moment before (`free_port`): an ephemeral one, which any outgoing connection of this machine may take
-        before the server binds it (a fresh-clone CI, 2026-11-29 13:10, three test workers under load: "could not
-        bind IPv4 address: Address already in use"). Then the server starts again on another, up to
-        `PORT_ATTEMPTS` times in all (a later `port` line of postgresql.conf overrides the earlier)."""
+        moment before (`free_port`), which another process may still take before the server binds it (a fresh-clone
+        CI, 2026-11-29 13:10, three test workers under load: "could not bind IPv4 address: Address already in
+        use"; the port was an ephemeral one then). Then the server starts again on another, up to `PORT_ATTEMPTS`
+        times in all (a later `port` line of postgresql.conf overrides the earlier)."""
         attempt = 1
         while True:
             before = self.log_path.stat().st_size if self.log_path.exists() else 0

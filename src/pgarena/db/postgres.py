@@ -15,6 +15,7 @@ cluster and `provide_database` gives a run the one it asked for.
 from __future__ import annotations
 
 import glob
+import random
 import re
 import secrets
 import shutil
@@ -92,8 +93,57 @@ def find_bin_dir(explicit: Path | None = None) -> Path:
     return max(complete, key=lambda d: (server_major(d), -complete.index(d)))
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LISTEN_PORTS_FROM = 10000
+"""The lowest port `free_port` hands out: above the registered services most machines run."""
+MIN_LISTEN_PORTS = 1000
+"""Fewer ports than this outside the ephemeral range, and `free_port` takes one the kernel picks."""
+PICK_ATTEMPTS = 64
+
+
+def ephemeral_range(path: Path = EPHEMERAL_RANGE) -> tuple[int, int] | None:
+    """The ports the kernel gives outgoing connections (`ip_local_port_range`); None where it cannot be read."""
+    try:
+        low, high = (int(part) for part in path.read_text().split())
+    except (OSError, ValueError):
+        return None
+    return low, high
+
+
+def listen_ports(ephemeral: tuple[int, int] | None) -> list[range]:
+    """The ports from `LISTEN_PORTS_FROM` up that lie outside the ephemeral range: none when it is unknown."""
+    if ephemeral is None:
+        return []
+    low, high = ephemeral
+    spans = [range(LISTEN_PORTS_FROM, low), range(max(high + 1, LISTEN_PORTS_FROM), 65536)]
+    return [span for span in spans if len(span) > 0]
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(ephemeral: tuple[int, int] | None = None, rng: random.Random | None = None) -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago, for a server of pgarena's to listen on.
+
+    Not an ephemeral one where the machine leaves room: the kernel hands those to outgoing connections (the
+    generator's, a driver's), and one may take the port between this check and the server's bind (a fresh-clone
+    CI, 2026-11-29: "could not bind IPv4 address: Address already in use"). So a random port outside
+    `ip_local_port_range` that binds now; a port the kernel picks only where fewer than `MIN_LISTEN_PORTS` lie
+    outside that range or none of `PICK_ATTEMPTS` tries binds."""
+    spans = listen_ports(ephemeral or ephemeral_range())
+    if sum(len(span) for span in spans) >= MIN_LISTEN_PORTS:
+        rng = rng or random.SystemRandom()
+        weights = [len(span) for span in spans]
+        for _ in range(PICK_ATTEMPTS):
+            port = rng.choice(rng.choices(spans, weights)[0])
+            if _bindable(port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

@@ -12,6 +12,15 @@ window's 2xx/s after each gap, the mean log ratio long/short with its standard e
 
     .venv/bin/python scripts/idle_gap.py --stacks node-express-pg,node-express-postgresjs --pairs 8 --long-s 20
 
+`--interleaved` starts every stack at once and takes them in cycles, as a wide headline does: per cycle, each stack in
+a random order gets a visit after at least `--long-s` without load (the other stacks' visits fill the gap), then
+`--short-s` later a second one; the pair's ln(long/short) is the drop. It prints each stack's mean drop with its
+standard error, and each runtime's (the stack id's first word: go, rust, python, bun, node, java), pooled by inverse
+variance, which is what a runtime's declaration of no drop (a stack.toml's `[run] idle_rewarm = false`) rests on.
+
+    .venv/bin/python scripts/idle_gap.py --interleaved --cycles 12 --long-s 45 \
+        --stacks go-nethttp-pgx,rust-actix-tokiopg,python-django,bun-postgresjs,node-express-pg
+
 A user's mistake (unknown stack, oha missing) is one line and exit code 2.
 """
 
@@ -87,10 +96,72 @@ def measure(scope: ExitStack, stack: str, args: argparse.Namespace, rng: random.
               + " ".join(f"{b:.2f}" for b in bins))
 
 
+def runtime_of(stack: str) -> str:
+    """A stack id's runtime family: its first word (go-nethttp-pgx → go; seed000-go-pgx → go)."""
+    words = stack.split("-")
+    return words[1] if words[0].startswith("seed") and len(words) > 1 else words[0]
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """The mean and its standard error (inf with one value)."""
+    if len(values) < 2:
+        return (values[0] if values else math.nan), math.inf
+    return statistics.mean(values), statistics.stdev(values) / math.sqrt(len(values))
+
+
+def pooled(estimates: list[tuple[float, float]]) -> tuple[float, float]:
+    """Inverse-variance pooled mean and its standard error of (mean, se) estimates with a finite, non-zero se."""
+    usable = [(m, se) for m, se in estimates if math.isfinite(se) and se > 0]
+    if not usable:
+        return math.nan, math.inf
+    weights = [1 / se ** 2 for _, se in usable]
+    return sum(w * m for w, (m, _) in zip(weights, usable)) / sum(weights), math.sqrt(1 / sum(weights))
+
+
+def interleaved(scope: ExitStack, args: argparse.Namespace, rng: random.Random) -> dict[str, list[float]]:
+    """Every stack up at once, in cycles: a visit after a long gap, then one after a short gap (see the docstring)."""
+    ohas, pids = {}, {}
+    for stack in args.stacks:
+        h = ws.harness(scope, stack)
+        ohas[stack], pids[stack] = ws.Oha(h, Path(args.workdir) / stack), h.server.pid
+    for oha in ohas.values():
+        oha.run(8.0, "warm")
+    last = {stack: time.monotonic() for stack in args.stacks}
+    drops: dict[str, list[float]] = {stack: [] for stack in args.stacks}
+    for cycle in range(args.cycles):
+        for stack in rng.sample(args.stacks, len(args.stacks)):
+            wait = args.long_s - (time.monotonic() - last[stack])
+            if wait > 0:
+                time.sleep(wait)
+            long_rate, _, _ = visit(ohas[stack], pids[stack], f"long{cycle}", args.lead_s, args.window_s, args.bin_s)
+            time.sleep(args.short_s)
+            short_rate, _, _ = visit(ohas[stack], pids[stack], f"short{cycle}", args.lead_s, args.window_s, args.bin_s)
+            last[stack] = time.monotonic()
+            if long_rate > 0 and short_rate > 0:
+                drops[stack].append(math.log(long_rate / short_rate))
+        print(f"cycle {cycle + 1}/{args.cycles}", file=sys.stderr, flush=True)
+    return drops
+
+
+def print_drops(drops: dict[str, list[float]], long_s: float) -> None:
+    """Each stack's and each runtime's ln(window after the long gap / after the short one)."""
+    by_runtime: dict[str, list[tuple[float, float]]] = {}
+    for stack, values in drops.items():
+        mean, se = mean_se(values)
+        by_runtime.setdefault(runtime_of(stack), []).append((mean, se))
+        print(f"{stack}: ln(after ≥{long_s:g} s idle / after the short gap) {mean:+.3f} ± {se:.3f} "
+              f"({len(values)} pairs)")
+    for runtime, estimates in by_runtime.items():
+        mean, se = pooled(estimates)
+        print(f"runtime {runtime}: {mean:+.3f} ± {se:.3f} (pooled over {len(estimates)} stack(s))")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stacks", type=lambda v: v.split(","), required=True)
     parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--interleaved", action="store_true", help="every stack up at once, visited in cycles")
+    parser.add_argument("--cycles", type=int, default=12, help="with --interleaved: pairs per stack")
     parser.add_argument("--short-s", type=float, default=2.0)
     parser.add_argument("--long-s", type=float, default=20.0)
     parser.add_argument("--lead-s", type=float, default=LEAD_S, help="uncounted load before the window")
@@ -100,6 +171,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", default="/tmp/idle-gap")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
+    if args.interleaved:
+        try:
+            with ExitStack() as scope:
+                print_drops(interleaved(scope, args, rng), args.long_s)
+        except ws.mo.UsageError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        return 0
     for stack in args.stacks:
         try:
             with ExitStack() as scope:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
@@ -27,3 +29,24 @@ def test_an_unknown_stack_is_one_line_and_exit_2():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def _idle_gap():
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import idle_gap
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    return idle_gap
+
+
+def test_a_stacks_runtime_is_its_ids_first_word_and_runtimes_pool_by_inverse_variance():
+    idle_gap = _idle_gap()
+    assert [idle_gap.runtime_of(s) for s in ("go-nethttp-pgx", "seed000-go-pgx", "python-django", "bun-postgresjs")] \
+        == ["go", "go", "python", "bun"]
+    mean, se = idle_gap.pooled([(-0.2, 0.1), (0.0, 0.1)])
+    assert mean == pytest.approx(-0.1) and se == pytest.approx(0.1 / 2 ** 0.5)
+    mean, se = idle_gap.pooled([(-0.2, 0.05), (0.0, 0.1)])
+    assert mean == pytest.approx(-0.16), "the surer estimate weighs four times the other"
+    assert idle_gap.pooled([(0.1, float("inf"))])[1] == float("inf"), "one pair has no standard error"
+    assert idle_gap.mean_se([0.1, 0.3]) == pytest.approx((0.2, 0.1))

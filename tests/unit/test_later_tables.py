@@ -10,6 +10,7 @@ import pytest
 
 from pgarena.config.profiles import PROFILES, build_config
 from pgarena.config.run import LaterTables
+from pgarena.config.stackdef import RunSpec
 from pgarena.pipeline import interleaved
 from pgarena.results.models import Cell
 
@@ -49,8 +50,8 @@ def _run(monkeypatch, later: LaterTables | None, engine: str = "oha"):
     cells = {s: [_cell(s, "perf-test", 1), _cell(s, "users", 20), _cell(s, "static", None)] for s in ("a", "b")}
     monkeypatch.setattr("pgarena.pipeline.plan.plan_cells", lambda _config, stack, _engine: cells[stack.id])
     monkeypatch.setattr("pgarena.pipeline.verified.mark_invalid_answers", lambda _ctx, _cell: None)
-    lives = [SimpleNamespace(id=s, stack=SimpleNamespace(id=s), loadable={"perf-test", "users", "static"})
-             for s in ("a", "b")]
+    lives = [SimpleNamespace(id=s, stack=SimpleNamespace(id=s, definition=SimpleNamespace(run=RunSpec(command="true"))),
+                             loadable={"perf-test", "users", "static"}) for s in ("a", "b")]
     ctx = SimpleNamespace(config=config, engine=SimpleNamespace(name=engine),
                           results=SimpleNamespace(cells=[]))
     run = interleaved.InterleavedRun(ctx, lives, record=SimpleNamespace())  # type: ignore[arg-type]
@@ -81,7 +82,8 @@ def test_without_later_tables_every_table_keeps_the_run_windows(monkeypatch):
 def test_a_window_after_an_idle_gap_gets_the_longer_rewarm_in_every_phase(monkeypatch):
     run, phases = _run(monkeypatch, LaterTables(duration_s=1, rewarm_s=0.5, warmup_cap_s=1, repetitions=2))
     run.ctx.config.idle_rewarm_s = 1.5
-    live = SimpleNamespace(load_ended=None)
+    live = run.lives["a"]
+    live.load_ended = None
 
     def rewarm(phase, now):  # the phase's re-warm and what the idle gap adds, as measure() sums them
         extra, idle = run.idle_rewarm(live, now)
@@ -97,6 +99,9 @@ def test_a_window_after_an_idle_gap_gets_the_longer_rewarm_in_every_phase(monkey
     assert rewarm(phases[1], now=100.0) == (1.25, 25.0)
     run.ctx.config.idle_rewarm_s = 0.0
     assert rewarm(phases[1], now=100.0) == (0.5, 25.0)
+    run.ctx.config.idle_rewarm_s = 1.5
+    live.stack.definition.run = RunSpec(command="true", idle_rewarm=False)
+    assert rewarm(phases[1], now=100.0) == (0.5, 25.0), "a runtime declared to read no slower after a gap: none"
 
 
 def test_a_later_tables_first_window_takes_the_warm_up_left_to_it_as_its_lead_in(monkeypatch):

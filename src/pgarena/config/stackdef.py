@@ -96,6 +96,10 @@ class RunSpec(_Strict):
         "JIT runtimes: the least warm-up of each workload after the first one since a start (a JIT compiles each "
         "endpoint's own code when it first runs it; the profile's least warm-up where that is longer)"))
 
+    idle_rewarm: bool = Field(True, description=(
+        "the longer re-warm before a window after an idle gap (contract/idle.py); false only for a runtime measured "
+        "not to read slower after one (scripts/idle_gap.py --interleaved; docs/methodology.md, \"The idle gap\")"))
+
     def least_warmup_s(self, profile_s: float, first: bool) -> float:
         """The least warm-up of a stack's workload: the profile's, raised to the stack's declared least for its
         `first` workload since a start (min_warmup_s) or for each later one (min_workload_warmup_s)."""

@@ -166,6 +166,8 @@ class InterleavedRun:
         """The re-warm to add to the phase's before a window of `live` starting `now` (time.monotonic), and how long
         the stack had had no load (None: none since it started): none, or more after an idle gap (contract/idle.py)."""
         idle = None if live.load_ended is None else max(0.0, now - live.load_ended)
+        if not live.stack.definition.run.idle_rewarm:  # its runtime measured not to read slower after a gap
+            return 0.0, idle
         return idle_rewarm_s(idle, self.ctx.config.idle_rewarm_s), idle
 
     # --- one window -----------------------------------------------------------------------------------

@@ -221,6 +221,8 @@ def execute(
                                               rewarm_seconds=config.rewarm_seconds if interleave else None,
                                               idle_rewarm_seconds=config.idle_rewarm_s if interleave else None)
     runnable = [s for s in stacks if s.available]
+    if interleave and results.schedule is not None and results.schedule.idle_rewarm_seconds:
+        results.schedule.idle_rewarm_exempt = [s.id for s in runnable if not s.definition.run.idle_rewarm]
     together = len(runnable) if interleave else 1  # stacks up at once, each holding its pool
     largest_pool = max(config.pool_levels)
     # the managed cluster's, raised only above the profile's 200: every stack's pool, and for the one under load a

@@ -120,6 +120,9 @@ def _rewarm_phrase(record: ScheduleRecord) -> str | None:
     phrase = f", {record.rewarm_seconds:g} s re-warm before each window"
     if record.idle_rewarm_seconds:
         phrase += f", {idle.rule_sentence(record.idle_rewarm_seconds)}"
+        if record.idle_rewarm_exempt:
+            phrase += (f" (not for {', '.join(record.idle_rewarm_exempt)}: their runtimes were measured not to read "
+                       "slower after an idle gap)")
     return phrase
 
 

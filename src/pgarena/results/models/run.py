@@ -65,6 +65,9 @@ class ScheduleRecord(Record):
     idle_rewarm_seconds: float | None = Field(None, description=(
         "the most re-warm added before a window of a stack that had no load for a while (contract/idle.py: none up to "
         "15 s without load, in full from 35 s; 0: none added; None: not recorded, results from before it)"))
+    idle_rewarm_exempt: list[str] = Field(default_factory=list, description=(
+        "stacks that get no idle re-warm: their stack.toml declares `[run] idle_rewarm = false`, their runtime "
+        "measured not to read slower after an idle gap"))
     sequential_fallback: dict[str, str] = Field(
         default_factory=dict, description="stacks that could not run beside the others, and why")
     phases: list[PhaseRecord] = Field(default_factory=list)

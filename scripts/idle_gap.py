@@ -40,6 +40,8 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import window_shape as ws  # noqa: E402  (a script beside this one)
 
+NO_DROP = 0.05
+"""A runtime may go without the idle re-warm where the 95 % interval of its pooled ln(long/short) lies above −0.05."""
 LEAD_S, WINDOW_S, BIN_S = 0.5, 1.0, 0.1
 """pgarena's bench lead-in and window (the defaults of --lead-s and --window-s), and the profile's bin."""
 
@@ -109,13 +111,22 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return statistics.mean(values), statistics.stdev(values) / math.sqrt(len(values))
 
 
-def pooled(estimates: list[tuple[float, float]]) -> tuple[float, float]:
-    """Inverse-variance pooled mean and its standard error of (mean, se) estimates with a finite, non-zero se."""
+def pooled(estimates: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """The random-effects pooled mean, its standard error and the between-stack sd τ of (mean, se) estimates with a
+    finite, non-zero se (DerSimonian and Laird, Controlled Clinical Trials 1986: τ² from Cochran's Q, each weight
+    1 / (se² + τ²); with τ = 0 the inverse-variance mean). Stacks of one runtime differing by more than their own
+    errors say so in τ, and the runtime's mean is then only as sure as that spread allows."""
     usable = [(m, se) for m, se in estimates if math.isfinite(se) and se > 0]
     if not usable:
-        return math.nan, math.inf
+        return math.nan, math.inf, math.nan
     weights = [1 / se ** 2 for _, se in usable]
-    return sum(w * m for w, (m, _) in zip(weights, usable)) / sum(weights), math.sqrt(1 / sum(weights))
+    fixed = sum(w * m for w, (m, _) in zip(weights, usable)) / sum(weights)
+    q = sum(w * (m - fixed) ** 2 for w, (m, _) in zip(weights, usable))
+    scale = sum(weights) - sum(w ** 2 for w in weights) / sum(weights)
+    tau2 = max(0.0, (q - (len(usable) - 1)) / scale) if scale > 0 else 0.0
+    weights = [1 / (se ** 2 + tau2) for _, se in usable]
+    mean = sum(w * m for w, (m, _) in zip(weights, usable)) / sum(weights)
+    return mean, math.sqrt(1 / sum(weights)), math.sqrt(tau2)
 
 
 def interleaved(scope: ExitStack, args: argparse.Namespace, rng: random.Random) -> dict[str, list[float]]:
@@ -152,8 +163,11 @@ def print_drops(drops: dict[str, list[float]], long_s: float) -> None:
         print(f"{stack}: ln(after ≥{long_s:g} s idle / after the short gap) {mean:+.3f} ± {se:.3f} "
               f"({len(values)} pairs)")
     for runtime, estimates in by_runtime.items():
-        mean, se = pooled(estimates)
-        print(f"runtime {runtime}: {mean:+.3f} ± {se:.3f} (pooled over {len(estimates)} stack(s))")
+        mean, se, tau = pooled(estimates)
+        low = mean - 1.96 * se
+        verdict = ("no drop of 5 % or more" if low > -NO_DROP else "a drop of 5 % or more not excluded")
+        print(f"runtime {runtime}: {mean:+.3f} ± {se:.3f} (random effects over {len(estimates)} stack(s), between-stack "
+              f"sd {tau:.3f}); 95 % from {low:+.3f}: {verdict}")
 
 
 def main(argv: list[str]) -> int:

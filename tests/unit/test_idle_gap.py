@@ -40,13 +40,18 @@ def _idle_gap():
     return idle_gap
 
 
-def test_a_stacks_runtime_is_its_ids_first_word_and_runtimes_pool_by_inverse_variance():
+def test_a_stacks_runtime_is_its_ids_first_word_and_runtimes_pool_with_random_effects():
     idle_gap = _idle_gap()
     assert [idle_gap.runtime_of(s) for s in ("go-nethttp-pgx", "seed000-go-pgx", "python-django", "bun-postgresjs")] \
         == ["go", "go", "python", "bun"]
-    mean, se = idle_gap.pooled([(-0.2, 0.1), (0.0, 0.1)])
-    assert mean == pytest.approx(-0.1) and se == pytest.approx(0.1 / 2 ** 0.5)
-    mean, se = idle_gap.pooled([(-0.2, 0.05), (0.0, 0.1)])
-    assert mean == pytest.approx(-0.16), "the surer estimate weighs four times the other"
+    mean, se, tau = idle_gap.pooled([(-0.1, 0.1), (0.0, 0.1)])
+    assert (mean, se, tau) == pytest.approx((-0.05, 0.1 / 2 ** 0.5, 0.0)), "within their errors: no spread"
+    mean, se, _ = idle_gap.pooled([(-0.1, 0.05), (0.0, 0.1)])
+    assert mean == pytest.approx(-0.08), "the surer estimate weighs four times the other"
+    # 2026-11-29's four Go stacks: they differ by more than their errors, so the runtime's mean is less sure
+    go = [(0.105, 0.043), (-0.059, 0.059), (-0.126, 0.064), (0.092, 0.060)]
+    mean, se, tau = idle_gap.pooled(go)
+    fixed_se = (sum(1 / s ** 2 for _, s in go)) ** -0.5
+    assert tau == pytest.approx(0.098, abs=0.002) and se > 2 * fixed_se and mean - 1.96 * se < -idle_gap.NO_DROP
     assert idle_gap.pooled([(0.1, float("inf"))])[1] == float("inf"), "one pair has no standard error"
     assert idle_gap.mean_se([0.1, 0.3]) == pytest.approx((0.2, 0.1))

@@ -8,9 +8,10 @@ starts on a small one); after 20 s, 2–3 % slower. From the first 2xx answers o
 after about 2.5 s of load (scripts/idle_gap.py; docs/methodology.md, "The idle gap"). Python, Bun and Go stacks
 showed no such drop.
 
-So every stack, whatever its runtime, gets the same rule: its window's re-warm is the phase's, plus up to
-`RunConfig.idle_rewarm_s` more when the stack has had no load for longer than `IDLE_FROM_S` — growing in proportion
-to the idle time beyond it, in full from `IDLE_FULL_S` on. Rounds narrowed by the race (a few stacks each) and the
+So every stack gets the same rule: its window's re-warm is the phase's, plus up to `RunConfig.idle_rewarm_s` more
+when the stack has had no load for longer than `IDLE_FROM_S` — growing in proportion to the idle time beyond it, in
+full from `IDLE_FULL_S` on — unless its stack.toml declares `[run] idle_rewarm = false`, for a runtime measured not to
+read slower after a gap beside other stacks' load (scripts/idle_gap.py --interleaved: the CPython and actix stacks). Rounds narrowed by the race (a few stacks each) and the
 tables after the headline, whose rounds take each stack's cells one after another (schedule.round_order), rarely
 leave a stack that long; the first rounds of a wide headline do.
 """

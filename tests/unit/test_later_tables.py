@@ -145,9 +145,11 @@ def test_a_later_tables_first_window_takes_the_warm_up_left_to_it_as_its_lead_in
     now[0] = 1001.0
     run.measure(rest, Slot("a", key[1:], 2))
     assert asked[-1] == 0.5, "the next window: the plain re-warm"
+    assert run.once_extras == [0.5, 0.0], "the lead-in's half second beyond the re-warm comes once (RoundsPolicy.once_of)"
     static = next(k for k in rest.cells if k[0] == "b" and rest.cells[k].workload == "static")
     run.lead_ins[("b", "static", None)] = Warmup(seconds=1.0, steady=False, minimum_seconds=1.0, cap_seconds=1.0,
                                                  windows_rps=[], lead_in=True)
     now[0] = 1100.0  # 101 s idle: the idle gap's 0.5 + 1.5 s is longer than the warm-up
     run.measure(rest, Slot("b", static[1:], 1))
     assert asked[-1] == 2.0 and rest.cells[static].warmup is not None and not run.lead_ins
+    assert run.once_extras[-1] == 0.0, "the idle gap's re-warm recurs in later rounds; the warm-up added nothing to it"

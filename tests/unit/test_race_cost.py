@@ -94,3 +94,28 @@ def test_stacks_seldom_leave_and_come_back():
             present = [v is not None for v in outcome.values[CELL][s]]
             returns.append(sum(1 for before, now in zip(present, present[1:]) if now and not before))
     assert sum(returns) / 20 <= 5.0, sum(returns) / 20  # 1.95 when written (8.4 costed at every stack)
+
+
+def test_the_next_round_is_forecast_without_what_the_first_round_had_only_once():
+    """RoundsPolicy.once_of: a later table's first window carries the cell's warm-up as its lead-in (1 s here), which
+    its second round will not have. bench26 (2026-11-29): forecast at the first round's slot, the second round did not
+    fit whole, and one table stopped with a single round."""
+    clock = [0.0]
+    once: list[float] = []
+
+    def measure(slot):
+        first = slot.round == 1
+        clock[0] += 2.5 if first else 1.5
+        once.append(1.0 if first else 0.0)
+        return 1000.0
+
+    def windows(with_once: bool) -> int:
+        clock[0] = 0.0
+        once.clear()
+        policy = RoundsPolicy(min_rounds=2, max_rounds=2, deadline=3 * 2.5 + 3 * 1.5 + 0.5,
+                              once_of=(lambda: sum(once[-50:]) / len(once[-50:])) if with_once else None)
+        out = run_rounds([(s, CELL) for s in "abc"], seed=1, policy=policy, measure=measure, clock=lambda: clock[0])
+        return out.windows
+
+    assert windows(with_once=False) == 3, "at the first round's 2.5 s a window the second does not fit"
+    assert windows(with_once=True) == 6, "at 1.5 s a window it does"

@@ -45,7 +45,7 @@ from pgarena.load.measure import (
     start_cell,
 )
 from pgarena.load.schedule import Slot
-from pgarena.load.scheduler import RoundsOutcome, run_rounds
+from pgarena.load.scheduler import RoundsOutcome, recent_mean, run_rounds
 from pgarena.load.summary import summarize
 from pgarena.pipeline.plan import pool_batch_done, pool_suffix
 from pgarena.pipeline.progress import format_duration
@@ -102,6 +102,7 @@ class InterleavedRun:
         self.idle_extras: list[float] = []
         """The phase's windows' longer re-warms after an idle gap (0: none), in the order measured, one per window the
         scheduler times (rounds.headline_deadline_of)."""
+        self.once_extras: list[float] = []  # per window as `idle_extras`: a lead-in's excess, not repeated (once_of)
         self.lead_ins: dict[tuple, Warmup] = {}
         """Warm-ups left to the lead-in of a cell's first window (pipeline/warming.py), by stack, workload, delay."""
         self.execution_scopes: dict[str, ExitStack] = {}
@@ -166,9 +167,8 @@ class InterleavedRun:
         """The re-warm to add to the phase's before a window of `live` starting `now` (time.monotonic), and how long
         the stack had had no load (None: none since it started): none, or more after an idle gap (contract/idle.py)."""
         idle = None if live.load_ended is None else max(0.0, now - live.load_ended)
-        if not live.stack.definition.run.idle_rewarm:  # its runtime measured not to read slower after a gap
-            return 0.0, idle
-        return idle_rewarm_s(idle, self.ctx.config.idle_rewarm_s), idle
+        extra = self.ctx.config.idle_rewarm_s if live.stack.definition.run.idle_rewarm else 0.0  # none: not needed
+        return idle_rewarm_s(idle, extra), idle
 
     # --- one window -----------------------------------------------------------------------------------
     def _warm_stacks(self, phase: _Phase, keys: Collection[tuple] | None = None, again: bool = False) -> None:
@@ -200,6 +200,7 @@ class InterleavedRun:
         live = self.lives[slot.stack]
         cell = phase.cells[(slot.stack, *slot.cell)]  # type: ignore[misc]
         self.idle_extras.append(0.0)
+        self.once_extras.append(0.0)
         if live.crashed() or cell.status == "failed":
             ctx.progress.cell_done()
             return None
@@ -210,6 +211,7 @@ class InterleavedRun:
         extra, idle = self.idle_rewarm(live, started)
         self.idle_extras[-1] = extra
         lead = lead_in_s(self, live, cell)  # a warm-up left to this window's lead-in, the re-warm at least that long
+        self.once_extras[-1] = max(0.0, lead - (self.rewarm_seconds(phase) + extra))
         poller = live.connections
         if poller is not None:
             poller.active = True
@@ -298,7 +300,7 @@ class InterleavedRun:
         levelled = level_database(ctx.db)  # the same start line for every phase: no dead tuples, no WAL due
         ctx.log(f"{phase.name} phase: database {levelled}")
         self._warm_stacks(phase)
-        self.idle_extras = []
+        self.idle_extras, self.once_extras = [], []
         known = {(c.stack, c.key[1:], r.round): (r.rps, getattr(r, "reference_unit_ns", None))
                  for c in phase.cells.values() for r in c.repetitions if r.round is not None}
         later = self._later(phase)
@@ -312,6 +314,7 @@ class InterleavedRun:
         moving = headline_deadline_of(self, phase, static, last, least=max(0, policy.min_rounds - resumed))
         if moving is not None:
             policy = replace(policy, deadline_of=moving)
+        policy = replace(policy, once_of=lambda: recent_mean(self.once_extras) or 0.0)
         ctx.progress.begin(len(phase.cells) * policy.min_rounds, already_done=min(len(known), len(phase.cells) * policy.min_rounds),
                            unit="window")
         left = "" if policy.deadline is None else f", {format_duration(max(0.0, policy.deadline - time.monotonic()))} of the budget"

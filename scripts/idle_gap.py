@@ -15,8 +15,9 @@ window's 2xx/s after each gap, the mean log ratio long/short with its standard e
 `--interleaved` starts every stack at once and takes them in cycles, as a wide headline does: per cycle, each stack in
 a random order gets a visit after at least `--long-s` without load (the other stacks' visits fill the gap), then
 `--short-s` later a second one; the pair's ln(long/short) is the drop. It prints each stack's mean drop with its
-standard error, and each runtime's (the stack id's first word: go, rust, python, bun, node, java), pooled by inverse
-variance, which is what a runtime's declaration of no drop (a stack.toml's `[run] idle_rewarm = false`) rests on.
+standard error, and each runtime's (the stack id's first word: go, rust, python, bun, node, java), pooled with random
+effects (`pooled`), which is what a runtime's declaration of no drop (a stack.toml's `[run] idle_rewarm = false`) rests
+on.
 
     .venv/bin/python scripts/idle_gap.py --interleaved --cycles 12 --long-s 45 \
         --stacks go-nethttp-pgx,rust-actix-tokiopg,python-django,bun-postgresjs,node-express-pg
@@ -71,23 +72,29 @@ def visit(oha: ws.Oha, pid: int, stem: str, lead_s: float, window_s: float,
             major_faults(pid) - faults)
 
 
-def measure(scope: ExitStack, stack: str, args: argparse.Namespace, rng: random.Random) -> None:
+def started(scope: ExitStack, stack: str, workdir: str) -> tuple[ws.Oha, int]:
+    """The stack started as `pgarena run` starts it and warmed 8 s: its generator and its server's pid."""
     h = ws.harness(scope, stack)
-    oha = ws.Oha(h, Path(args.workdir) / stack)
+    oha = ws.Oha(h, Path(workdir) / stack)
     oha.run(8.0, "warm")
+    return oha, h.server.pid
+
+
+def measure(scope: ExitStack, stack: str, args: argparse.Namespace, rng: random.Random) -> None:
+    oha, pid = started(scope, stack, args.workdir)
     rates: dict[str, list[float]] = {"short": [], "long": []}
     profiles: dict[str, list[list[int]]] = {"short": [], "long": []}
     faults: dict[str, list[int]] = {"short": [], "long": []}
     for p in range(args.pairs):
         for kind in rng.sample(["short", "long"], 2):
             time.sleep(args.short_s if kind == "short" else args.long_s)
-            rate, profile, majors = visit(oha, h.server.pid, f"{kind}{p}", args.lead_s, args.window_s, args.bin_s)
+            rate, profile, majors = visit(oha, pid, f"{kind}{p}", args.lead_s, args.window_s, args.bin_s)
             rates[kind].append(rate)
             profiles[kind].append(profile)
             faults[kind].append(majors)
         print(f"{stack}: pair {p + 1}/{args.pairs}", file=sys.stderr, flush=True)
     logs = [math.log(lo / sh) for lo, sh in zip(rates["long"], rates["short"]) if lo > 0 and sh > 0]
-    mean, se = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+    mean, se = mean_se(logs)
     steady = statistics.mean(rates["short"]) * args.bin_s
     print(f"{stack}: 2xx/s after {args.short_s:g} s idle {statistics.median(rates['short']):,.0f}, after "
           f"{args.long_s:g} s {statistics.median(rates['long']):,.0f} (medians); ln(long/short) {mean:+.3f} ± {se:.3f}; "
@@ -133,10 +140,7 @@ def interleaved(scope: ExitStack, args: argparse.Namespace, rng: random.Random) 
     """Every stack up at once, in cycles: a visit after a long gap, then one after a short gap (see the docstring)."""
     ohas, pids = {}, {}
     for stack in args.stacks:
-        h = ws.harness(scope, stack)
-        ohas[stack], pids[stack] = ws.Oha(h, Path(args.workdir) / stack), h.server.pid
-    for oha in ohas.values():
-        oha.run(8.0, "warm")
+        ohas[stack], pids[stack] = started(scope, stack, args.workdir)
     last = {stack: time.monotonic() for stack in args.stacks}
     drops: dict[str, list[float]] = {stack: [] for stack in args.stacks}
     for cycle in range(args.cycles):
@@ -166,8 +170,8 @@ def print_drops(drops: dict[str, list[float]], long_s: float) -> None:
         mean, se, tau = pooled(estimates)
         low = mean - 1.96 * se
         verdict = ("no drop of 5 % or more" if low > -NO_DROP else "a drop of 5 % or more not excluded")
-        print(f"runtime {runtime}: {mean:+.3f} ± {se:.3f} (random effects over {len(estimates)} stack(s), between-stack "
-              f"sd {tau:.3f}); 95 % from {low:+.3f}: {verdict}")
+        print(f"runtime {runtime}: {mean:+.3f} ± {se:.3f} (random effects over {len(estimates)} stack(s), "
+              f"between-stack sd {tau:.3f}); 95 % from {low:+.3f}: {verdict}")
 
 
 def main(argv: list[str]) -> int:
@@ -185,21 +189,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", default="/tmp/idle-gap")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
-    if args.interleaved:
-        try:
+    try:
+        if args.interleaved:
             with ExitStack() as scope:
                 print_drops(interleaved(scope, args, rng), args.long_s)
-        except ws.mo.UsageError as exc:
-            print(exc, file=sys.stderr)
-            return 2
-        return 0
-    for stack in args.stacks:
-        try:
+        for stack in [] if args.interleaved else args.stacks:
             with ExitStack() as scope:
                 measure(scope, stack, args, rng)
-        except ws.mo.UsageError as exc:  # start_stack's refusal (unknown stack, oha missing): one line
-            print(exc, file=sys.stderr)
-            return 2
+    except ws.mo.UsageError as exc:  # start_stack's refusal (unknown stack, oha missing): one line
+        print(exc, file=sys.stderr)
+        return 2
     return 0
 
 

@@ -11,9 +11,10 @@ showed no such drop.
 So every stack gets the same rule: its window's re-warm is the phase's, plus up to `RunConfig.idle_rewarm_s` more
 when the stack has had no load for longer than `IDLE_FROM_S` — growing in proportion to the idle time beyond it, in
 full from `IDLE_FULL_S` on — unless its stack.toml declares `[run] idle_rewarm = false`, for a runtime measured not to
-read slower after a gap beside other stacks' load (scripts/idle_gap.py --interleaved: the CPython and actix stacks). Rounds narrowed by the race (a few stacks each) and the
-tables after the headline, whose rounds take each stack's cells one after another (schedule.round_order), rarely
-leave a stack that long; the first rounds of a wide headline do.
+read slower after a gap beside other stacks' load (scripts/idle_gap.py --interleaved: the CPython and actix stacks).
+Rounds narrowed by the race (a few stacks each) and the tables after the headline, whose rounds take each stack's
+cells one after another (schedule.round_order), rarely leave a stack that long; the first rounds of a wide headline
+do.
 """
 
 from __future__ import annotations

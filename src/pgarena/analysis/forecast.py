@@ -21,18 +21,24 @@ from pgarena.analysis.sequential import (
 )
 
 
+BENEFIT_SE = 1.0
+"""The race's forecast takes a pair's centre this many standard errors closer to the outcome it is nearer to. Of
+0, 0.5, 1, 2 and 3 in races shaped like bench27's headline, 1 resolved the most pairs in the time it used
+(`scripts/race_allocation.py`; docs/methodology.md, "A race, within a budget")."""
+
+
 def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = DEFAULT_TIGHTEST_AT,
-                      horizon: int = 400, final: bool = True) -> int | None:
+                      horizon: int = 400, final: bool = True, benefit: float = BENEFIT_SE) -> int | None:
     """The paired rounds pair (a, b) would need, at its present estimate and variance, for its interval to
     exclude 1 or fit within the margin (None: not within `horizon` rounds, or nothing to go on), its centre taken
-    one standard error closer to the nearer outcome (no pair is given up on a chance low estimate) — at the final
-    look where the table has one and the pair can still get it (`final`: both stacks measured in every round so
-    far; raced until the time runs out, that is the interval the pair gets)."""
+    `benefit` standard errors closer to the nearer outcome (no pair is given up on a chance low estimate) — at the
+    final look where the table has one and the pair can still get it (`final`: both stacks measured in every round
+    so far; raced until the time runs out, that is the interval the pair gets)."""
     found = inference.interval(a, b)
     if found is None or found.rounds == 0 or not math.isfinite(found.variance):
         return None
     centre = abs(math.log(found.ratio))
-    error = math.sqrt(found.variance / found.rounds)  # give the pair the benefit of one standard error
+    error = benefit * math.sqrt(found.variance / found.rounds)
     target = max(centre + error, math.log(1 + inference.margin) - max(0.0, centre - error))
     return rounds_until(found, inference.alpha, target, tightest_at, horizon, inference.final_alpha if final else None)
 
@@ -62,17 +68,20 @@ ALONE_MIN_ROUNDS = 3
 def resolve_probability(log_ratio: float, variance: float, rounds: int, alpha: float, margin: float,
                         df: float = math.inf) -> float:
     """The chance that a fixed-sample interval at two-sided error `alpha` over `rounds` paired rounds, of per-round
-    `variance`, for a pair whose true log ratio is `log_ratio`, resolves it: excludes 1 (ordered) or lies within
-    [1/(1+margin), 1+margin] (equivalent). Its centre is normal around `log_ratio` with the variance over the rounds;
-    the half-width is taken at `variance` (Student's at `df`)."""
-    sd = math.sqrt(variance / rounds)
-    h = fixed_half_width(rounds, variance, alpha, df)
-    e = math.log1p(margin) - h  # an equivalent pair's centre lies within ±e
-    if e >= h:  # every centre resolves: beyond ±h it is ordered, within ±h ≤ ±e equivalent
+    `variance`, for a pair whose true log ratio is `log_ratio`, resolves it (`resolve_chance`): its centre is normal
+    around `log_ratio` with the variance over the rounds; the half-width is taken at `variance` (Student's at `df`)."""
+    return resolve_chance(log_ratio, math.sqrt(variance / rounds), fixed_half_width(rounds, variance, alpha, df), margin)
+
+
+def resolve_chance(centre: float, sd: float, half: float, margin: float) -> float:
+    """The chance that an interval of log half-width `half`, its centre normal around `centre` with `sd`, resolves its
+    pair: excludes 1 (ordered) or lies within [1/(1+margin), 1+margin] (equivalent)."""
+    e = math.log1p(margin) - half  # an equivalent pair's centre lies within ±e
+    if e >= half:  # every centre resolves: beyond ±half it is ordered, within ±half ≤ ±e equivalent
         return 1.0
     phi = NormalDist().cdf
-    ordered = phi((log_ratio - h) / sd) + phi((-log_ratio - h) / sd)
-    equivalent = max(0.0, phi((e - log_ratio) / sd) - phi((-e - log_ratio) / sd)) if e > 0 else 0.0
+    ordered = phi((centre - half) / sd) + phi((-centre - half) / sd)
+    equivalent = max(0.0, phi((e - centre) / sd) - phi((-e - centre) / sd)) if e > 0 else 0.0
     return min(1.0, ordered + equivalent)
 
 

@@ -47,15 +47,24 @@ def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: in
                  horizon: int = 400, final_alpha: float | None = None) -> int | None:
     """The first round count ≤ `horizon` at which `found`'s log half-width, at its present variance and with
     degrees of freedom growing as the pair's own do, falls below `half` (None: not within the horizon); with
-    `final_alpha`, the narrower of the confidence sequence's and the final look's."""
-    for n in range(found.rounds, horizon + 1):
+    `final_alpha`, the narrower of the confidence sequence's and the final look's. Both half-widths shrink as the
+    rounds grow (the boundary's radius over n falls while ln(1/α) > ½, and Student's critical value with the degrees
+    of freedom), so the count is bisected: the race asks this of every open pair after every round."""
+
+    def fits(n: int) -> bool:
         df = found.df + (n - found.rounds)
         width = half_width(n, found.variance, alpha, df, tightest_at)
         if final_alpha is not None:
             width = min(width, fixed_half_width(n, found.variance, final_alpha, df))
-        if width < half:
-            return n
-    return None
+        return width < half
+
+    low, high = found.rounds, horizon
+    if low > high or not fits(high):
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle + 1, high)
+    return low
 
 
 ALONE_POWER = 0.8

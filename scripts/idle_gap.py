@@ -193,9 +193,10 @@ def main(argv: list[str]) -> int:
         if args.interleaved:
             with ExitStack() as scope:
                 print_drops(interleaved(scope, args, rng), args.long_s)
-        for stack in [] if args.interleaved else args.stacks:
-            with ExitStack() as scope:
-                measure(scope, stack, args, rng)
+        else:
+            for stack in args.stacks:
+                with ExitStack() as scope:
+                    measure(scope, stack, args, rng)
     except ws.mo.UsageError as exc:  # start_stack's refusal (unknown stack, oha missing): one line
         print(exc, file=sys.stderr)
         return 2

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import random
 
-from pgarena.analysis.forecast import rounds_to_resolve
+from pgarena.analysis.forecast import rounds_to_resolve, rounds_until
+from pgarena.analysis.sequential import PairInterval, fixed_half_width, half_width
 from pgarena.load.scheduler import RoundsPolicy, _CellState, _judge_cell, _race, run_rounds
 
 CELL = ("perf-test", 1, "closed", 50)
@@ -124,9 +125,6 @@ def test_the_next_round_is_forecast_without_what_the_first_round_had_only_once()
 def test_the_bisected_forecast_finds_the_first_round_count_a_scan_finds():
     """`forecast.rounds_until` bisects, which holds only while the half-widths shrink with every round: checked
     against a scan of every count, over pairs of 3–40 rounds, per-round variances 0.005–0.2 and targets 0.02–0.3."""
-    from pgarena.analysis.forecast import rounds_until
-    from pgarena.analysis.sequential import PairInterval, fixed_half_width, half_width
-
     draw = random.Random(5)
     found_some = 0
     for _ in range(200):

@@ -10,6 +10,7 @@ from pgarena.system.speedprobe import (
     MIN_SAMPLES,
     UNIT_ARRAY_BYTES,
     UNIT_ITERATIONS,
+    UNIT_SYSCALLS,
     ProbeReading,
     UnitOfWork,
     parse_line,
@@ -52,13 +53,20 @@ def test_the_probe_lines_are_parsed_and_a_torn_line_is_skipped():
     assert parse_line("") is None
 
 
-def test_the_unit_of_work_is_fixed_and_reads_a_cache_sized_array_at_fixed_positions():
-    assert (UNIT_ITERATIONS, UNIT_ARRAY_BYTES) == (20_000, 256 * 1024)  # constants: readings compare across runs
+def test_the_unit_of_work_is_fixed_reads_an_l3_sized_array_at_fixed_positions_and_makes_system_calls():
+    # constants: readings compare across runs
+    assert (UNIT_ITERATIONS, UNIT_ARRAY_BYTES, UNIT_SYSCALLS) == (5_000, 8 << 20, 250)
     one, two = UnitOfWork(), UnitOfWork()
-    assert one() == two() == int(one.values[one.positions].sum())  # the same positions every time
+    # the same positions every time, and one byte from each system call
+    assert one() == two() == int(one.values[one.positions].sum()) + UNIT_SYSCALLS
     assert one.values.nbytes == UNIT_ARRAY_BYTES and len(one.positions) == UNIT_ITERATIONS
-    three = UnitOfWork(3)
-    assert len(three.positions) == 3 and three() == sum(int(three.values[i]) for i in three.positions)
+    three = UnitOfWork(3, syscalls=2)
+    assert len(three.positions) == 3 and three() == sum(int(three.values[i]) for i in three.positions) + 2
+    for unit in (one, two, three):
+        unit.close()
+        unit.close()  # idempotent
+    with pytest.raises(OSError):
+        one()  # closed: its system calls fail rather than read nothing
 
 
 def test_a_window_without_a_probe_is_not_measured():

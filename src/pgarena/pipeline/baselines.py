@@ -22,7 +22,7 @@ from pgarena.results.models import Cell, DbCeiling, RunResults
 from pgarena.results.store import save
 from pgarena.system import cgroups
 from pgarena.system.resources import SAMPLE_INTERVAL_S
-from pgarena.system.speedprobe import PROBE_INTERVAL_S, UNIT_ITERATIONS, SpeedProbe
+from pgarena.system.speedprobe import PROBE_INTERVAL_S, UNIT_ARRAY_BYTES, UNIT_ITERATIONS, UNIT_SYSCALLS, SpeedProbe
 
 
 def cpu_accounting(ctx: RunContext, scope: ExitStack) -> None:
@@ -51,8 +51,9 @@ def speed_probe(ctx: RunContext, scope: ExitStack, stacks: Sequence[Stack]) -> N
     ctx.probe = scope.enter_context(SpeedProbe(ctx.config.server_cpus, tracker=ctx.registry,
                                                log_path=logs / "speedprobe.log"))
     ctx.results.environment.speed_probe = ctx.probe.policy
-    ctx.log(f"speed probe: {UNIT_ITERATIONS:,} cached reads every {PROBE_INTERVAL_S:g} s on CPUs "
-            f"{ctx.config.server_cpus}, {ctx.probe.policy or 'scheduling not reported'} (pid {ctx.probe.pid})")
+    ctx.log(f"speed probe: {UNIT_ITERATIONS:,} reads from {UNIT_ARRAY_BYTES >> 20} MiB and {UNIT_SYSCALLS} system "
+            f"calls every {PROBE_INTERVAL_S:g} s on CPUs {ctx.config.server_cpus}, "
+            f"{ctx.probe.policy or 'scheduling not reported'} (pid {ctx.probe.pid})")
 
 
 def ceiling_conditions(results: RunResults, cells: Iterable[Cell]) -> list[tuple[str, int | None, float | None, int]]:

@@ -2,9 +2,10 @@
 
 A child process pinned to the run's server CPU set (where the stack and PostgreSQL run), at the lowest
 real-time priority (SCHED_FIFO, below), does one fixed unit of work every PROBE_INTERVAL_S — UNIT_ITERATIONS
-random reads (numpy gather and sum) from a UNIT_ARRAY_BYTES array that stays in the CPU's caches, about
-0.2 ms — and times it by its own thread CPU time (`time.thread_time_ns`), so time spent waiting for the CPU
-is not counted: what is left is how fast the CPU executed the same instructions and memory reads. After a
+random reads (numpy gather and sum) from a UNIT_ARRAY_BYTES array that lives in the L3 cache the cores share, and
+UNIT_SYSCALLS one-byte reads of /dev/zero (the kernel's entry and exit), about 0.3 ms together — and times it by
+its own thread CPU time (`time.thread_time_ns`, user and system), so time spent waiting for the CPU is not
+counted: what is left is how fast the CPU executed the same instructions, cache reads and system calls. After a
 first line saying how it is scheduled (`policy …`) it writes one line per unit, `monotonic_ns cpu_ns`
 (CLOCK_MONOTONIC, shared with the parent, at the unit's start; CPU nanoseconds of the unit), to its stdout;
 a thread of the parent reads them. The **mean** over a measured window is that window's reading: higher =
@@ -12,12 +13,14 @@ the machine was slower then. The method is Bulej et al., "Duet Benchmarking: Imp
 in the Cloud", Empirical Software Engineering 25 (2020): a reference workload run beside the measured one on
 the same CPUs sees the same slow-downs.
 
-Why this unit, this rate and the mean (measured 2026-11-26, docs/methodology.md "The noise budget"): the
-machine's slow spells are short, so the median of a few units a window (the first probe: a pure-Python loop
-every 100 ms) often missed them (its correlation with a window's throughput ranged from −0.76 to −0.03 across
-runs); 50 units a window and their mean follow them, and a unit of cache reads tracks the stacks' kind of
-work more closely than an interpreter loop (6 stacks, 57 windows: residual correlation −0.70 against −0.58
-for the loop's mean at the same rate and −0.03 for the old probe).
+Why this rate and the mean (measured 2026-11-26, docs/methodology.md "The noise budget"): the machine's slow
+spells are short, so the median of a few units a window (the first probe: a pure-Python loop every 100 ms)
+often missed them (its correlation with a window's throughput ranged from −0.76 to −0.03 across runs); 50 units
+a window and their mean follow them. Why this unit (measured 2026-11-29, the same section): the slow spells
+reach a stack's work through the shared L3 cache and the kernel more than through the core's own L2. Beside
+8-stack headlines, timed alike at the same priority, reads from an 8 MiB array and a loop of system calls each
+explained more of the windows' scatter than the earlier unit (20,000 reads from a 256 KiB array, in L2), and the
+two together more than either.
 
 Why SCHED_FIFO (measured 2026-11-27, docs/methodology.md "The probe must read the machine, not the stack"): as a
 normal task the probe's unit is preempted mid-way by the stack's threads when they wake — in a quarter of its
@@ -26,8 +29,9 @@ middle of the unit costs the unit its caches: the probe then read the stack besi
 +7.8 % beside go-nethttp-libpq), and the verdict must leave out a correction that reads the stack. As the lowest
 real-time priority (PROBE_RT_PRIORITY) nothing of the stack's preempts the unit; the same unit, alternated on the
 same CPU in the same run, read no stack (F 0.36, p 0.88) and followed the windows' throughput more closely. Its
-cost to the stack is the normal task's (the unit is as long and as frequent; a waking stack thread waits the
-unit's 0.2 ms where it would have interrupted it): scripts/probe_cost.py saw none either way, to within ±15 %.
+cost to the stack is the normal task's (the unit is as long and as frequent; a waking stack thread waits out the
+unit, a fraction of a millisecond, where it would have interrupted it): scripts/probe_cost.py saw none either way,
+to within ±15 %.
 Where the system refuses real-time scheduling (no CAP_SYS_NICE and no RLIMIT_RTPRIO) the probe runs as a normal
 task and says so (`SpeedProbe.policy`, the run's environment).
 
@@ -54,11 +58,16 @@ from pathlib import Path
 
 from pgarena.system.process import ProcessTracker, _preexec, kill_tree, popen_guarded
 
-UNIT_ITERATIONS = 20_000
-"""Random reads of the reference unit of work (about 0.2 ms on a 2020s server CPU).
+UNIT_ITERATIONS = 5_000
+"""Random reads of the reference unit's array (about 0.14 ms on a 2020s server CPU).
 A module constant: changing it makes readings incomparable with earlier runs."""
-UNIT_ARRAY_BYTES = 256 * 1024
-"""Size of the array the unit reads from: within a core's L2 cache, so the unit measures the core, not DRAM."""
+UNIT_ARRAY_BYTES = 8 * 1024 * 1024
+"""Size of the array the unit reads from: beyond a core's L2 cache (1 MiB here), within the L3 the cores share, so
+the unit is slowed, as the stacks are, by whatever else uses the L3; not DRAM (a 64 MiB array followed the
+windows less: docs/methodology.md)."""
+UNIT_SYSCALLS = 250
+"""One-byte reads of /dev/zero per unit (about 0.14 ms): the kernel's entry and exit, which a stack's requests and
+their database round trips cross many times each."""
 UNIT_SEED = 1
 """Seed of the unit's fixed random read positions."""
 PROBE_INTERVAL_S = 0.02
@@ -77,17 +86,29 @@ PROBE_ROLE = "speed-probe"
 
 class UnitOfWork:
     """The reference unit: `iterations` reads at fixed random positions of an int64 array of
-    UNIT_ARRAY_BYTES (numpy gather, then a sum). Calling it returns the sum so the reads cannot be skipped."""
+    UNIT_ARRAY_BYTES (numpy gather, then a sum), then `syscalls` one-byte reads of /dev/zero. Calling it returns
+    the sum plus the bytes read, so no read can be skipped. `close()` (or the process's end) closes /dev/zero."""
 
-    def __init__(self, iterations: int = UNIT_ITERATIONS) -> None:
+    def __init__(self, iterations: int = UNIT_ITERATIONS, syscalls: int = UNIT_SYSCALLS) -> None:
         import numpy as np
 
         size = UNIT_ARRAY_BYTES // 8
         self.values = np.arange(size, dtype=np.int64)
         self.positions = np.random.default_rng(UNIT_SEED).integers(0, size, iterations)
+        self.syscalls = syscalls
+        self._zero = os.open("/dev/zero", os.O_RDONLY)
 
     def __call__(self) -> int:
-        return int(self.values[self.positions].sum())
+        total, read, zero = int(self.values[self.positions].sum()), os.read, self._zero
+        for _ in range(self.syscalls):
+            total += len(read(zero, 1))
+        return total
+
+    def close(self) -> None:
+        """Close /dev/zero (idempotent)."""
+        if self._zero >= 0:
+            os.close(self._zero)
+            self._zero = -1
 
 
 @dataclass(frozen=True)
@@ -264,6 +285,7 @@ def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True
     out.flush()
     unit_of_work = UnitOfWork(iterations)
     unit_of_work()  # the array's pages touched once before the first timed unit
+    unit_of_work()  # and its read positions brought into the L3 the unit is meant to read from
     parent = os.getppid()
     next_start = time.monotonic_ns()
     step = int(interval_s * 1e9)

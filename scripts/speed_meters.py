@@ -7,6 +7,7 @@
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter dram 1 /tmp/m 600 &
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter late 1 /tmp/m 600 &
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter twopass 1 /tmp/m 600 &
+    PYTHONPATH=src .venv/bin/python scripts/speed_meters.py meter l3 1 /tmp/m 600 &
     .venv/bin/pgarena run --workloads perf-test --budget 8m --run-id meters-x
     # 2. the per-window log-sd after each meter as a covariate in the stack + round fit
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py analyse results/meters-x /tmp/m
@@ -19,8 +20,9 @@ array as the stack left the caches), `warm` the second right after (the same rea
 whether the probe's dependence on the stack beside it comes from the caches the stack leaves; `sched` the probe's
 unit on alternate wake-ups under the normal scheduler (`cfs`) and under SCHED_FIFO (`fifo`: no task preempts
 it mid-unit), and `preempted` 1 + the involuntary context switches of the thread during a `cfs` unit; `refault` the machine's file
-page refaults (/proc/vmstat workingset_refault_file: pages the kernel evicted and had to read back) per 100 ms.
-For every meter `analyse` also prints the F test of the stack effects on its log readings
+page refaults (/proc/vmstat workingset_refault_file: pages the kernel evicted and had to read back) per 100 ms;
+`l3`, `syscall` and `pingpong` other units at the probe's SCHED_FIFO priority (`real_time`). `analyse` ends with
+every meter at once as covariates. For every meter `analyse` also prints the F test of the stack effects on its log readings
 (analysis/probecheck.py: does the meter read the stack beside it?) and the two stacks it reads most apart.
 Window times come from the mtime of each window's raw generator output (its end) less its duration.
 """
@@ -34,8 +36,9 @@ import sys
 import time
 from pathlib import Path
 
-MODES = ("loop", "cached", "dram", "late", "twopass", "sched", "refault")
-METERS = ("loop", "cached", "dram", "late", "cold", "warm", "cfs", "fifo", "preempted", "refault")
+MODES = ("loop", "cached", "dram", "late", "twopass", "sched", "refault", "l3", "syscall", "pingpong", "combo", "l2")
+METERS = ("loop", "cached", "dram", "late", "cold", "warm", "cfs", "fifo", "preempted", "refault", "l3", "syscall",
+          "pingpong", "combo", "l2")
 """The readings `analyse` looks for (`twopass` writes `cold` and `warm`; `sched` writes `cfs`, `fifo` and
 `preempted`)."""
 COUNTS = ("late", "refault")
@@ -53,6 +56,8 @@ def meter(mode: str, cpu: int, out: str, seconds: float) -> int:
         return sched(out, end)
     if mode == "refault":
         return refault(out, end)
+    if mode in ("l3", "syscall", "pingpong", "combo", "l2"):
+        return real_time(mode, out, end)
     with open(f"{out}.{mode}", "w") as f:
         if mode == "late":
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
@@ -137,6 +142,61 @@ def sched(out: str, end: float) -> int:
     return 0
 
 
+def real_time(mode: str, out: str, end: float) -> int:
+    """A unit other than the probe's, at the probe's SCHED_FIFO priority, every 20 ms until `end`: `l3` 5,000 reads
+    at random positions of an 8 MiB array (larger than the core's L2, within the shared L3: another tenant's use of
+    the L3 slows it); `syscall` 500 one-byte reads of /dev/zero (the kernel's entry and exit, which the stacks'
+    network and PostgreSQL's round trips cross many times a request); `pingpong` 20 one-byte round trips over a
+    socket pair with a child on the same CPU at the same priority (a wake-up and two context switches each, as a
+    request between a stack and PostgreSQL); `combo` the `l3` unit and half the `syscall` one, timed as one; `l2` the probe's unit before 2026-11-29
+    (20,000 reads from a 256 KiB array, in the core's L2)."""
+    import socket
+
+    import numpy as np
+
+    from pgarena.system.speedprobe import PROBE_RT_PRIORITY
+
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_RT_PRIORITY))
+    if mode in ("l3", "l2"):
+        size = (8 << 20) // 8 if mode == "l3" else (256 << 10) // 8
+        values = np.arange(size, dtype=np.int64)
+        positions = np.random.default_rng(1).integers(0, size, 5_000 if mode == "l3" else 20_000)
+
+        def unit() -> int:
+            return int(values[positions].sum())
+    elif mode in ("syscall", "combo"):
+        zero = os.open("/dev/zero", os.O_RDONLY)
+        calls = 500 if mode == "syscall" else 250
+        size = (8 << 20) // 8
+        values = np.arange(size, dtype=np.int64)
+        positions = np.random.default_rng(1).integers(0, size, 0 if mode == "syscall" else 5_000)
+
+        def unit() -> int:
+            return sum(len(os.read(zero, 1)) for _ in range(calls)) + int(values[positions].sum())
+    else:
+        mine, theirs = socket.socketpair()
+        if os.fork() == 0:  # the echo: same CPU, same priority, ends when the meter's end of the pair closes
+            mine.close()
+            while data := theirs.recv(1):
+                theirs.sendall(data)
+            os._exit(0)
+        theirs.close()
+
+        def unit() -> int:
+            for _ in range(20):
+                mine.sendall(b"x")
+                mine.recv(1)
+            return 20
+    with open(f"{out}.{mode}", "w") as f:
+        while time.time() < end:
+            start, before = time.time(), time.thread_time_ns() if mode != "pingpong" else time.monotonic_ns()
+            unit()
+            used = (time.thread_time_ns() if mode != "pingpong" else time.monotonic_ns()) - before
+            f.write(f"{start:.3f} {used}\n")
+            time.sleep(0.02)
+    return 0
+
+
 def refault(out: str, end: float) -> int:
     """The file page refaults of the whole machine per 100 ms until `end` (`<out>.refault`)."""
     def count() -> int:
@@ -213,6 +273,12 @@ def analyse(run_dir: str, out: str) -> int:
               f"by stack F {f:.2f} on {len(groups) - 1} and {df} df, p {f_distribution.sf(f, len(groups) - 1, df):.2g} "
               f"(fastest beside {effects[0][1]} {math.expm1(effects[0][0]):+.1%}, "
               f"slowest beside {effects[-1][1]} {math.expm1(effects[-1][0]):+.1%}; residual sd {math.sqrt(zr @ zr / df):.3f})")
+    if len(names) > 1:  # every meter at once: what they explain together, and each one's slope
+        columns = np.column_stack([np.array([r[n] for r in rows]) for n in names])
+        ej, dfj = residuals(np.column_stack([design, columns]), y)
+        coef, *_ = np.linalg.lstsq(np.column_stack([design, columns]), y, rcond=None)
+        slopes = ", ".join(f"{n} {c:+.2f}" for n, c in zip(names, coef[-len(names):]))
+        print(f"  with all {len(names)}: log-sd {math.sqrt(ej @ ej / dfj):.3f} (slopes {slopes})")
     return 0
 
 

@@ -13,17 +13,18 @@
     PYTHONPATH=src .venv/bin/python scripts/speed_meters.py analyse results/meters-x /tmp/m
 
 Meters (each its own process pinned to one CPU, one sample every 20 ms; `late` every 1 ms): `loop` the first
-probe's pure-Python loop; `cached` the probe's unit itself (speedprobe.UnitOfWork: 20,000 numpy reads from a 256 KiB array); `dram` the
-same from a 64 MiB array; `late` a SCHED_FIFO process's timer lateness (time the CPU did not run at all);
+probe's pure-Python loop; `cached` the probe's unit itself (speedprobe.UnitOfWork) as a normal task; `dram`
+20,000 reads from a 64 MiB array; `late` a SCHED_FIFO process's timer lateness (time the CPU did not run at all);
 `twopass` the probe's unit twice from one wake-up, each pass timed: `cold` the first (the probe's reading: its
 array as the stack left the caches), `warm` the second right after (the same reads with the caches its own) —
 whether the probe's dependence on the stack beside it comes from the caches the stack leaves; `sched` the probe's
 unit on alternate wake-ups under the normal scheduler (`cfs`) and under SCHED_FIFO (`fifo`: no task preempts
 it mid-unit), and `preempted` 1 + the involuntary context switches of the thread during a `cfs` unit; `refault` the machine's file
 page refaults (/proc/vmstat workingset_refault_file: pages the kernel evicted and had to read back) per 100 ms;
-`l3`, `syscall` and `pingpong` other units at the probe's SCHED_FIFO priority (`real_time`). `analyse` ends with
-every meter at once as covariates. For every meter `analyse` also prints the F test of the stack effects on its log readings
-(analysis/probecheck.py: does the meter read the stack beside it?) and the two stacks it reads most apart.
+`l3`, `syscall`, `pingpong`, `combo` and `l2` other units at the probe's SCHED_FIFO priority (`real_time`).
+`analyse` ends with every meter at once as covariates. For every meter it also prints the F test of the stack
+effects on its log readings (analysis/probecheck.py: does the meter read the stack beside it?) and the two stacks
+it reads most apart.
 Window times come from the mtime of each window's raw generator output (its end) less its duration.
 """
 
@@ -148,8 +149,9 @@ def real_time(mode: str, out: str, end: float) -> int:
     the L3 slows it); `syscall` 500 one-byte reads of /dev/zero (the kernel's entry and exit, which the stacks'
     network and PostgreSQL's round trips cross many times a request); `pingpong` 20 one-byte round trips over a
     socket pair with a child on the same CPU at the same priority (a wake-up and two context switches each, as a
-    request between a stack and PostgreSQL); `combo` the `l3` unit and half the `syscall` one, timed as one; `l2` the probe's unit before 2026-11-29
-    (20,000 reads from a 256 KiB array, in the core's L2)."""
+    request between a stack and PostgreSQL); `combo` the `l3` unit and half the `syscall` one, timed as one (the
+    probe's unit since 2026-11-29); `l2` the probe's unit before (20,000 reads from a 256 KiB array, in the core's
+    L2)."""
     import socket
 
     import numpy as np

@@ -144,38 +144,36 @@ def sched(out: str, end: float) -> int:
 
 
 def real_time(mode: str, out: str, end: float) -> int:
-    """A unit other than the probe's, at the probe's SCHED_FIFO priority, every 20 ms until `end`: `l3` 5,000 reads
-    at random positions of an 8 MiB array (larger than the core's L2, within the shared L3: another tenant's use of
-    the L3 slows it); `syscall` 500 one-byte reads of /dev/zero (the kernel's entry and exit, which the stacks'
-    network and PostgreSQL's round trips cross many times a request); `pingpong` 20 one-byte round trips over a
-    socket pair with a child on the same CPU at the same priority (a wake-up and two context switches each, as a
-    request between a stack and PostgreSQL); `combo` the `l3` unit and half the `syscall` one, timed as one (the
-    probe's unit since 2026-11-29); `l2` the probe's unit before (20,000 reads from a 256 KiB array, in the core's
-    L2)."""
+    """A unit at the probe's SCHED_FIFO priority, every 20 ms until `end`: `combo` the probe's own unit
+    (speedprobe.UnitOfWork since 2026-11-29: 5,000 reads at random positions of an 8 MiB array, then 250 one-byte
+    reads of /dev/zero); `l3` its reads alone (beyond the core's L2, within the shared L3: another tenant's use of
+    the L3 slows them); `syscall` 500 one-byte reads of /dev/zero alone (the kernel's entry and exit, which the
+    stacks' network and PostgreSQL's round trips cross many times a request); `pingpong` 20 one-byte round trips
+    over a socket pair with a child on the same CPU at the same priority (a wake-up and two context switches each,
+    as a request between a stack and PostgreSQL; timed by wall time, so the switches count); `l2` the probe's unit
+    before (20,000 reads from a 256 KiB array, in the core's L2)."""
     import socket
 
     import numpy as np
 
-    from pgarena.system.speedprobe import PROBE_RT_PRIORITY
+    from pgarena.system.speedprobe import PROBE_RT_PRIORITY, UnitOfWork
 
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_RT_PRIORITY))
-    if mode in ("l3", "l2"):
-        size = (8 << 20) // 8 if mode == "l3" else (256 << 10) // 8
-        values = np.arange(size, dtype=np.int64)
-        positions = np.random.default_rng(1).integers(0, size, 5_000 if mode == "l3" else 20_000)
+    clock = time.thread_time_ns
+    if mode == "combo":
+        unit = UnitOfWork()
+    elif mode == "l3":
+        unit = UnitOfWork(syscalls=0)
+    elif mode == "syscall":
+        unit = UnitOfWork(iterations=0, syscalls=500)
+    elif mode == "l2":
+        values = np.arange((256 << 10) // 8, dtype=np.int64)
+        positions = np.random.default_rng(1).integers(0, len(values), 20_000)
 
         def unit() -> int:
             return int(values[positions].sum())
-    elif mode in ("syscall", "combo"):
-        zero = os.open("/dev/zero", os.O_RDONLY)
-        calls = 500 if mode == "syscall" else 250
-        size = (8 << 20) // 8
-        values = np.arange(size, dtype=np.int64)
-        positions = np.random.default_rng(1).integers(0, size, 0 if mode == "syscall" else 5_000)
-
-        def unit() -> int:
-            return sum(len(os.read(zero, 1)) for _ in range(calls)) + int(values[positions].sum())
     else:
+        clock = time.monotonic_ns
         mine, theirs = socket.socketpair()
         if os.fork() == 0:  # the echo: same CPU, same priority, ends when the meter's end of the pair closes
             mine.close()
@@ -191,10 +189,9 @@ def real_time(mode: str, out: str, end: float) -> int:
             return 20
     with open(f"{out}.{mode}", "w") as f:
         while time.time() < end:
-            start, before = time.time(), time.thread_time_ns() if mode != "pingpong" else time.monotonic_ns()
+            start, before = time.time(), clock()
             unit()
-            used = (time.thread_time_ns() if mode != "pingpong" else time.monotonic_ns()) - before
-            f.write(f"{start:.3f} {used}\n")
+            f.write(f"{start:.3f} {clock() - before}\n")
             time.sleep(0.02)
     return 0
 
@@ -251,23 +248,23 @@ def analyse(run_dir: str, out: str) -> int:
     y = np.array([r["y"] for r in rows])
 
     def residuals(matrix, target):
+        """The residuals, their degrees of freedom and the coefficients of the least-squares fit."""
         coef, *_ = np.linalg.lstsq(matrix, target, rcond=None)
-        return target - matrix @ coef, len(target) - np.linalg.matrix_rank(matrix)
+        return target - matrix @ coef, len(target) - np.linalg.matrix_rank(matrix), coef
 
     from scipy.stats import f as f_distribution
 
-    e, df = residuals(design, y)
+    e, df, _ = residuals(design, y)
     round_design = design[:, len(groups):]
     print(f"{len(rows)} windows, {len(groups)} stack × cell, {len(rounds)} rounds; window log-sd {math.sqrt(e @ e / df):.3f}")
     for name in names:
         z = np.array([r[name] for r in rows])
-        ez, dfz = residuals(np.column_stack([design, z]), y)
-        zr, _ = residuals(design, z)
+        ez, dfz, _ = residuals(np.column_stack([design, z]), y)
+        zr, _, coef = residuals(design, z)
         # does the meter read the stack? F of the stack effects on z (probecheck's test, here on the array)
-        z_round, _ = residuals(round_design, z)
+        z_round, _, _ = residuals(round_design, z)
         extra = max(0.0, z_round @ z_round - zr @ zr)
         f = (extra / (len(groups) - 1)) / (zr @ zr / df)
-        coef, *_ = np.linalg.lstsq(design, z, rcond=None)
         level = coef[:len(groups)]  # each stack × cell group's effect, centred within its cell (tables differ in level)
         centre = {cell: level[[i for i, g in enumerate(groups) if g[1] == cell]].mean() for cell in {g[1] for g in groups}}
         effects = sorted((level[i] - centre[g[1]], g[0]) for i, g in enumerate(groups))
@@ -277,8 +274,7 @@ def analyse(run_dir: str, out: str) -> int:
               f"slowest beside {effects[-1][1]} {math.expm1(effects[-1][0]):+.1%}; residual sd {math.sqrt(zr @ zr / df):.3f})")
     if len(names) > 1:  # every meter at once: what they explain together, and each one's slope
         columns = np.column_stack([np.array([r[n] for r in rows]) for n in names])
-        ej, dfj = residuals(np.column_stack([design, columns]), y)
-        coef, *_ = np.linalg.lstsq(np.column_stack([design, columns]), y, rcond=None)
+        ej, dfj, coef = residuals(np.column_stack([design, columns]), y)
         slopes = ", ".join(f"{n} {c:+.2f}" for n, c in zip(names, coef[-len(names):]))
         print(f"  with all {len(names)}: log-sd {math.sqrt(ej @ ej / dfj):.3f} (slopes {slopes})")
     return 0

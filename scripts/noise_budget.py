@@ -1,6 +1,7 @@
 """The noise budget of a stored run (pgarena.analysis.noise): per table of cells measured in interleaved
 rounds and pooled over the run, the per-window log-sd and the round factor's sd, before and after the
-reference probe's adjustment (β and the residuals' correlation).
+reference probe's adjustment (β and the residuals' correlation); where the run read them, the same again with the
+probe's reading of the idle gaps around each window instead of the window's own (speedprobe.SpeedProbe.load_starts).
 
     PYTHONPATH=src .venv/bin/python scripts/noise_budget.py results/<run-id>
 """
@@ -36,10 +37,16 @@ def main(argv: list[str]) -> int:
     if pooled is None:
         print(f"{results.run_id}: no table was measured in interleaved rounds; no noise budget")
         return 1
+    gap_tables, gap_pooled = run_noise(results, gaps=True)
+    gaps = dict(gap_tables) if gap_pooled is not None and gap_pooled.beta is not None else {}
     print(f"noise budget of {results.run_id} (ln 2xx/s per window; two-way fit stack + round)")
     for label, budget in tables:
         print(f"  {label}: {budget_line(budget)}")
+        if gaps.get(label) is not None and gaps[label].beta is not None:
+            print(f"    instead by the idle gaps around each window: {budget_line(gaps[label], 'the gaps')}")
     print(f"  pooled over {len(tables)} table(s): {budget_line(pooled)}")
+    if gap_pooled is not None and gaps:
+        print(f"    instead by the idle gaps around each window: {budget_line(gap_pooled, 'the gaps')}")
     return 0
 
 

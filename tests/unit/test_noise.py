@@ -8,7 +8,15 @@ import random
 
 import pytest
 
-from pgarena.analysis.noise import additive_fit, budget_line, noise_budget, pooled_budget, run_noise, table_rounds
+from pgarena.analysis.noise import (
+    additive_fit,
+    budget_line,
+    gap_unit_ns,
+    noise_budget,
+    pooled_budget,
+    run_noise,
+    table_rounds,
+)
 from tests.fixtures.report_run import sample_results
 
 
@@ -126,6 +134,27 @@ def test_a_run_is_read_table_by_table_and_pooled():
     rps, unit = table_rounds([c for c in results.cells if c.workload == "perf-test" and c.vus == 50 and c.model == "closed"])
     assert set(rps) == {"go-fast", "py-steady"} and rps["go-fast"] == [4600, 4200, 5000]
     assert unit["go-fast"] == [None, None, None]
+
+
+def test_the_idle_gaps_around_a_window_are_its_alternative_reading():
+    results = sample_results()
+    rep = results.cells[0].repetitions[0]
+    assert gap_unit_ns(rep) is None  # no gap measured: not measured, not a reading
+    rep.reference_gap_before_ns = 400.0
+    assert gap_unit_ns(rep) == pytest.approx(400.0)  # one side alone (the run's last window has no gap after it)
+    rep.reference_gap_after_ns = 900.0
+    assert gap_unit_ns(rep) == pytest.approx(600.0)  # the geometric mean: the covariate is ln(unit)
+    for cell in results.cells:  # the gaps read the machine exactly as slow as each window's 2xx/s says
+        for r in cell.repetitions:
+            r.reference_gap_before_ns = r.reference_gap_after_ns = 5e9 / r.rps
+    window, _ = run_noise(results)
+    gaps, pooled = run_noise(results, gaps=True)
+    label = "perf-test rows=1 · 50 VUs · oha"
+    assert dict(window)[label].beta is None  # the window's own reading was not taken
+    by_gaps = dict(gaps)[label]
+    assert by_gaps.beta == pytest.approx(-1.0) and by_gaps.adjusted_window_log_sd == pytest.approx(0.0, abs=1e-9)
+    assert "after the gaps (β -1.00" in budget_line(by_gaps, "the gaps").replace("−", "-")
+    assert pooled is not None and pooled.beta == pytest.approx(-1.0)
 
 
 def test_the_headline_comes_first_whatever_the_order_of_the_cells():

@@ -7,11 +7,14 @@ import pytest
 from pgarena.results.models import Repetition
 from pgarena.system.resources import CpuMeters
 from pgarena.system.speedprobe import (
+    GAP_MARGIN_NS,
+    GAP_MAX_NS,
     MIN_SAMPLES,
     UNIT_ARRAY_BYTES,
     UNIT_ITERATIONS,
     UNIT_SYSCALLS,
     ProbeReading,
+    SpeedProbe,
     UnitOfWork,
     parse_line,
     reading_between,
@@ -94,3 +97,33 @@ def test_a_probe_refused_real_time_says_it_runs_as_a_normal_task(monkeypatch):
     monkeypatch.setattr(os, "sched_setscheduler", lambda *args: seen.append(args))
     assert real_time() == "SCHED_FIFO priority 1"
     assert seen and seen[0][1] == os.SCHED_FIFO and seen[0][2].sched_priority == 1
+
+
+def _probe_with(times: list[int], cpu: list[int]) -> SpeedProbe:
+    probe = SpeedProbe([0])  # not started: its samples set as its reader thread would have read them
+    probe._times, probe._cpu = times, cpu
+    return probe
+
+
+def test_the_idle_gap_between_two_loads_is_read_and_told_to_the_load_before_it():
+    # units every 10 ms from 0 to 3 s; those in the gap [1.5 s, 2 s] take 700 ns, all others 100 ns
+    times = [i * 10 * MS for i in range(301)]
+    probe = _probe_with(times, [700 if 1_500 * MS <= t <= 2_000 * MS else 100 for t in times])
+    assert probe.load_starts(0) is None  # no load ended before the first: no gap
+    told: list[ProbeReading] = []
+    probe.load_ended(1_500 * MS, after=told.append)
+    gap = probe.load_starts(2_000 * MS)
+    # the margins leave out the units at 1.50 s and 2.00 s: 1.51 … 1.99 s are 49 units
+    assert gap == ProbeReading(samples=49, unit_ns=700.0) and told == [gap]
+    assert probe.load_starts(2_500 * MS) is None  # a load that never said it ended (it failed) leaves no gap
+
+
+def test_a_long_gap_is_read_over_its_last_second_and_a_short_one_is_not_measured():
+    times = [i * 10 * MS for i in range(501)]
+    probe = _probe_with(times, [900 if t < 3_000 * MS else 100 for t in times])  # slow before 3 s (a levelling)
+    probe.load_ended(0)
+    assert GAP_MAX_NS == 1_000 * MS and GAP_MARGIN_NS == 10 * MS
+    assert probe.load_starts(4_000 * MS) == ProbeReading(samples=100, unit_ns=100.0)  # 3.00 … 3.99 s
+    told: list[ProbeReading] = []
+    probe.load_ended(4_000 * MS, after=told.append)
+    assert probe.load_starts(4_015 * MS) == ProbeReading(samples=0, unit_ns=None) and len(told) == 1

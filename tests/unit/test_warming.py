@@ -220,8 +220,12 @@ def test_each_warm_up_window_records_the_probes_reading_without_waiting_for_its_
         asked.append(wait_s)
         return SimpleNamespace(unit_ns=next(units))
     lives = {"go": _live("go")}
-    lives["go"].cpu = SimpleNamespace(probe=SimpleNamespace(reading=reading))
+    marks: list[str] = []
+    probe = SimpleNamespace(reading=reading, load_starts=lambda _: marks.append("start"),
+                            load_ended=lambda _: marks.append("end"))
+    lives["go"].cpu = SimpleNamespace(probe=probe)
     (cell,) = cells = [_cell("go")]
     warming.warm_stacks(_run(cells, lives, 60, []), SimpleNamespace(cells={cell.key: cell}))  # type: ignore[arg-type]
     assert cell.warmup.seconds == STEADY_SPAN, "the machine's slow spell is no climb"
     assert cell.warmup.windows_unit_ns == [1333.0] * 5 + [1000.0] * 5 and set(asked) == {0.0}
+    assert marks == ["start", "end"] * 10  # each warm-up window is load to the probe: no idle gap spans one

@@ -37,7 +37,7 @@ from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
 from pgarena.analysis.ranking import BY_RPS, comparable_groups, headline_key, level_group_label, rank_basis
 from pgarena.analysis.verdicts import has_rounds
 from pgarena.contract import workloads as wl
-from pgarena.results.models import Cell, RunResults
+from pgarena.results.models import Cell, Repetition, RunResults
 
 
 @dataclass(frozen=True)
@@ -174,13 +174,22 @@ def pooled_budget(tables: Sequence[tuple[PerRound, PerRound | None]]) -> NoiseBu
     return _budget([_parts(y, z) for y, z in tables])
 
 
-def table_rounds(cells: Sequence[Cell]) -> tuple[dict[str, list[float | None]], dict[str, list[float | None]]]:
+def gap_unit_ns(rep: Repetition) -> float | None:
+    """The probe's reading of the idle gaps around a window (speedprobe.SpeedProbe.load_starts): the geometric mean
+    of the gap before it and the gap after it, either alone where the other was not measured; None: neither."""
+    gaps = [v for v in (rep.reference_gap_before_ns, rep.reference_gap_after_ns) if v is not None and v > 0]
+    return math.exp(math.fsum(math.log(v) for v in gaps) / len(gaps)) if gaps else None
+
+
+def table_rounds(cells: Sequence[Cell], gaps: bool = False) -> tuple[dict[str, list[float | None]],
+                                                                     dict[str, list[float | None]]]:
     """(2xx/s, reference_unit_ns) per stack and round of a table's cells measured in rounds, rounds aligned
-    over the rounds any of them was measured in; cells without rounds are left out."""
+    over the rounds any of them was measured in; cells without rounds are left out. `gaps`: the idle gaps'
+    reading (`gap_unit_ns`) instead of the window's own."""
     cells = [c for c in cells if has_rounds(c)]
     rounds = sorted({r.round for c in cells for r in c.repetitions})  # type: ignore[type-var]
     rps = {c.stack: {r.round: r.rps for r in c.repetitions} for c in cells}
-    unit = {c.stack: {r.round: r.reference_unit_ns for r in c.repetitions} for c in cells}
+    unit = {c.stack: {r.round: gap_unit_ns(r) if gaps else r.reference_unit_ns for r in c.repetitions} for c in cells}
     return ({s: [v.get(r) for r in rounds] for s, v in rps.items()},
             {s: [v.get(r) for r in rounds] for s, v in unit.items()})
 
@@ -191,10 +200,11 @@ def table_label(cell: Cell) -> str:
     return f"{cell.workload}{parameter} · {level_group_label(cell)} · {cell.engine}"
 
 
-def run_noise(results: RunResults) -> tuple[list[tuple[str, NoiseBudget]], NoiseBudget | None]:
+def run_noise(results: RunResults, gaps: bool = False) -> tuple[list[tuple[str, NoiseBudget]], NoiseBudget | None]:
     """Every table of the run measured in rounds and ranked by 2xx/s (closed model: an open-model window's
     2xx/s is its offered rate, not a measurement of speed) with its budget (label, budget), the headline first
-    (ranking.headline_key: the table the reports show first), and the run's pooled budget (None: no such table)."""
+    (ranking.headline_key: the table the reports show first), and the run's pooled budget (None: no such table).
+    `gaps`: the adjustment by the probe's reading of the idle gaps around each window (`gap_unit_ns`)."""
     tables = []
     headline = headline_key(results.cells, results.config.get("workloads"))
     groups = comparable_groups(results.cells)
@@ -202,7 +212,7 @@ def run_noise(results: RunResults) -> tuple[list[tuple[str, NoiseBudget]], Noise
         cells = groups[key]
         if rank_basis(cells) != BY_RPS:
             continue
-        rps, unit = table_rounds(cells)
+        rps, unit = table_rounds(cells, gaps)
         if rps:
             tables.append((table_label(cells[0]), rps, unit))
     per_table = [(label, noise_budget(rps, unit)) for label, rps, unit in tables]
@@ -210,17 +220,17 @@ def run_noise(results: RunResults) -> tuple[list[tuple[str, NoiseBudget]], Noise
     return per_table, pooled
 
 
-def budget_line(budget: NoiseBudget) -> str:
+def budget_line(budget: NoiseBudget, probe: str = "the probe") -> str:
     """One line: 'window log-sd 0.182 → 0.121 after the probe (β −0.93, r −0.80) (robust sd 0.170, kurtosis 3.1);
     round sd 0.094 → 0.031;
-    60 windows, 4 stacks, 15 rounds'."""
+    60 windows, 4 stacks, 15 rounds'. `probe` names the covariate ('the idle gaps' for `gap_unit_ns`)."""
 
     def figure(value: float | None) -> str:
         return "–" if value is None else f"{value:.3f}"
 
     text = f"window log-sd {figure(budget.window_log_sd)}"
     if budget.beta is not None:
-        text += (f" → {figure(budget.adjusted_window_log_sd)} after the probe (β {budget.beta:+.2f}"
+        text += (f" → {figure(budget.adjusted_window_log_sd)} after {probe} (β {budget.beta:+.2f}"
                  + (f", r {budget.correlation:+.2f}" if budget.correlation is not None else "") + ")")
     if budget.robust_window_log_sd is not None and budget.kurtosis is not None:
         text += f" (robust sd {figure(budget.robust_window_log_sd)}, kurtosis {budget.kurtosis:.1f})"
@@ -229,7 +239,7 @@ def budget_line(budget: NoiseBudget) -> str:
         text += f" → {figure(budget.adjusted_round_sd)}"
     if budget.probe_check is not None:
         check = budget.probe_check
-        text += (f"; the probe beside each stack: {check.sentence()}"
+        text += (f"; {probe} beside each stack: {check.sentence()}"
                  + (f" — it depends on the stack ({check.where()}), so the verdict does not use it"
                     if check.dependent else ""))
     return text + (f"; {budget.windows} windows, {budget.stacks} stack{'s' if budget.stacks != 1 else ''}, "

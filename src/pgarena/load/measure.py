@@ -205,6 +205,7 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
     index = len(cell.repetitions) + 1
     tx_before = txcheck.snapshot(db) if run.tx_changes is not None and round_index is not None else None
     lead_in = rewarm_s if lead_in_applies(engine, spec.rate is not None, run.places) else 0.0
+    gap_before = cpu.probe.load_starts(time.monotonic_ns()) if cpu.probe is not None else None
     if not lead_in:
         rewarm(run, engine=engine, config=config, seconds=rewarm_s, stem=f"rewarm{index}")
     stem = f"{run.label}-rep{index}"
@@ -258,8 +259,12 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         accounting=record, generators=window.generators,
         reference_unit_ns=speed.unit_ns if speed else None, reference_samples=speed.samples if speed else 0,
         rewarm_seconds=rewarm_s if round_index is not None else None,
+        reference_gap_before_ns=gap_before.unit_ns if gap_before and round_index is not None else None,
     )
     cell.repetitions.append(repetition)
+    if cpu.probe is not None:  # the gaps of the interleaved schedule's windows (a sequential warm-up is not marked)
+        cpu.probe.load_ended(window_end_ns, after=None if round_index is None else
+                             lambda gap: setattr(repetition, "reference_gap_after_ns", gap.unit_ns))
     return repetition
 
 

@@ -153,6 +153,8 @@ def _window(run: InterleavedRun, turn: _Turn, config: RunConfig, used: dict[str,
     probe = live.cpu.probe
     try:
         start_ns = time.monotonic_ns()
+        if probe is not None:
+            probe.load_starts(start_ns)  # a warm-up is load: it ends the idle gap after the last window
         window = warm_window(run._cell_run(live, cell), engine=run.ctx.engine,  # type: ignore[arg-type]
                              config=config, db=run.ctx.db, seconds=turn.warming.window_s)
         # not waiting for the window's last unit (a measured window's reading does): a trend of ~50 units a second
@@ -164,6 +166,8 @@ def _window(run: InterleavedRun, turn: _Turn, config: RunConfig, used: dict[str,
         return False
     finally:
         live.load_ended = time.monotonic()
+        if probe is not None:
+            probe.load_ended(time.monotonic_ns())
         if poller is not None:
             turn.peak = max((p for p in (turn.peak, poller.take_peak()) if p is not None), default=None)
             poller.active = False

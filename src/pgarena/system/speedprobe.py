@@ -52,7 +52,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +82,12 @@ POLICY_PREFIX = "policy "
 """The child's first line: `policy <how it is scheduled>`, then only samples."""
 PROBE_ROLE = "speed-probe"
 """The probe's role in the run's pid registry (reaper.py)."""
+GAP_MARGIN_NS = 10_000_000
+"""An idle gap's reading leaves out this much (10 ms) at each end: a load's last requests and the next one's
+generator start."""
+GAP_MAX_NS = 1_000_000_000
+"""An idle gap's reading covers at most its last second before the next load (an older part may hold other work:
+a phase's database levelling, a verification)."""
 
 
 class UnitOfWork:
@@ -109,6 +115,10 @@ class UnitOfWork:
         if self._zero >= 0:
             os.close(self._zero)
             self._zero = -1
+
+
+GapHandler = Callable[["ProbeReading"], None]
+"""Told the reading of the idle gap that followed a load (`SpeedProbe.load_ended`)."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,8 @@ class SpeedProbe:
         self._arrived = threading.Condition(self._lock)
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
+        self._load_end_ns: int | None = None
+        self._after_gap: GapHandler | None = None
         self.policy: str | None = None
         """How the child is scheduled: 'SCHED_FIFO priority 1', or 'normal (SCHED_FIFO refused: …)'; None
         before start or when the child said nothing."""
@@ -234,6 +246,32 @@ class SpeedProbe:
                     break
                 self._arrived.wait(left)
             return reading_between(self._times, self._cpu, start_ns, end_ns)
+
+    def load_starts(self, start_ns: int) -> ProbeReading | None:
+        """A load on the server CPUs starts at `start_ns`: the probe's reading of the idle gap since the last load
+        ended (`load_ended`), also handed to that load's `after` handler; None when no load ended before.
+
+        The gap is the machine with no stack under load, so a stack cannot shift its reading the way it can shift
+        a window's (analysis/probecheck.py); its mean is the machine's speed between two loads. The gap excludes
+        GAP_MARGIN_NS at each end and covers at most its last GAP_MAX_NS."""
+        end, handler = self._load_end_ns, self._after_gap
+        self._load_end_ns, self._after_gap = None, None
+        if end is None:
+            return None
+        low, high = max(end + GAP_MARGIN_NS, start_ns - GAP_MAX_NS), start_ns - GAP_MARGIN_NS
+        if high <= low:
+            reading = ProbeReading(samples=0, unit_ns=None)
+        else:
+            with self._lock:
+                reading = reading_between(self._times, self._cpu, low, high)
+        if handler is not None:
+            handler(reading)
+        return reading
+
+    def load_ended(self, end_ns: int, after: GapHandler | None = None) -> None:
+        """A load on the server CPUs ended at `end_ns`; `after` will be told the reading of the idle gap that
+        follows it (at the next `load_starts`)."""
+        self._load_end_ns, self._after_gap = end_ns, after
 
     def running(self) -> bool:
         """The child is alive."""

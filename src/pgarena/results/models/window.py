@@ -150,6 +150,12 @@ class Repetition(Record):
         "mean CPU nanoseconds of the reference probe's unit of work on the server CPUs during the window "
         "(system/speedprobe.py); higher = the machine was slower; None: not measured"))
     reference_samples: int = Field(0, description="units of work the reference probe timed during the window")
+    reference_gap_before_ns: float | None = Field(None, description=(
+        "the same mean over the idle gap right before the window's load (its re-warm is load): the machine with "
+        "no stack under load, which no stack can shift; None: not measured"))
+    reference_gap_after_ns: float | None = Field(None, description=(
+        "the same over the idle gap right after the window, until the next load; None: not measured (the run's "
+        "last load)"))
     rewarm_seconds: float | None = Field(None, description=(
         "interleaved: the uncounted load right before this window (the phase's re-warm, longer after an idle gap: "
         "contract/idle.py); None: not recorded"))

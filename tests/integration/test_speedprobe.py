@@ -16,7 +16,7 @@ import pytest
 from pgarena.config.profiles import build_config
 from pgarena.pipeline import runner
 from pgarena.results.store import load
-from pgarena.system.speedprobe import PROBE_INTERVAL_S, SpeedProbe
+from pgarena.system.speedprobe import GAP_INTERVAL_S, PROBE_INTERVAL_S, SpeedProbe
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, process_gone, require_engine
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU pinning and prctl are Linux's")
@@ -42,6 +42,22 @@ def test_a_real_probe_is_pinned_and_reads_every_window():
     assert reading.unit_ns is not None and 10_000 < reading.unit_ns < 50_000_000, reading  # ~0.2 ms of CPU
     assert process_gone(pid), "stop() reaps the child"
     assert probe.reading(start, end).samples == reading.samples  # the samples outlive the child
+
+
+def test_between_two_loads_the_probe_reads_faster_and_the_gap_is_told_to_the_load_before():
+    with SpeedProbe([max(os.sched_getaffinity(0))]) as probe:
+        time.sleep(0.1)
+        told = []
+        probe.load_ended(time.monotonic_ns(), after=told.append)  # the child now times a unit every 2 ms
+        time.sleep(0.5)
+        gap = probe.load_starts(time.monotonic_ns())  # and every 20 ms again
+        start = time.monotonic_ns()
+        time.sleep(0.5)
+        load = probe.reading(start, time.monotonic_ns())
+    assert told == [gap] and gap is not None and gap.unit_ns is not None
+    # 0.48 s of gap at 2 ms a unit (~0.2 ms each) against 0.5 s at 20 ms: far more units, on a busy CPU too
+    assert gap.samples > 3 * load.samples and load.samples <= 0.5 / PROBE_INTERVAL_S + 3, (gap, load)
+    assert gap.samples <= 0.48 / GAP_INTERVAL_S + 3, gap
 
 
 def _real_time_allowed() -> bool:

@@ -7,8 +7,10 @@ import pytest
 from pgarena.results.models import Repetition
 from pgarena.system.resources import CpuMeters
 from pgarena.system.speedprobe import (
+    GAP_BEGINS,
     GAP_MARGIN_NS,
     GAP_MAX_NS,
+    LOAD_BEGINS,
     MIN_SAMPLES,
     UNIT_ARRAY_BYTES,
     UNIT_ITERATIONS,
@@ -16,6 +18,7 @@ from pgarena.system.speedprobe import (
     ProbeReading,
     SpeedProbe,
     UnitOfWork,
+    _pause,
     parse_line,
     reading_between,
     real_time,
@@ -127,3 +130,28 @@ def test_a_long_gap_is_read_over_its_last_second_and_a_short_one_is_not_measured
     told: list[ProbeReading] = []
     probe.load_ended(4_000 * MS, after=told.append)
     assert probe.load_starts(4_015 * MS) == ProbeReading(samples=0, unit_ns=None) and len(told) == 1
+
+
+def test_the_child_takes_its_pace_from_what_the_parent_writes_and_leaves_when_the_parent_is_gone():
+    import os
+    import time
+
+    read, write = os.pipe()
+    try:
+        assert _pause(1_000_000, None, True) is True  # no commands: a plain sleep, the pace kept
+        started = time.monotonic()
+        assert _pause(20_000_000, read, False) is False  # nothing written: the whole pause, the pace kept
+        assert time.monotonic() - started >= 0.015
+        os.write(write, GAP_BEGINS)
+        assert _pause(10_000_000_000, read, False) is True  # a gap begins: at once, not after 10 s
+        os.write(write, GAP_BEGINS + LOAD_BEGINS)
+        assert _pause(10_000_000_000, read, True) is False  # the last word counts
+        os.write(write, b"x")
+        assert _pause(10_000_000_000, read, True) is True  # anything else leaves the pace as it was
+        os.close(write)
+        write = -1
+        assert _pause(10_000_000_000, read, False) is None  # the parent closed its end: the child stops
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)

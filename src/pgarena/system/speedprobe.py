@@ -35,6 +35,12 @@ to within ±15 %.
 Where the system refuses real-time scheduling (no CAP_SYS_NICE and no RLIMIT_RTPRIO) the probe runs as a normal
 task and says so (`SpeedProbe.policy`, the run's environment).
 
+The idle gaps (2026-11-30, docs/methodology.md "The idle gaps between windows"): the window's reading can depend
+on the stack beside it, and the verdict then leaves it out. Between two loads no stack is under load, so the
+parent marks each load's end and the next one's start (`load_ended`, `load_starts`, over the child's stdin); in
+between the child times a unit every GAP_INTERVAL_S, and each interleaved window records the gap before and after
+it (`Repetition.reference_gap_before_ns`, `reference_gap_after_ns`).
+
 NOTE: the unit is a constant, never calibrated at run time, so readings compare across runs made with the
 same numpy on the same machine; within a run only their changes are used (the verdict's covariate).
 
@@ -46,6 +52,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import select
 import signal
 import statistics
 import subprocess
@@ -72,8 +79,13 @@ UNIT_SEED = 1
 """Seed of the unit's fixed random read positions."""
 PROBE_INTERVAL_S = 0.02
 """Seconds between the starts of two units of work (about 1 % of one CPU)."""
+GAP_INTERVAL_S = 0.002
+"""Seconds between two units while the parent says the server CPUs are idle between two loads (`load_ended` to
+`load_starts`): a gap lasts ~0.1 s, at PROBE_INTERVAL_S it would hold too few units to read."""
 MIN_PAUSE_NS = 1_000_000
 """The shortest sleep between two units (1 ms)."""
+GAP_BEGINS, LOAD_BEGINS = b"g", b"l"
+"""What the parent writes to the child's stdin: the units' pace becomes GAP_INTERVAL_S, or PROBE_INTERVAL_S again."""
 MIN_SAMPLES = 3
 """A window with fewer samples has no reading (None)."""
 PROBE_RT_PRIORITY = 1
@@ -196,7 +208,7 @@ class SpeedProbe:
         death = signal.SIGKILL if threading.current_thread() is threading.main_thread() else None
         stderr = open(self._log_path, "ab") if self._log_path is not None else subprocess.DEVNULL  # noqa: SIM115
         try:
-            self._proc = popen_guarded(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+            self._proc = popen_guarded(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                        process_group=0, preexec_fn=_preexec(self.cpus, death_signal=death))
         finally:
             if self._log_path is not None:
@@ -258,6 +270,7 @@ class SpeedProbe:
         self._load_end_ns, self._after_gap = None, None
         if end is None:
             return None
+        self._tell(LOAD_BEGINS)
         low, high = max(end + GAP_MARGIN_NS, start_ns - GAP_MAX_NS), start_ns - GAP_MARGIN_NS
         if high <= low:
             reading = ProbeReading(samples=0, unit_ns=None)
@@ -270,8 +283,19 @@ class SpeedProbe:
 
     def load_ended(self, end_ns: int, after: GapHandler | None = None) -> None:
         """A load on the server CPUs ended at `end_ns`; `after` will be told the reading of the idle gap that
-        follows it (at the next `load_starts`)."""
+        follows it (at the next `load_starts`). Until then the child times a unit every GAP_INTERVAL_S."""
         self._load_end_ns, self._after_gap = end_ns, after
+        self._tell(GAP_BEGINS)
+
+    def _tell(self, command: bytes) -> None:
+        """Write `command` to the child (nothing when it is not running: its samples are all there are)."""
+        if self._proc is None or self._proc.stdin is None or self._proc.poll() is not None:
+            return
+        try:
+            self._proc.stdin.write(command)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
 
     def running(self) -> bool:
         """The child is alive."""
@@ -293,8 +317,13 @@ class SpeedProbe:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-        if self._proc is not None and self._proc.stdout is not None:
-            self._proc.stdout.close()
+        if self._proc is not None:
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
         if self._tracker is not None and self._proc is not None:
             self._tracker.untrack(self._proc.pid)
             self._tracker = None
@@ -315,9 +344,26 @@ def real_time() -> str:
     return f"SCHED_FIFO priority {PROBE_RT_PRIORITY}"
 
 
-def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True) -> int:
+def _pause(pause_ns: int, commands: int | None, fast: bool) -> bool | None:
+    """Sleep `pause_ns`, or less when the parent writes to `commands` (the child's stdin): the pace asked for last
+    (True: GAP_INTERVAL_S); None when the parent closed it (it is gone)."""
+    if commands is None:
+        time.sleep(pause_ns / 1e9)
+        return fast
+    ready, _, _ = select.select([commands], [], [], pause_ns / 1e9)
+    if not ready:
+        return fast
+    data = os.read(commands, 64)
+    if not data:
+        return None
+    last = data.rstrip()[-1:]
+    return True if last == GAP_BEGINS else False if last == LOAD_BEGINS else fast
+
+
+def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True, commands: int | None = None) -> int:
     """The child: its scheduling policy, then one timed unit per interval to stdout until the pipe closes or the
-    parent changes. It sleeps at least MIN_PAUSE_NS per unit, so a real-time probe can never hold the CPU."""
+    parent changes. It sleeps at least MIN_PAUSE_NS per unit, so a real-time probe can never hold the CPU.
+    `commands` (its stdin): GAP_BEGINS makes the interval GAP_INTERVAL_S, LOAD_BEGINS `interval_s` again."""
     out = sys.stdout.buffer
     out.write(f"{POLICY_PREFIX}{real_time() if real_time_asked else 'normal (asked)'}\n".encode())
     out.flush()
@@ -326,7 +372,7 @@ def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True
     unit_of_work()  # and its read positions brought into the L3 the unit is meant to read from
     parent = os.getppid()
     next_start = time.monotonic_ns()
-    step = int(interval_s * 1e9)
+    fast: bool | None = False
     while True:
         started = time.monotonic_ns()
         before = time.thread_time_ns()
@@ -339,14 +385,19 @@ def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True
             return 0
         if os.getppid() != parent:
             return 0
-        next_start += step
+        next_start += int((GAP_INTERVAL_S if fast else interval_s) * 1e9)
         pause = next_start - time.monotonic_ns()
         if pause < MIN_PAUSE_NS:
             pause = MIN_PAUSE_NS  # late (the CPU was busy): keep the pace, no catch-up burst
             next_start = time.monotonic_ns() + pause
-        time.sleep(pause / 1e9)
+        was = fast
+        fast = _pause(pause, commands, fast)
+        if fast is None:
+            return 0
+        if fast != was:  # a new pace starts now
+            next_start = time.monotonic_ns()
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    sys.exit(_probe_loop(float(sys.argv[1]), int(sys.argv[2]), sys.argv[3:4] != ["normal"]))
+    sys.exit(_probe_loop(float(sys.argv[1]), int(sys.argv[2]), sys.argv[3:4] != ["normal"], sys.stdin.fileno()))

@@ -22,7 +22,9 @@ unit on alternate wake-ups under the normal scheduler (`cfs`) and under SCHED_FI
 it mid-unit), and `preempted` 1 + the involuntary context switches of the thread during a `cfs` unit; `refault` the machine's file
 page refaults (/proc/vmstat workingset_refault_file: pages the kernel evicted and had to read back) per 100 ms;
 `l3`, `syscall`, `pingpong`, `combo` and `l2` other units at the probe's SCHED_FIFO priority (`real_time`).
-`analyse` ends with every meter at once as covariates. For every meter it also prints the F test of the stack
+`analyse` also reads each timing meter over the idle gaps around every window (`<meter>@gaps`: from the end of the
+window before to the start of this one's load, and on to the next; `probe@gaps` the run's own gap readings) and
+ends with every meter at once as covariates. For every meter it also prints the F test of the stack
 effects on its log readings (analysis/probecheck.py: does the meter read the stack beside it?) and the two stacks
 it reads most apart.
 Window times come from the mtime of each window's raw generator output (its end) less its duration.
@@ -212,6 +214,23 @@ def refault(out: str, end: float) -> int:
     return 0
 
 
+def _gap_readings(rows: list[dict], meters: dict) -> list[str]:
+    """Each timing meter's reading of the idle gaps around every window, as `<meter>@gaps` in its row: the log of the
+    mean of its units from 10 ms after the window before ended to 30 ms before this window's load (re-warm) began,
+    and the same after it; `probe@gaps` (the run's own, speedprobe.SpeedProbe.load_starts) where the run read it.
+    The names of the readings added."""
+    import numpy as np
+
+    ordered = sorted(rows, key=lambda r: r["_span"][2])
+    spans = [(before["_span"][2] + 0.01, row["_span"][0] - 0.03) for before, row in zip(ordered, ordered[1:])]
+    for name, data in meters.items():
+        for i, row in enumerate(ordered):
+            around = [spans[j] for j in (i - 1, i) if 0 <= j < len(spans)]
+            units = np.concatenate([data[(data[:, 0] >= low) & (data[:, 0] <= high), 1] for low, high in around])
+            row[f"{name}@gaps"] = math.log(units.mean()) if len(units) >= 3 else None
+    return [f"{m}@gaps" for m in meters] + (["probe@gaps"] if any(r["probe@gaps"] for r in rows) else [])
+
+
 def analyse(run_dir: str, out: str) -> int:
     """Per-window log-sd of ln(2xx/s) after a stack + round fit, without and with each meter's window mean
     (log) as a covariate, and the correlation of the two residuals."""
@@ -226,15 +245,19 @@ def analyse(run_dir: str, out: str) -> int:
                 continue
             end = os.path.getmtime(Path(run_dir) / rep["raw_output"])
             start = end - rep["duration_seconds"]
+            gaps = [rep.get(f"reference_gap_{side}_ns") for side in ("before", "after")]
             row = {"stack": cell["stack"], "cell": (cell["workload"], cell["parameter"], cell["vus"]),
                    "round": rep["round"], "y": math.log(rep["rps"]),
-                   "probe": math.log(rep["reference_unit_ns"]) if rep.get("reference_unit_ns") else None}
+                   "probe": math.log(rep["reference_unit_ns"]) if rep.get("reference_unit_ns") else None,
+                   "probe@gaps": math.fsum(math.log(g) for g in gaps) / 2 if all(gaps) else None,
+                   "_span": (start - (rep.get("rewarm_seconds") or 0.0), start, end)}
             for name, data in meters.items():
                 inside = data[(data[:, 0] >= start) & (data[:, 0] <= end), 1]
                 value = inside.sum() / rep["duration_seconds"] + 1 if name in COUNTS else inside.mean() if len(inside) else 0
                 row[name] = math.log(value) if value > 0 else None
             rows.append(row)
-    names = ["probe", *meters]
+    gapped = _gap_readings(rows, {m: d for m, d in meters.items() if m not in COUNTS})
+    names = ["probe", *meters, *gapped]
     rows = [r for r in rows if all(r[n] is not None for n in names)]
     if not rows:
         print("no window with every meter's reading", file=sys.stderr)

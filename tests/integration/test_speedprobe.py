@@ -16,7 +16,7 @@ import pytest
 from pgarena.config.profiles import build_config
 from pgarena.pipeline import runner
 from pgarena.results.store import load
-from pgarena.system.speedprobe import GAP_INTERVAL_S, PROBE_INTERVAL_S, SpeedProbe
+from pgarena.system.speedprobe import GAP_INTERVAL_S, GAP_MAX_NS, PROBE_INTERVAL_S, SpeedProbe
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres, process_gone, require_engine
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU pinning and prctl are Linux's")
@@ -58,6 +58,17 @@ def test_between_two_loads_the_probe_reads_faster_and_the_gap_is_told_to_the_loa
     # 0.48 s of gap at 2 ms a unit (~0.2 ms each) against 0.5 s at 20 ms: far more units, on a busy CPU too
     assert gap.samples > 3 * load.samples and load.samples <= 0.5 / PROBE_INTERVAL_S + 3, (gap, load)
     assert gap.samples <= 0.48 / GAP_INTERVAL_S + 3, gap
+
+
+def test_the_fast_pace_ends_by_itself_after_a_gaps_longest_reading():
+    with SpeedProbe([max(os.sched_getaffinity(0))]) as probe:
+        time.sleep(0.1)
+        probe.load_ended(time.monotonic_ns())  # and no load ever says it began (a load pgarena does not mark)
+        time.sleep(GAP_MAX_NS / 1e9 + 0.3)
+        start = time.monotonic_ns()
+        time.sleep(0.5)
+        later = probe.reading(start, time.monotonic_ns())
+    assert later.samples <= 0.5 / PROBE_INTERVAL_S + 3, later  # the window pace again, not one unit every 2 ms
 
 
 def _real_time_allowed() -> bool:

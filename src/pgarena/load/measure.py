@@ -38,6 +38,7 @@ from pgarena.results.models import Cell, Repetition, SloPoint, SloSearchResult, 
 from pgarena.stats.intervals import relative_half_width
 from pgarena.system.process import NotReady, ServerProcess
 from pgarena.system.resources import CpuMeters, OwnCpuSampler, TreeSampler
+from pgarena.system.speedprobe import ProbeReading
 from pgarena.verify import txcheck, variants, windowcheck
 from pgarena.verify.checks import SAMPLE_INTERVAL_S, AnswerSampler, check_variants
 
@@ -262,9 +263,11 @@ def measure_repetition(run: CellRun, *, engine: Engine, config: RunConfig, db: D
         reference_gap_before_ns=gap_before.unit_ns if gap_before and round_index is not None else None,
     )
     cell.repetitions.append(repetition)
-    if cpu.probe is not None:  # the gaps of the interleaved schedule's windows (a sequential warm-up is not marked)
-        cpu.probe.load_ended(window_end_ns, after=None if round_index is None else
-                             lambda gap: setattr(repetition, "reference_gap_after_ns", gap.unit_ns))
+    if cpu.probe is not None and round_index is not None:  # the interleaved schedule's gaps (a sequential warm-up
+        # is not marked as load, so no gap is opened after a sequential window)
+        def after(gap: ProbeReading) -> None:
+            repetition.reference_gap_after_ns = gap.unit_ns
+        cpu.probe.load_ended(window_end_ns, after=after)
     return repetition
 
 

@@ -363,7 +363,8 @@ def _pause(pause_ns: int, commands: int | None, fast: bool) -> bool | None:
 def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True, commands: int | None = None) -> int:
     """The child: its scheduling policy, then one timed unit per interval to stdout until the pipe closes or the
     parent changes. It sleeps at least MIN_PAUSE_NS per unit, so a real-time probe can never hold the CPU.
-    `commands` (its stdin): GAP_BEGINS makes the interval GAP_INTERVAL_S, LOAD_BEGINS `interval_s` again."""
+    `commands` (its stdin): GAP_BEGINS makes the interval GAP_INTERVAL_S for at most GAP_MAX_NS (a gap's reading
+    covers no more), LOAD_BEGINS `interval_s` again."""
     out = sys.stdout.buffer
     out.write(f"{POLICY_PREFIX}{real_time() if real_time_asked else 'normal (asked)'}\n".encode())
     out.flush()
@@ -373,6 +374,7 @@ def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True
     parent = os.getppid()
     next_start = time.monotonic_ns()
     fast: bool | None = False
+    fast_until = 0
     while True:
         started = time.monotonic_ns()
         before = time.thread_time_ns()
@@ -394,8 +396,13 @@ def _probe_loop(interval_s: float, iterations: int, real_time_asked: bool = True
         fast = _pause(pause, commands, fast)
         if fast is None:
             return 0
+        now = time.monotonic_ns()
+        if fast and not was:
+            fast_until = now + GAP_MAX_NS
+        elif fast and now > fast_until:
+            fast = False  # no load said it began: the window pace again (a load nobody marked never meets the fast one)
         if fast != was:  # a new pace starts now
-            next_start = time.monotonic_ns()
+            next_start = now
 
 
 if __name__ == "__main__":

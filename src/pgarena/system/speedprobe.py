@@ -271,12 +271,8 @@ class SpeedProbe:
         if end is None:
             return None
         self._tell(LOAD_BEGINS)
-        low, high = max(end + GAP_MARGIN_NS, start_ns - GAP_MAX_NS), start_ns - GAP_MARGIN_NS
-        if high <= low:
-            reading = ProbeReading(samples=0, unit_ns=None)
-        else:
-            with self._lock:
-                reading = reading_between(self._times, self._cpu, low, high)
+        # a gap shorter than its two margins is an empty span: no samples, no reading
+        reading = self.reading(max(end + GAP_MARGIN_NS, start_ns - GAP_MAX_NS), start_ns - GAP_MARGIN_NS, wait_s=0.0)
         if handler is not None:
             handler(reading)
         return reading

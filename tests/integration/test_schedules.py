@@ -20,6 +20,7 @@ from pgarena.load.engines import get_engine
 from pgarena.load.engines.base import EngineUnavailable
 from pgarena.pipeline import runner
 from pgarena.results.store import load
+from pgarena.system import speedprobe
 from tests.conftest import FIXTURE_STACKS, PROJECT_DIR, needs_postgres
 
 pytestmark = [needs_postgres, pytest.mark.postgres, pytest.mark.usefixtures("no_wire")]
@@ -65,8 +66,11 @@ def _per_round(results) -> dict[str, list[float | None]]:
     return out
 
 
-def test_sequential_reverses_and_interleaved_keeps_the_true_order(tmp_path, fixture_env):
+def test_sequential_reverses_and_interleaved_keeps_the_true_order(tmp_path, fixture_env, monkeypatch):
     _oha_or_skip()
+    # a fixture stack's windows are ~30 ms apart (a real run's ~0.1 s): margins of 1 ms leave the probe's gap readings
+    # a few units each
+    monkeypatch.setattr(speedprobe, "GAP_MARGIN_NS", 1_000_000)
     sequential = _run(tmp_path, "sequential", "seq")
     medians = {c.stack: c.summary.rps.median for c in sequential.cells}
     assert medians["slow"] > medians["fast"], medians  # the drift landed on the stacks
@@ -81,3 +85,11 @@ def test_sequential_reverses_and_interleaved_keeps_the_true_order(tmp_path, fixt
     ratio = paired_ratio(per_round["fast"], per_round["slow"])
     assert ratio is not None and ratio.low > 1.0
     assert {c.summary.stop_reason for c in interleaved.cells} <= {"settled", "max-repetitions"}
+    # the speed probe read the idle gaps around the interleaved windows (system/speedprobe.py, load_starts), and
+    # not the sequential ones, whose next load it does not see
+    windows = [r for c in interleaved.cells for r in c.repetitions if r.reference_unit_ns]
+    read = [r for r in windows if r.reference_gap_before_ns and r.reference_gap_after_ns]
+    assert len(read) >= len(windows) // 2, [(r.reference_gap_before_ns, r.reference_gap_after_ns) for r in windows]
+    assert all(0.2 < r.reference_gap_before_ns / r.reference_unit_ns < 5 for r in read), read
+    sequential_windows = [r for c in sequential.cells for r in c.repetitions]
+    assert not any(r.reference_gap_before_ns or r.reference_gap_after_ns for r in sequential_windows)

@@ -343,16 +343,13 @@ def test_a_stack_measured_on_its_own_is_shown_beside_a_paired_table_but_neither_
     assert v.to_baseline == {} and v.baseline_problem == "baseline alone was measured on its own, not in the rounds of this table"
 
 
-def test_a_table_judged_without_the_probe_says_beside_which_stacks_it_read_differently(config):
-    """The method sentence names the stacks beside which the probe read fastest and slowest, so a reader sees
-    where the dependence that withheld the correction comes from (analysis/probecheck.py)."""
+def _probed_cells(config, seed: int, offsets: dict[str, float]):
+    """30 rounds of equal stacks whose 2xx/s follows the machine's speed u, the probe reading u shifted by each
+    stack's offset (log units)."""
     import math
     import random
 
-    from pgarena.analysis.verdicts import table_verdict
-
-    rng = random.Random(4)
-    offsets = {"a": 0.3, "b": 0.0, "c": 0.0, "d": -0.1}  # the probe reads 35 % slower beside a, 10 % faster beside d
+    rng = random.Random(seed)
     cells = []
     for stack, offset in offsets.items():
         reps = []
@@ -361,6 +358,29 @@ def test_a_table_judged_without_the_probe_says_beside_which_stacks_it_read_diffe
             reps.append(rep(i, 1000 * math.exp(-u + rng.gauss(0, 0.03))).model_copy(
                 update={"round": i, "reference_unit_ns": 5e5 * math.exp(u + offset + rng.gauss(0, 0.03))}))
         cells.append(cell(stack, reps, config))
-    v = table_verdict(cells)
+    return cells
+
+
+def test_a_table_judged_without_the_probe_says_beside_which_stacks_it_read_differently(config):
+    """The method sentence names the stacks beside which the probe read fastest and slowest, so a reader sees
+    where the dependence that withheld the correction comes from (analysis/probecheck.py)."""
+    from pgarena.analysis.verdicts import table_verdict
+
+    # the probe reads 35 % slower beside a, 10 % faster beside d
+    v = table_verdict(_probed_cells(config, 4, {"a": 0.3, "b": 0.0, "c": 0.0, "d": -0.1}))
     assert v.paired and "not corrected for the machine's speed" in v.method()
     assert "fastest beside d (" in v.method() and "slowest beside a (+" in v.method()
+
+
+@pytest.mark.parametrize(("seed", "widened"), [(2, True), (0, False)])
+def test_a_corrected_table_says_when_its_intervals_carry_the_probes_unseen_shift(config, seed, widened):
+    """The probe reads a and d 4 % apart, too little for its check (F 2.4, p 0.07 with seed 2; F 0.94 with seed 0):
+    the correction is used, and where F exceeds 1 every interval carries the shift's variance
+    (probecheck.shift_variance) and the method sentence says so."""
+    from pgarena.analysis.verdicts import table_verdict
+
+    v = table_verdict(_probed_cells(config, seed, {"a": 0.04, "b": 0.0, "c": 0.0, "d": -0.04}))
+    assert v.inference is not None and v.inference.fit.slope < 0
+    assert "corrected for the machine's speed" in v.method()
+    assert (v.inference.fit.bias_variance > 0) is widened
+    assert ("widened for a shift of the probe by stack" in v.method()) is widened

@@ -16,7 +16,8 @@ correction (wider intervals, no bias) and the report says why. With an independe
 chance in that share of tables, which costs only their correction.
 
 Its limit: it sees a dependence as large as the probe's own scatter over the rounds, not a smaller one, which could
-still move a corrected ratio by about as much. Measured on real tables of different stacks (`scripts/noise_budget.py
+still move a corrected ratio by about as much; the verdict charges each pair's interval for that
+(`shift_variance`). Measured on real tables of different stacks (`scripts/noise_budget.py
 results/<run-id>` prints the test per table; docs/methodology.md "The probe must read the machine, not the stack"):
 kappa-1, six stacks from 431 to 6,191 2xx/s, F 1.02 on 5 and 19 degrees of freedom, p 0.43.
 """
@@ -95,3 +96,16 @@ def stack_dependence(z: PerRound, two_way_rss: float, two_way_df: int,
     apart = tuple((stack, effect - centre) for stack, effect in (ranked[0], ranked[-1]))
     return ProbeCheck(f=f, df_stacks=df_stacks, df_residual=two_way_df, p=float(f_distribution.sf(f, df_stacks, two_way_df)),
                       apart=apart)
+
+
+def shift_variance(check: ProbeCheck | None, residual_variance: float, z: PerRound) -> float:
+    """τ̂²: the variance of the probe's true shifts by stack, beyond what its readings' own noise makes its stack
+    effects scatter (the moment estimate of a random stack effect: (F − 1) · σ̂² / the windows per stack, 0 when
+    F ≤ 1). A shift below what the check can see still moves a corrected ratio by β times the two stacks'
+    shifts; charging 2β²τ̂² to every pair keeps the table's error at its level
+    (sequential.py; tests/unit/test_verdict_simulation.py)."""
+    if check is None:
+        return 0.0
+    stacks = sum(1 for v in z.values() if any(x is not None for x in v))
+    windows = sum(1 for v in z.values() for x in v if x is not None)
+    return max(0.0, check.f - 1.0) * residual_variance / (windows / stacks)

@@ -10,7 +10,9 @@ run stopped at*. This module gives intervals with that property:
   corrected for the machine's speed during its window, read by a reference probe on the server CPUs (duet
   benchmarking: Bulej et al., Empirical Software Engineering 25, 2020): y' = y − β·z with z = ln(probe unit
   ns) and β the within-stack, within-round least-squares slope of y on z over the table (`fit_table`), unless
-  the probe's readings depend on the stack (`probecheck.py`).
+  the probe's readings depend on the stack (`probecheck.py`). A dependence too small for that check still moves a
+  corrected ratio by β times the two stacks' shifts, so every pair's interval also carries 2β²τ̂², τ̂² the shifts'
+  variance estimated from the same check (`probecheck.shift_variance`).
 - **The noise is estimated from the whole table.** A two-way additive fit y'[s,r] = μ_s + ρ_r + e (the
   round effect ρ removes the drift the rounds share) gives a pooled per-window variance σ² with
   N − S − R + 1 degrees of freedom, far more than one pair's rounds give. Each pair's variance is that pooled
@@ -58,7 +60,7 @@ from typing import Literal
 import numpy as np
 
 from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit, paired_differences
-from pgarena.analysis.probecheck import ProbeCheck, stack_dependence
+from pgarena.analysis.probecheck import ProbeCheck, shift_variance, stack_dependence
 from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, LOG_FLOAT_MAX, inverse_bounds, t_critical
 
 DEFAULT_FAMILY_LEVEL = 0.95
@@ -181,6 +183,9 @@ class TableFit:
     """The same σ² before the speed correction (the noise budget's 'before')."""
     probe_check: ProbeCheck | None = None
     """Whether the probe read differently beside different stacks (probecheck.py); if so, no correction."""
+    bias_variance: float = 0.0
+    """The variance the correction's bias adds to each pair's estimate: 2β²τ̂², τ̂² the probe's stack effects'
+    variance beyond their sampling noise (`probecheck.shift_variance`; 0 without a correction)."""
 
 
 def _logs(values: Sequence[float | None]) -> list[float | None]:
@@ -200,7 +205,7 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
     y = {s: _logs(list(v) + [None] * (rounds - len(v))) for s, v in per_round.items()}
     mu, rho, rss, df = _two_way(y, rounds)
     raw_variance = rss / df if df >= MIN_FIT_DF else None
-    slope, check = 0.0, None
+    slope, check, bias_variance = 0.0, None, 0.0
     if reference is not None and df - 1 >= MIN_SLOPE_DF:
         z = {s: _logs(list(reference.get(s, [])) + [None] * (rounds - len(reference.get(s, [])))) for s in y}
         complete = all((z[s][r] is None) == (y[s][r] is None) for s in y for r in range(rounds))
@@ -216,10 +221,12 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
                          for s in y}
                     mu, rho, rss, df = _two_way(y, rounds)
                     df -= 1
+                    bias_variance = 2 * slope ** 2 * shift_variance(check, zrss / zdf, z)
     variance = rss / df if df >= MIN_FIT_DF else None
     windows = sum(v is not None for vals in y.values() for v in vals)
     return TableFit(y=y, effect=mu, variance=variance, df=max(df, 0), slope=slope, windows=windows,
-                    raw_variance=raw_variance, probe_check=check)
+                    raw_variance=raw_variance, probe_check=check, bias_variance=bias_variance)
+
 
 
 @dataclass(frozen=True)
@@ -335,6 +342,8 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
         variance, df = np.where(pooled, moderated, own), np.where(pooled, prior_df + own_df, n - 1)
     else:
         variance, df = own, n - 1
+    # the correction's bias does not shrink with the rounds: as per-round variance, n times its variance
+    variance = variance + n * fit.bias_variance
     kept = np.flatnonzero((n > 0) & ((n >= 2) | (fit.variance is not None)))
     widths = half_widths(n[kept], variance[kept], inference.alpha, df[kept], tightest_at)
     fixed = np.full(len(kept), np.inf)

@@ -26,6 +26,7 @@ intervals; tables at a share of each stack's own peak rank nothing (ranking.rank
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -140,6 +141,10 @@ class TableVerdict:
             corrected = ""
             if fit is not None and fit.slope:
                 corrected = f" corrected for the machine's speed in each window (β = {fit.slope:.2f})"
+                if fit.bias_variance > 0:
+                    shift = math.sqrt(fit.bias_variance / 2) / abs(fit.slope)
+                    corrected += (f", every interval widened for a shift of the probe by stack too small for its check "
+                                  f"to see (sd {shift:.1%})")
             elif fit is not None and fit.probe_check is not None and fit.probe_check.dependent:
                 corrected = (" not corrected for the machine's speed: the speed probe read differently beside "
                              f"different stacks ({fit.probe_check.sentence()}; {fit.probe_check.where()})")

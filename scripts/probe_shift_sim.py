@@ -16,7 +16,7 @@ import random
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from pgarena.analysis.sequential import fit_table, judge
+from pgarena.analysis.sequential import judge
 from pgarena.load.scheduler import RoundsPolicy, run_rounds
 
 CELL = ("perf-test", 1, "closed", 50)
@@ -49,7 +49,7 @@ def one(args: tuple[int, float, float, float, int]) -> tuple[bool, bool, int]:
     false = any(inference.surely_above(a, b) and not truth[a] > truth[b] for a in names for b in names if a != b)
     order = inference.order()
     resolved = sum(1 for a, b in zip(order, order[1:]) if truth[a] > truth[b] and inference.surely_above(a, b))
-    return false, fit_table(outcome.values[CELL], references).slope != 0.0, resolved
+    return false, inference.fit.slope != 0.0, resolved
 
 
 def main(argv: list[str]) -> int:

@@ -228,7 +228,6 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
                     raw_variance=raw_variance, probe_check=check, bias_variance=bias_variance)
 
 
-
 @dataclass(frozen=True)
 class PairInterval:
     """a / b: the geometric mean of the paired (speed-corrected) ratios and its simultaneous, anytime-valid

@@ -8,7 +8,10 @@ windows and minutes of rounds (at the run's wall time per window) the table woul
 of them to be resolved in half (and in four fifths) of runs, each stack measured until the last pair it belongs to
 is reached.
 
-    PYTHONPATH=src .venv/bin/python scripts/headline_reach.py results/<run-id>
+    PYTHONPATH=src .venv/bin/python scripts/headline_reach.py results/<run-id> [--shifts METHOD]
+
+METHOD: how the verdict guesses the speed probe's shift beside each stack (`probecheck.SHIFT_ESTIMATES`; default the
+verdict's own), to re-judge the run with another (docs/methodology.md, "The probe must read the machine").
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import math
 import sys
 from pathlib import Path
 
+from pgarena.analysis import probecheck
 from pgarena.analysis.forecast import least_rounds
 from pgarena.analysis.ranking import headline_key
 from pgarena.analysis.sequential import FINAL_SHARE, PairInterval, pair_count
@@ -37,6 +41,12 @@ def rounds_in_table(verdict: TableVerdict, found: PairInterval, power: float) ->
 
 
 def main(argv: list[str]) -> int:
+    if "--shifts" in argv[:-1]:
+        at = argv.index("--shifts")
+        if argv[at + 1] not in probecheck.SHIFT_ESTIMATES:
+            print(f"--shifts: one of {', '.join(probecheck.SHIFT_ESTIMATES)}", file=sys.stderr)
+            return 2
+        probecheck.SHIFT_ESTIMATE, argv = argv[at + 1], argv[:at] + argv[at + 2:]
     results = stored_run(argv, "headline_reach.py")
     if results is None:
         return 2

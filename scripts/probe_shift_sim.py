@@ -4,10 +4,11 @@ real scheduler and judged by the real verdict, the probe's log readings shifted 
 tests/unit/test_verdict_simulation.py: 60 % of each window's variance the machine's speed, a round factor of sd 0.11,
 the machine slowing 30 % over the run).
 
-    PYTHONPATH=src .venv/bin/python scripts/probe_shift_sim.py STACKS SD TAU RUNS [GAP]
+    PYTHONPATH=src .venv/bin/python scripts/probe_shift_sim.py STACKS SD TAU RUNS [GAP] [--shifts METHOD]
 
 prints the share of tables claiming a false order, the share that used the speed correction and, with GAP (the
-true ratio between neighbours − 1, e.g. 0.1), the share of neighbouring pairs ordered rightly."""
+true ratio between neighbours − 1, e.g. 0.1), the share of neighbouring pairs ordered rightly. METHOD: how the
+verdict guesses each stack's shift (`probecheck.SHIFT_ESTIMATES`; default the verdict's own)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,17 @@ import random
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
+from pgarena.analysis import probecheck
 from pgarena.analysis.sequential import judge
 from pgarena.load.scheduler import RoundsPolicy, run_rounds
 
 CELL = ("perf-test", 1, "closed", 50)
 
 
-def one(args: tuple[int, float, float, float, int]) -> tuple[bool, bool, int]:
+def one(args: tuple[int, float, float, float, int, str]) -> tuple[bool, bool, int]:
     """One raced table: (a false order claimed, the correction used, neighbouring pairs ordered rightly)."""
-    stacks, sd, tau, gap, seed = args
+    stacks, sd, tau, gap, seed, method = args
+    probecheck.SHIFT_ESTIMATE = method
     rng = random.Random(f"probe-shift:{seed}")
     names = [f"s{i:02d}" for i in range(stacks)]
     truth = {s: -i * math.log(1 + gap) for i, s in enumerate(names)}
@@ -53,16 +56,20 @@ def one(args: tuple[int, float, float, float, int]) -> tuple[bool, bool, int]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (4, 5):
+    method = probecheck.SHIFT_ESTIMATE
+    if "--shifts" in argv[:-1]:
+        at = argv.index("--shifts")
+        method, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+    if len(argv) not in (4, 5) or method not in probecheck.SHIFT_ESTIMATES:
         print(__doc__.split("\n\n")[1].strip(), file=sys.stderr)
         return 2
     stacks, sd, tau, runs = int(argv[0]), float(argv[1]), float(argv[2]), int(argv[3])
     gap = float(argv[4]) if len(argv) == 5 else 0.0
     with ProcessPoolExecutor(2) as pool:
-        results = list(pool.map(one, [(stacks, sd, tau, gap, i) for i in range(runs)], chunksize=20))
+        results = list(pool.map(one, [(stacks, sd, tau, gap, i, method) for i in range(runs)], chunksize=20))
     false = sum(r[0] for r in results) / runs
     used = sum(r[1] for r in results) / runs
-    line = (f"S={stacks} sd={sd} shift sd={tau}: tables claiming a false order {false:.1%}, "
+    line = (f"S={stacks} sd={sd} shift sd={tau} ({method}): tables claiming a false order {false:.1%}, "
             f"the correction used in {used:.0%} ({runs} tables)")
     if gap:
         line += f"; {gap:.0%} apart: neighbouring pairs ordered {sum(r[2] for r in results) / runs / (stacks - 1):.1%}"

@@ -98,3 +98,50 @@ def test_two_rounds_that_swung_eightfold_give_an_unbounded_interval_not_an_overf
         assert found.low >= 0.0 and found.high > found.low
     assert not inference.claims_above()
     assert any(found.high == math.inf for found in inference.pairs.values())
+
+
+@pytest.mark.parametrize("method", ["charge", "shrink", "james-stein", "morris"])
+def test_each_way_of_guessing_the_shifts_leaves_what_its_formula_says(monkeypatch, method):
+    """Eight stacks, one window each in four rounds (v = σ̂²/4), the probe's effects spread evenly about their mean."""
+    from pgarena.analysis import probecheck
+
+    monkeypatch.setattr(probecheck, "SHIFT_ESTIMATE", method)
+    effects = {f"s{i}": 0.01 * (i - 3.5) for i in range(8)}
+    z = {s: [0.0, 0.0, None, 0.0, 0.0] for s in effects}
+    tau2, sigma2 = 4e-4, 8e-4
+    v = sigma2 / 4
+    out = probecheck.shift_estimates(tau2, sigma2, z, effects)
+    b = 5 / 7 * v / (v + tau2)  # Morris's share shrunk towards the mean
+    share = {"charge": 0.0, "shrink": tau2 / (tau2 + v), "james-stein": 1 - 5 / (7 * (tau2 + v) / v),
+             "morris": 1 - b}[method]
+    for s, effect in effects.items():
+        guess, left = out[s]
+        assert guess == pytest.approx(share * effect)
+        expected = {"charge": tau2, "morris": v * (1 - 7 / 8 * b) + 2 / 5 * (b * effect) ** 2}.get(method, share * v)
+        assert left == pytest.approx(expected)
+    # no shift seen (τ̂ = 0): "charge" and "shrink" guess and leave nothing; James–Stein, unsure of τ̂, still takes
+    # 2/(k − 1) of each effect for the stack's own
+    if method != "morris":
+        none = probecheck.shift_estimates(0.0, sigma2, z, effects)
+        share = 2 / 7 if method == "james-stein" else 0.0
+        assert all(none[s] == (pytest.approx(share * e), pytest.approx(share * v)) for s, e in effects.items())
+
+
+def test_the_verdicts_charge_is_two_beta_squared_tau_squared_for_every_pair(monkeypatch):
+    """With the default guess (none) every pair's per-round variance grows by n·2β²τ̂² over the same table judged
+    as if the probe's shifts had no variance."""
+    from pgarena.analysis import probecheck, sequential
+
+    assert probecheck.SHIFT_ESTIMATE == "charge"
+    per_round, reference = _table(stacks=6, rounds=12, offsets=[0.03, 0.0, -0.02, 0.01, -0.03, 0.02], seed=5)
+    charged = judge(per_round, reference)
+    fit = charged.fit
+    assert fit.slope < 0 and fit.probe_shift > 0
+    assert list(fit.bias_variance.values()) == [pytest.approx(fit.slope ** 2 * fit.probe_shift ** 2)] * 6
+    monkeypatch.setattr(sequential, "shift_variance", lambda *_: 0.0)
+    plain = judge(per_round, reference)
+    assert not plain.fit.bias_variance
+    for key, pair in charged.pairs.items():
+        extra = pair.variance - plain.pairs[key].variance
+        assert extra == pytest.approx(pair.rounds * 2 * fit.slope ** 2 * fit.probe_shift ** 2)
+        assert pair.high / pair.low > plain.pairs[key].high / plain.pairs[key].low

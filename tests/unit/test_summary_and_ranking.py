@@ -382,5 +382,5 @@ def test_a_corrected_table_says_when_its_intervals_carry_the_probes_unseen_shift
     v = table_verdict(_probed_cells(config, seed, {"a": 0.04, "b": 0.0, "c": 0.0, "d": -0.04}))
     assert v.inference is not None and v.inference.fit.slope < 0
     assert "corrected for the machine's speed" in v.method()
-    assert (v.inference.fit.bias_variance > 0) is widened
+    assert bool(v.inference.fit.bias_variance) is widened
     assert ("widened for a shift of the probe by stack" in v.method()) is widened

@@ -178,13 +178,14 @@ def test_identical_stacks_with_the_speed_probe_get_no_order() -> None:
     assert coherent
 
 
-@pytest.mark.parametrize("shift", [0.01, 0.02, 0.03])
-def test_a_probe_that_reads_the_stacks_a_little_still_gets_no_false_order(shift: float) -> None:
+@pytest.mark.parametrize(("stacks", "shift"), [(8, 0.01), (8, 0.02), (8, 0.03), (5, 0.025)])
+def test_a_probe_that_reads_the_stacks_a_little_still_gets_no_false_order(stacks: int, shift: float) -> None:
     # a shift the probe check misses in about half the tables still moves corrected ratios by β times it; without the
-    # charge for it (probecheck.shift_variance), 10.6 % of these tables claimed a false order at sd 0.02 (2,000 runs)
-    false, _, coherent = rates(Scenario(stacks=8, sd=0.1, probe=True, probe_shift=shift))
-    print(f"\nidentical stacks, probe reading the stacks (sd {shift}): S=8 sd=0.1: tables claiming a false order "
-          f"{false:.2%} of {RUNS}")
+    # charge for it (probecheck.shift_variance), 10.6 % of these tables claimed a false order at 8 stacks and sd 0.02
+    # (2,000 runs); guessing each stack's shift by empirical Bayes instead ("shrink"), 5.9 % at 5 stacks and sd 0.025
+    false, _, coherent = rates(Scenario(stacks=stacks, sd=0.1, probe=True, probe_shift=shift))
+    print(f"\nidentical stacks, probe reading the stacks (sd {shift}): S={stacks} sd=0.1: tables claiming a false "
+          f"order {false:.2%} of {RUNS}")
     assert false <= 0.065
     assert coherent
 

@@ -12,7 +12,7 @@ run stopped at*. This module gives intervals with that property:
   ns) and β the within-stack, within-round least-squares slope of y on z over the table (`fit_table`), unless
   the probe's readings depend on the stack (`probecheck.py`). A dependence too small for that check still moves a
   corrected ratio by β times the two stacks' shifts, so every pair's interval also carries 2β²τ̂², τ̂² the shifts'
-  variance estimated from the same check (`probecheck.shift_variance`).
+  variance estimated from the same check (`probecheck.shift_variance`, `probecheck.shift_estimates`).
 - **The noise is estimated from the whole table.** A two-way additive fit y'[s,r] = μ_s + ρ_r + e (the
   round effect ρ removes the drift the rounds share) gives a pooled per-window variance σ² with
   N − S − R + 1 degrees of freedom, far more than one pair's rounds give. Each pair's variance is that pooled
@@ -60,7 +60,7 @@ from typing import Literal
 import numpy as np
 
 from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit, paired_differences
-from pgarena.analysis.probecheck import ProbeCheck, shift_variance, stack_dependence
+from pgarena.analysis.probecheck import ProbeCheck, shift_variance, shift_estimates, stack_dependence
 from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, LOG_FLOAT_MAX, inverse_bounds, t_critical
 
 DEFAULT_FAMILY_LEVEL = 0.95
@@ -183,9 +183,11 @@ class TableFit:
     """The same σ² before the speed correction (the noise budget's 'before')."""
     probe_check: ProbeCheck | None = None
     """Whether the probe read differently beside different stacks (probecheck.py); if so, no correction."""
-    bias_variance: float = 0.0
-    """The variance the correction's bias adds to each pair's estimate: 2β²τ̂², τ̂² the probe's stack effects'
-    variance beyond their sampling noise (`probecheck.shift_variance`; 0 without a correction)."""
+    bias_variance: Mapping[str, float] = field(default_factory=dict)
+    """stack → the variance the probe's shift by stack leaves in its corrected estimate (β²τ̂²,
+    `probecheck.shift_estimates`; empty without a correction or when τ̂ is 0)."""
+    probe_shift: float = 0.0
+    """τ̂: the sd of the probe's shifts by stack estimated from its check (`probecheck.shift_variance`)."""
 
 
 def _logs(values: Sequence[float | None]) -> list[float | None]:
@@ -205,7 +207,7 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
     y = {s: _logs(list(v) + [None] * (rounds - len(v))) for s, v in per_round.items()}
     mu, rho, rss, df = _two_way(y, rounds)
     raw_variance = rss / df if df >= MIN_FIT_DF else None
-    slope, check, bias_variance = 0.0, None, 0.0
+    slope, check, bias_variance, tau2 = 0.0, None, {}, 0.0
     if reference is not None and df - 1 >= MIN_SLOPE_DF:
         z = {s: _logs(list(reference.get(s, [])) + [None] * (rounds - len(reference.get(s, [])))) for s in y}
         complete = all((z[s][r] is None) == (y[s][r] is None) for s in y for r in range(rounds))
@@ -217,15 +219,19 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
                             for s in y for r in range(rounds) if y[s][r] is not None)
                 slope = min(0.0, max(-2.0, cross / zrss))
                 if slope:
-                    y = {s: [None if v is None else v - slope * z[s][r] for r, v in enumerate(y[s])]  # type: ignore[operator]
-                         for s in y}
+                    tau2 = shift_variance(check, zrss / zdf, z)
+                    shrunk = shift_estimates(tau2, zrss / zdf, z, zmu)
+                    kept = {s: shrunk.get(s, (0.0, 0.0))[0] for s in y}
+                    y = {s: [None if v is None else v - slope * (z[s][r] - kept[s])  # type: ignore[operator]
+                             for r, v in enumerate(y[s])] for s in y}
                     mu, rho, rss, df = _two_way(y, rounds)
                     df -= 1
-                    bias_variance = 2 * slope ** 2 * shift_variance(check, zrss / zdf, z)
+                    bias_variance = {s: slope ** 2 * left for s, (_, left) in shrunk.items() if left > 0}
     variance = rss / df if df >= MIN_FIT_DF else None
     windows = sum(v is not None for vals in y.values() for v in vals)
     return TableFit(y=y, effect=mu, variance=variance, df=max(df, 0), slope=slope, windows=windows,
-                    raw_variance=raw_variance, probe_check=check, bias_variance=bias_variance)
+                    raw_variance=raw_variance, probe_check=check, bias_variance=bias_variance,
+                    probe_shift=math.sqrt(tau2))
 
 
 @dataclass(frozen=True)
@@ -341,8 +347,9 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
         variance, df = np.where(pooled, moderated, own), np.where(pooled, prior_df + own_df, n - 1)
     else:
         variance, df = own, n - 1
-    # the correction's bias does not shrink with the rounds: as per-round variance, n times its variance
-    variance = variance + n * fit.bias_variance
+    # what the probe's shifts leave in the two estimates is not averaged away by the rounds: n times it per round
+    left = np.array([fit.bias_variance.get(s, 0.0) for s in names])
+    variance = variance + n * (left[first] + left[second])
     kept = np.flatnonzero((n > 0) & ((n >= 2) | (fit.variance is not None)))
     widths = half_widths(n[kept], variance[kept], inference.alpha, df[kept], tightest_at)
     fixed = np.full(len(kept), np.inf)

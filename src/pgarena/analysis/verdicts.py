@@ -141,10 +141,9 @@ class TableVerdict:
             corrected = ""
             if fit is not None and fit.slope:
                 corrected = f" corrected for the machine's speed in each window (β = {fit.slope:.2f})"
-                if fit.bias_variance > 0:
-                    shift = math.sqrt(fit.bias_variance / 2) / abs(fit.slope)
+                if fit.bias_variance:
                     corrected += (f", every interval widened for a shift of the probe by stack too small for its check "
-                                  f"to see (sd {shift:.1%})")
+                                  f"to see (sd {fit.probe_shift:.1%})")
             elif fit is not None and fit.probe_check is not None and fit.probe_check.dependent:
                 corrected = (" not corrected for the machine's speed: the speed probe read differently beside "
                              f"different stacks ({fit.probe_check.sentence()}; {fit.probe_check.where()})")

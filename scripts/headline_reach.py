@@ -36,8 +36,8 @@ def rounds_in_table(verdict: TableVerdict, found: PairInterval, power: float) ->
     inference = verdict.inference
     assert inference is not None
     alpha = FINAL_SHARE * (1 - inference.level) / pair_count(len(inference.fit.effect))
-    return least_rounds(math.log(found.ratio), found.variance, alpha, inference.margin, power,
-                        df_at=lambda n: inference.fit.df + n)
+    return least_rounds(math.log(found.ratio), found.variance - found.rounds * found.fixed, alpha, inference.margin,
+                        power, df_at=lambda n: inference.fit.df + n, fixed=found.fixed)
 
 
 def main(argv: list[str]) -> int:

@@ -84,3 +84,19 @@ def test_the_table_explains_the_forecast_only_when_a_pair_shows_one() -> None:
     sentence = with_open.reach_sentence()
     assert sentence is not None and "1.70 s a window" in sentence and "80 % of runs" in sentence
     assert settled.reach_sentence() is None and unknown_time.reach_sentence() is None
+
+
+def test_a_variance_the_rounds_do_not_average_away_is_not_forecast_to_shrink() -> None:
+    """A pair 3 % apart whose estimate carries a fixed variance of 0.001 (sd 3.2 %, the probe's shifts) can never be
+    resolved by more rounds: every forecast says so, while the same total variance read as round noise would be."""
+    from pgarena.analysis.forecast import rounds_until
+
+    noise, fixed, rounds = 0.01, 0.001, 10
+    charged = PairInterval(1.03, 0.9, 1.2, rounds, 0.95, variance=noise + rounds * fixed, df=30, fixed=fixed)
+    plain = PairInterval(1.03, 0.9, 1.2, rounds, 0.95, variance=noise + rounds * fixed, df=30)
+    half = math.log(1.03)
+    assert rounds_until(plain, 0.01, half, horizon=ALONE_HORIZON) is not None
+    assert rounds_until(charged, 0.01, half, horizon=ALONE_HORIZON) is None
+    assert rounds_alone(plain) is not None
+    assert rounds_alone(charged) is None
+    assert charged.inverse().fixed == fixed

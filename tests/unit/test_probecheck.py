@@ -144,4 +144,6 @@ def test_the_verdicts_charge_is_two_beta_squared_tau_squared_for_every_pair(monk
     for key, pair in charged.pairs.items():
         extra = pair.variance - plain.pairs[key].variance
         assert extra == pytest.approx(pair.rounds * 2 * fit.slope ** 2 * fit.probe_shift ** 2)
+        assert pair.fixed == pytest.approx(2 * fit.slope ** 2 * fit.probe_shift ** 2)  # for the forecasts
+        assert plain.pairs[key].fixed == 0.0
         assert pair.high / pair.low > plain.pairs[key].high / plain.pairs[key].low

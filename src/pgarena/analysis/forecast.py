@@ -45,17 +45,18 @@ def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = D
 
 def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: int = DEFAULT_TIGHTEST_AT,
                  horizon: int = 400, final_alpha: float | None = None) -> int | None:
-    """The first round count ≤ `horizon` at which `found`'s log half-width, at its present variance and with
-    degrees of freedom growing as the pair's own do, falls below `half` (None: not within the horizon); with
+    """The first round count ≤ `horizon` at which `found`'s log half-width, at its present variance (the part the
+    rounds do not average away, `found.fixed`, kept whole) and with degrees of freedom growing as the pair's own do,
+    falls below `half` (None: not within the horizon); with
     `final_alpha`, the narrower of the confidence sequence's and the final look's. Both half-widths shrink as the
     rounds grow (the boundary's radius over n falls while ln(1/α) > ½, and Student's critical value with the degrees
     of freedom), so the count is bisected: the race asks this of every open pair after every round."""
 
     def fits(n: int) -> bool:
-        df = found.df + (n - found.rounds)
-        width = half_width(n, found.variance, alpha, df, tightest_at)
+        df, variance = found.df + (n - found.rounds), found.variance + (n - found.rounds) * found.fixed
+        width = half_width(n, variance, alpha, df, tightest_at)
         if final_alpha is not None:
-            width = min(width, fixed_half_width(n, found.variance, final_alpha, df))
+            width = min(width, fixed_half_width(n, variance, final_alpha, df))
         return width < half
 
     low, high = found.rounds, horizon
@@ -95,13 +96,14 @@ def resolve_chance(centre: float, sd: float, half: float, margin: float) -> floa
 
 
 def least_rounds(log_ratio: float, variance: float, alpha: float, margin: float, power: float,
-                 df_at: Callable[[int], float], horizon: int = ALONE_HORIZON) -> int | None:
+                 df_at: Callable[[int], float], horizon: int = ALONE_HORIZON, fixed: float = 0.0) -> int | None:
     """The least rounds (from ALONE_MIN_ROUNDS, at most `horizon`; None: not within it) at which a final look at error
     `alpha`, with `df_at(rounds)` degrees of freedom, resolves a pair of true `log_ratio` and per-round `variance` in
-    `power` of runs (`resolve_probability`). The chance grows with the rounds, so the count is bisected."""
+    `power` of runs (`resolve_probability`), its estimate also carrying a variance `fixed` that the rounds do not
+    average away (`PairInterval.fixed`). The chance grows with the rounds, so the count is bisected."""
 
     def enough(n: int) -> bool:
-        return resolve_probability(log_ratio, variance, n, alpha, margin, df=df_at(n)) >= power
+        return resolve_probability(log_ratio, variance + n * fixed, n, alpha, margin, df=df_at(n)) >= power
 
     if not enough(horizon):
         return None
@@ -128,5 +130,6 @@ def rounds_alone(found: PairInterval, power: float = ALONE_POWER, horizon: int =
     make it an upper bound."""
     if not forecastable(found):
         return None
-    return least_rounds(math.log(found.ratio), found.variance, FINAL_SHARE * (1 - found.level), found.margin, power,
-                        df_at=lambda n: n - 1, horizon=horizon)
+    return least_rounds(math.log(found.ratio), found.variance - found.rounds * found.fixed,
+                        FINAL_SHARE * (1 - found.level), found.margin, power, df_at=lambda n: n - 1, horizon=horizon,
+                        fixed=found.fixed)

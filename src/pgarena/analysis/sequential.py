@@ -221,8 +221,7 @@ def fit_table(per_round: PerRound, reference: PerRound | None = None) -> TableFi
                 if slope:
                     tau2 = shift_variance(check, zrss / zdf, z)
                     shrunk = shift_estimates(tau2, zrss / zdf, z, zmu)
-                    kept = {s: shrunk.get(s, (0.0, 0.0))[0] for s in y}
-                    y = {s: [None if v is None else v - slope * (z[s][r] - kept[s])  # type: ignore[operator]
+                    y = {s: [None if v is None else v - slope * (z[s][r] - shrunk[s][0])  # type: ignore[operator]
                              for r, v in enumerate(y[s])] for s in y}
                     mu, rho, rss, df = _two_way(y, rounds)
                     df -= 1
@@ -253,6 +252,8 @@ class PairInterval:
     """Over blocks of rounds, the stacks restarted between (analysis/executions.py): their count; variance a block's."""
     final: bool = False
     """The interval is the final look's (module docstring), not the race's confidence sequence."""
+    fixed: float = 0.0
+    """The variance the rounds do not average away (the probe's shifts), held in `variance` as rounds × it."""
 
     @property
     def relation(self) -> Literal["above", "below", "equivalent", "not resolved"]:
@@ -277,7 +278,7 @@ class PairInterval:
     def inverse(self) -> PairInterval:
         """b / a."""
         return PairInterval(1 / self.ratio, *inverse_bounds(self.low, self.high), self.rounds, self.level, self.margin,
-                            self.variance, self.df, self.blocks, self.final)
+                            self.variance, self.df, self.blocks, self.final, self.fixed)
 
 
 @dataclass
@@ -348,8 +349,8 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
     else:
         variance, df = own, n - 1
     # what the probe's shifts leave in the two estimates is not averaged away by the rounds: n times it per round
-    left = np.array([fit.bias_variance.get(s, 0.0) for s in names])
-    variance = variance + n * (left[first] + left[second])
+    bias = sum(np.array([fit.bias_variance.get(s, 0.0) for s in names])[k] for k in (first, second))
+    variance = variance + n * bias
     kept = np.flatnonzero((n > 0) & ((n >= 2) | (fit.variance is not None)))
     widths = half_widths(n[kept], variance[kept], inference.alpha, df[kept], tightest_at)
     fixed = np.full(len(kept), np.inf)
@@ -358,9 +359,11 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
         fixed[both] = half_widths(n[kept][both], variance[kept][both], final_alpha, df[kept][both], final=True)
     lows, highs = _ratio_bounds(centre[kept], np.minimum(widths, fixed))
     columns = zip(first[kept].tolist(), second[kept].tolist(), np.exp(centre[kept]).tolist(), lows.tolist(),
-                  highs.tolist(), n[kept].tolist(), variance[kept].tolist(), df[kept].tolist(), (fixed < widths).tolist())
-    for i, j, ratio, low, high, count, var, dof, last in columns:
-        inference.pairs[(names[i], names[j])] = PairInterval(ratio, low, high, count, level, margin, var, dof, final=last)
+                  highs.tolist(), n[kept].tolist(), variance[kept].tolist(), df[kept].tolist(), (fixed < widths).tolist(),
+                  bias[kept].tolist())
+    for i, j, ratio, low, high, count, var, dof, last, b in columns:
+        inference.pairs[(names[i], names[j])] = PairInterval(ratio, low, high, count, level, margin, var, dof,
+                                                             final=last, fixed=b)
     return inference
 
 

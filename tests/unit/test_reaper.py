@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,12 @@ from pgarena.system.process import ServerProcess, _prctl
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and uses prctl (Linux)")
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def _token() -> str:
+    """A run token of this test's own: the reaper stops every process carrying its token, so two tests running at
+    once under pytest-xdist must never share one (a shared "t" * 32 let one test's reap stop the other's carriers)."""
+    return uuid.uuid4().hex
 
 
 def _gone(proc: subprocess.Popen | psutil.Process, timeout_s: float = 20.0) -> bool:
@@ -82,14 +89,14 @@ def test_a_group_whose_leader_is_gone_is_not_matched_by_its_id_alone(spawned):
     group started after the recorded start time, without the run's token): nothing of it is stopped."""
     clean = {k: v for k, v in os.environ.items() if k != pidregistry.TOKEN_VARIABLE}
     pgid, member = _orphaned_group(spawned, clean)
-    state = _state(token="t" * 32, processes=[{"pid": pgid, "start_time": member.create_time() - 60, "role": "stack"}])
+    state = _state(token=_token(), processes=[{"pid": pgid, "start_time": member.create_time() - 60, "role": "stack"}])
     assert reaper.reap(state, grace_s=1) == []
     assert member.is_running() and member.status() != psutil.STATUS_ZOMBIE
     member.kill()
 
 
 def test_a_group_whose_leader_is_gone_is_stopped_when_a_member_carries_the_token(spawned):
-    token = "t" * 32
+    token = _token()
     pgid, member = _orphaned_group(spawned, {**os.environ, pidregistry.TOKEN_VARIABLE: token})
     state = _state(token=token, processes=[{"pid": pgid, "start_time": member.create_time() - 1, "role": "stack"}])
     lines = reaper.reap(state, grace_s=2)
@@ -98,7 +105,7 @@ def test_a_group_whose_leader_is_gone_is_stopped_when_a_member_carries_the_token
 
 def test_a_run_folder_from_another_machine_or_boot_is_left_alone(tmp_path, spawned):
     """Issue 22 item 16: a copied run folder's pids and token name nothing of its own here."""
-    token = "c" * 32
+    token = _token()
     carrier = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: token})
     for name, machine in (("copied", {"boot_id": "0" * 32, "hostname": "elsewhere"}), ("older", None)):
         state = _state(token=token)
@@ -132,9 +139,9 @@ def test_a_recorded_pid_with_another_start_time_is_not_the_same_process(spawned)
 
 
 def test_reap_stops_token_carriers_and_recorded_groups_but_nothing_else(spawned):
-    token = "t" * 32
+    token = _token()
     carrier = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: token})
-    other_token = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: "u" * 32})
+    other_token = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: _token()})
     # a shell's child in the shell's process group: no token (it was cleared), found by its group
     leader = spawned(["/bin/sh", "-c", f"'{sys.executable}' -c 'import time; time.sleep(120)' & wait"],
                      env={k: v for k, v in os.environ.items() if k != pidregistry.TOKEN_VARIABLE}, process_group=0)
@@ -151,9 +158,9 @@ def test_reap_stops_token_carriers_and_recorded_groups_but_nothing_else(spawned)
 
 
 def test_a_run_whose_pgarena_still_runs_is_refused_and_a_dead_ones_leftovers_are_stopped(tmp_path, spawned):
-    owner = spawned()
-    left = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: "a" * 32})
-    state = _state(owner=pidregistry.record_of(owner.pid, "pgarena"), token="a" * 32)
+    owner, token = spawned(), _token()
+    left = spawned(env={**os.environ, pidregistry.TOKEN_VARIABLE: token})
+    state = _state(owner=pidregistry.record_of(owner.pid, "pgarena"), token=token)
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / pidregistry.PIDS_FILE).write_text(json.dumps(state))
     with pytest.raises(reaper.RunInUse, match=f"still being run by pgarena \\(pid {owner.pid}\\)"):

@@ -27,7 +27,7 @@ from pgarena.analysis.sequential import FINAL_SHARE, PairInterval, pair_count
 from pgarena.analysis.verdicts import TableVerdict, run_verdicts, window_seconds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from noise_budget import stored_run  # noqa: E402  (a script beside this one)
+from noise_budget import shift_method, stored_run  # noqa: E402  (a script beside this one)
 
 
 def rounds_in_table(verdict: TableVerdict, found: PairInterval, power: float) -> int | None:
@@ -36,17 +36,16 @@ def rounds_in_table(verdict: TableVerdict, found: PairInterval, power: float) ->
     inference = verdict.inference
     assert inference is not None
     alpha = FINAL_SHARE * (1 - inference.level) / pair_count(len(inference.fit.effect))
-    return least_rounds(math.log(found.ratio), found.variance - found.rounds * found.fixed, alpha, inference.margin,
+    return least_rounds(math.log(found.ratio), found.variance_at(0), alpha, inference.margin,
                         power, df_at=lambda n: inference.fit.df + n, fixed=found.fixed)
 
 
 def main(argv: list[str]) -> int:
-    if "--shifts" in argv[:-1]:
-        at = argv.index("--shifts")
-        if argv[at + 1] not in probecheck.SHIFT_ESTIMATES:
-            print(f"--shifts: one of {', '.join(probecheck.SHIFT_ESTIMATES)}", file=sys.stderr)
-            return 2
-        probecheck.SHIFT_ESTIMATE, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+    method, argv = shift_method(argv)
+    if method is None:
+        print(f"--shifts: one of {', '.join(probecheck.SHIFT_ESTIMATES)}", file=sys.stderr)
+        return 2
+    probecheck.SHIFT_ESTIMATE = method
     results = stored_run(argv, "headline_reach.py")
     if results is None:
         return 2

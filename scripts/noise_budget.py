@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from pgarena.analysis import probecheck
 from pgarena.analysis.noise import budget_line, run_noise
 from pgarena.results.models import RunResults
 from pgarena.results.store import ResultsError, load
@@ -27,6 +28,17 @@ def stored_run(argv: list[str], script: str) -> RunResults | None:
     except ResultsError as exc:
         print(exc, file=sys.stderr)
         return None
+
+
+def shift_method(argv: list[str]) -> tuple[str | None, list[str]]:
+    """`--shifts METHOD` taken out of argv: (METHOD, the rest); the verdict's own method when the option is absent,
+    None when it names none of `probecheck.SHIFT_ESTIMATES` (the caller prints its usage and exits 2). Shared by the
+    scripts that re-judge with another guess of the probe's shift by stack (headline_reach.py, probe_shift_sim.py)."""
+    if "--shifts" not in argv[:-1]:
+        return probecheck.SHIFT_ESTIMATE, argv
+    at = argv.index("--shifts")
+    method = argv[at + 1]
+    return (method if method in probecheck.SHIFT_ESTIMATES else None), argv[:at] + argv[at + 2:]
 
 
 def main(argv: list[str]) -> int:

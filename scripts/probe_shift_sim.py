@@ -16,10 +16,14 @@ import math
 import random
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from pgarena.analysis import probecheck
 from pgarena.analysis.sequential import judge
 from pgarena.load.scheduler import RoundsPolicy, run_rounds
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from noise_budget import shift_method  # noqa: E402  (a script beside this one)
 
 CELL = ("perf-test", 1, "closed", 50)
 
@@ -56,11 +60,8 @@ def one(args: tuple[int, float, float, float, int, str]) -> tuple[bool, bool, in
 
 
 def main(argv: list[str]) -> int:
-    method = probecheck.SHIFT_ESTIMATE
-    if "--shifts" in argv[:-1]:
-        at = argv.index("--shifts")
-        method, argv = argv[at + 1], argv[:at] + argv[at + 2:]
-    if len(argv) not in (4, 5) or method not in probecheck.SHIFT_ESTIMATES:
+    method, argv = shift_method(argv)
+    if len(argv) not in (4, 5) or method is None:
         print(__doc__.split("\n\n")[1].strip(), file=sys.stderr)
         return 2
     stacks, sd, tau, runs = int(argv[0]), float(argv[1]), float(argv[2]), int(argv[3])

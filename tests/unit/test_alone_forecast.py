@@ -100,3 +100,7 @@ def test_a_variance_the_rounds_do_not_average_away_is_not_forecast_to_shrink() -
     assert rounds_alone(plain) is not None
     assert rounds_alone(charged) is None
     assert charged.inverse().fixed == fixed
+    # the per-round variance at another count: the noise part as measured, the fixed part grown with the rounds
+    assert charged.variance_at(0) == pytest.approx(noise) and plain.variance_at(0) == plain.variance
+    assert charged.variance_at(rounds) == charged.variance
+    assert charged.variance_at(4 * rounds) == pytest.approx(noise + 4 * rounds * fixed)

@@ -53,7 +53,7 @@ def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: in
     of freedom), so the count is bisected: the race asks this of every open pair after every round."""
 
     def fits(n: int) -> bool:
-        df, variance = found.df + (n - found.rounds), found.variance + (n - found.rounds) * found.fixed
+        df, variance = found.df + (n - found.rounds), found.variance_at(n)
         width = half_width(n, variance, alpha, df, tightest_at)
         if final_alpha is not None:
             width = min(width, fixed_half_width(n, variance, final_alpha, df))
@@ -130,6 +130,6 @@ def rounds_alone(found: PairInterval, power: float = ALONE_POWER, horizon: int =
     make it an upper bound."""
     if not forecastable(found):
         return None
-    return least_rounds(math.log(found.ratio), found.variance - found.rounds * found.fixed,
+    return least_rounds(math.log(found.ratio), found.variance_at(0),
                         FINAL_SHARE * (1 - found.level), found.margin, power, df_at=lambda n: n - 1, horizon=horizon,
                         fixed=found.fixed)

@@ -61,7 +61,7 @@ import numpy as np
 
 from pgarena.analysis.additive import AdditiveFit, PerRound, additive_fit, paired_differences
 from pgarena.analysis.probecheck import ProbeCheck, shift_variance, shift_estimates, stack_dependence
-from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, LOG_FLOAT_MAX, inverse_bounds, t_critical
+from pgarena.stats.intervals import DEFAULT_EQUIVALENCE_MARGIN, inverse_bounds, ratio_bounds, t_critical
 
 DEFAULT_FAMILY_LEVEL = 0.95
 """Probability that every interval of a table holds at once, at whatever round the run stopped."""
@@ -255,6 +255,11 @@ class PairInterval:
     fixed: float = 0.0
     """The variance the rounds do not average away (the probe's shifts), held in `variance` as rounds × it."""
 
+    def variance_at(self, rounds: int) -> float:
+        """The per-round variance after `rounds` rounds: the noise part as measured, the fixed part grown with them
+        (at 0 rounds, the noise part alone)."""
+        return self.variance + (rounds - self.rounds) * self.fixed
+
     @property
     def relation(self) -> Literal["above", "below", "equivalent", "not resolved"]:
         """'above' / 'below' when the interval excludes 1; 'equivalent' within ± the margin; else 'not resolved'."""
@@ -357,23 +362,14 @@ def judge(per_round: PerRound, reference: PerRound | None = None, *, level: floa
     if final_alpha is not None:
         both = np.array([names[first[k]] in horizon and names[second[k]] in horizon for k in kept], dtype=bool)
         fixed[both] = half_widths(n[kept][both], variance[kept][both], final_alpha, df[kept][both], final=True)
-    lows, highs = _ratio_bounds(centre[kept], np.minimum(widths, fixed))
-    columns = zip(first[kept].tolist(), second[kept].tolist(), np.exp(centre[kept]).tolist(), lows.tolist(),
-                  highs.tolist(), n[kept].tolist(), variance[kept].tolist(), df[kept].tolist(), (fixed < widths).tolist(),
+    bounds = map(ratio_bounds, centre[kept].tolist(), np.minimum(widths, fixed).tolist())
+    columns = zip(first[kept].tolist(), second[kept].tolist(), np.exp(centre[kept]).tolist(), bounds,
+                  n[kept].tolist(), variance[kept].tolist(), df[kept].tolist(), (fixed < widths).tolist(),
                   bias[kept].tolist())
-    for i, j, ratio, low, high, count, var, dof, last, b in columns:
+    for i, j, ratio, (low, high), count, var, dof, last, b in columns:
         inference.pairs[(names[i], names[j])] = PairInterval(ratio, low, high, count, level, margin, var, dof,
                                                              final=last, fixed=b)
     return inference
-
-
-def _ratio_bounds(log_centres: np.ndarray, log_half_widths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`stats.intervals.ratio_bounds` of many intervals at once: 0 and inf where a bound is infinite or overflows."""
-    finite = np.isfinite(log_half_widths)
-    with np.errstate(over="ignore", invalid="ignore"):
-        tops = log_centres + log_half_widths
-        return (np.where(finite, np.exp(log_centres - log_half_widths), 0.0),
-                np.where(finite & (tops < LOG_FLOAT_MAX), np.exp(tops), np.inf))
 
 
 def paired_order(inference: Inference) -> list[str]:

@@ -6,7 +6,8 @@ in half and in four fifths of runs, in that table (its final look, Bonferroni ov
 a run of its two stacks alone (`forecast.rounds_alone`); then, taking the open pairs cheapest first, how many more
 windows and minutes of rounds (at the run's wall time per window) the table would have needed for one, two, … more
 of them to be resolved in half (and in four fifths) of runs, each stack measured until the last pair it belongs to
-is reached.
+is reached ("never": not within `forecast.ALONE_HORIZON` rounds, e.g. a pair inside the floor the probe's shifts
+leave).
 
     PYTHONPATH=src .venv/bin/python scripts/headline_reach.py results/<run-id> [--shifts METHOD]
 
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 from pgarena.analysis import probecheck
-from pgarena.analysis.forecast import least_rounds
+from pgarena.analysis.forecast import ALONE_HORIZON, least_rounds
 from pgarena.analysis.ranking import headline_key
 from pgarena.analysis.sequential import FINAL_SHARE, PairInterval, pair_count
 from pgarena.analysis.verdicts import TableVerdict, run_verdicts, window_seconds
@@ -38,6 +39,21 @@ def rounds_in_table(verdict: TableVerdict, found: PairInterval, power: float) ->
     alpha = FINAL_SHARE * (1 - inference.level) / pair_count(len(inference.fit.effect))
     return least_rounds(math.log(found.ratio), found.variance_at(0), alpha, inference.margin,
                         power, df_at=lambda n: inference.fit.df + n, fixed=found.fixed)
+
+
+def more_windows(needs: list[tuple[int, float, str, str]], had: dict[str, int]) -> list[tuple[float, float]]:
+    """Taking the open pairs (rounds for half / four fifths of runs, inf for never; upper; lower) cheapest first:
+    after each, the windows beyond those `had` that the stacks need for every pair so far, each stack measured until
+    the last pair it belongs to is reached, as (half, four fifths)."""
+    reach: list[dict[str, float]] = [{}, {}]
+    out = []
+    for half, most, upper, lower in sorted(needs):
+        for at, rounds in zip(reach, (half, most)):
+            for stack in (upper, lower):
+                at[stack] = max(at.get(stack, 0), rounds)
+        first, second = (sum(max(0, n - had.get(s, 0)) for s, n in at.items()) for at in reach)
+        out.append((first, second))
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -70,18 +86,14 @@ def main(argv: list[str]) -> int:
             continue
         half, most = (rounds_in_table(verdict, found, p) for p in (0.5, 0.8))
         print(f"  {pair.upper} / {pair.lower} | {found.ratio:.3f} | {found.rounds} | {half} / {most} | {pair.alone}")
-        if half is not None and most is not None:
-            needs.append((half, most, pair.upper, pair.lower))
-    reach: list[dict[str, int]] = [{}, {}]
-    for k, (half, most, upper, lower) in enumerate(sorted(needs), start=1):
-        spans = []
-        for at, rounds in zip(reach, (half, most)):
-            for stack in (upper, lower):
-                at[stack] = max(at.get(stack, 0), rounds)
-            windows = sum(max(0, n - had.get(s, 0)) for s, n in at.items())
-            spans.append(f"{windows} windows, {windows * seconds / 60:.1f} min")
+        if half is not None:
+            needs.append((half, math.inf if most is None else most, pair.upper, pair.lower))
+    for k, (half, most) in enumerate(more_windows(needs, had), start=1):
+        spans = [f"{w} windows, {w * seconds / 60:.1f} min" if math.isfinite(w)
+                 else f"never within {ALONE_HORIZON} rounds" for w in (half, most)]
+        most_text = f"after {spans[1]} more" if math.isfinite(most) else spans[1]
         print(f"  {k} more pair(s), {resolved + k} of {len(verdict.pairs)}: each resolved in half of runs after "
-              f"{spans[0]} more; in four fifths after {spans[1]} more")
+              f"{spans[0]} more; in four fifths {most_text}")
     return 0
 
 

@@ -63,3 +63,21 @@ def test_a_folder_without_results_is_one_line_and_exit_2(tmp_path):
     done = _run(str(tmp_path))
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert _run().returncode == 2
+
+
+def test_the_pairs_are_added_cheapest_first_and_a_pair_never_reached_stays_never():
+    """Each stack is measured until the last pair it belongs to is reached, so a stack in two pairs counts once, at
+    the larger need; a pair that four fifths of runs never resolve (inf) makes that column never from there on."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from headline_reach import more_windows
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    had = {"a": 5, "b": 5, "c": 5, "d": 5}
+    needs = [(30, float("inf"), "c", "d"), (10, 20, "a", "b"), (12, 25, "b", "c")]
+    assert more_windows(needs, had) == [
+        (5 + 5, 15 + 15),  # a and b to 10 (and 20) rounds
+        (5 + 7 + 7, 15 + 20 + 20),  # b and c to 12 (25): b counted once, at its larger need
+        (5 + 7 + 25 + 25, float("inf")),  # c and d to 30; the four-fifths column never from here
+    ]
+    assert more_windows([], had) == []

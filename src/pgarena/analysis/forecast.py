@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from statistics import NormalDist
+
+from pgarena.analysis.probecheck import ProbeCheck, charge_relative_se
 
 from pgarena.analysis.sequential import (
     DEFAULT_TIGHTEST_AT,
@@ -31,16 +34,30 @@ def rounds_to_resolve(inference: Inference, a: str, b: str, tightest_at: int = D
                       horizon: int = 400, final: bool = True, benefit: float = BENEFIT_SE) -> int | None:
     """The paired rounds pair (a, b) would need, at its present estimate and variance, for its interval to
     exclude 1 or fit within the margin (None: not within `horizon` rounds, or nothing to go on), its centre taken
-    `benefit` standard errors closer to the nearer outcome (no pair is given up on a chance low estimate) — at the
-    final look where the table has one and the pair can still get it (`final`: both stacks measured in every round
-    so far; raced until the time runs out, that is the interval the pair gets)."""
+    `benefit` standard errors closer to the nearer outcome (no pair is given up on a chance low estimate) and the
+    probe shifts' floor `benefit` of its standard errors lower (`charge_with_benefit`: nor on a chance high one) — at
+    the final look where the table has one and the pair can still get it (`final`: both stacks measured in every
+    round so far; raced until the time runs out, that is the interval the pair gets)."""
     found = inference.interval(a, b)
     if found is None or found.rounds == 0 or not math.isfinite(found.variance):
         return None
     centre = abs(math.log(found.ratio))
     error = benefit * math.sqrt(found.variance / found.rounds)
     target = max(centre + error, math.log(1 + inference.margin) - max(0.0, centre - error))
+    found = charge_with_benefit(found, inference.fit.probe_check, benefit)
     return rounds_until(found, inference.alpha, target, tightest_at, horizon, inference.final_alpha if final else None)
+
+
+def charge_with_benefit(found: PairInterval, check: ProbeCheck | None, benefit: float) -> PairInterval:
+    """`found` with the part of its variance the rounds do not average away (the probe's shifts, 2β²τ̂²) taken
+    `benefit` of its standard errors lower (`probecheck.charge_relative_se`), not below 0. τ̂² from a few stacks'
+    effects is mostly noise — four identical copies read F 1.6 and 2.9 by chance after 10 and 5 rounds (`pgarena
+    calibrate`, 2026-11-30) — and where the shifts are not real it shrinks as the windows grow; kept whole, a chance
+    high estimate gave the pair up for good. A shift the check shows clearly keeps most of its floor."""
+    if not found.fixed:
+        return found
+    fixed = found.fixed * max(0.0, 1 - benefit * charge_relative_se(check))
+    return replace(found, variance=found.variance_at(0) + found.rounds * fixed, fixed=fixed)
 
 
 def rounds_until(found: PairInterval, alpha: float, half: float, tightest_at: int = DEFAULT_TIGHTEST_AT,

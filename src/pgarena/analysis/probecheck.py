@@ -111,6 +111,16 @@ def shift_variance(check: ProbeCheck | None, residual_variance: float, z: PerRou
     return max(0.0, check.f - 1.0) * residual_variance / (windows / stacks)
 
 
+def charge_relative_se(check: ProbeCheck | None) -> float:
+    """The standard error of τ̂² (`shift_variance`) over τ̂² itself. The moment estimate's numerator, the mean square
+    of the probe's stack effects, has `df_stacks` degrees of freedom, so its relative error is √(2 / df_stacks); τ̂²,
+    its excess over the noise's share, carries that error as √(2 / df_stacks) · F / (F − 1): about 2 for four
+    identical copies at a chance F of 2. Infinite where F ≤ 1 (τ̂² is 0) or there is no check."""
+    if check is None or check.f <= 1 or check.df_stacks < 1:
+        return math.inf
+    return math.sqrt(2 / check.df_stacks) * check.f / (check.f - 1)
+
+
 SHIFT_ESTIMATE = "charge"
 """How `shift_estimates` guesses each stack's shift: one of `SHIFT_ESTIMATES` (read at each call, so a script can
 compare them: scripts/probe_shift_sim.py --shifts)."""

@@ -23,12 +23,11 @@ from pathlib import Path
 
 from pgarena.analysis import probecheck
 from pgarena.analysis.forecast import ALONE_HORIZON, least_rounds
-from pgarena.analysis.ranking import headline_key
 from pgarena.analysis.sequential import FINAL_SHARE, PairInterval, pair_count
-from pgarena.analysis.verdicts import TableVerdict, run_verdicts, window_seconds
+from pgarena.analysis.verdicts import TableVerdict, window_seconds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from noise_budget import shift_method, stored_run  # noqa: E402  (a script beside this one)
+from noise_budget import headline_verdict, shift_method, stored_run  # noqa: E402  (a script beside this one)
 
 
 def rounds_in_table(verdict: TableVerdict, found: PairInterval, power: float) -> int | None:
@@ -65,11 +64,7 @@ def main(argv: list[str]) -> int:
     results = stored_run(argv, "headline_reach.py")
     if results is None:
         return 2
-    # the report's first table (ranking.headline_key), not the first in results.json: a cell that failed verification
-    # is stored when planned, before the headline's (bench21, 2026-11-29: users came first)
-    headline = headline_key(results.cells, results.config.get("workloads"))
-    paired = [v for v in run_verdicts(results).values() if v.inference is not None and v.pairs]
-    verdict = next((v for v in paired if v.cells[0].key[1:] == headline), paired[0] if paired else None)
+    verdict = headline_verdict(results)
     if verdict is None:
         print(f"{results.run_id}: no table was measured in interleaved rounds")
         return 1

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pgarena.analysis import probecheck
 from pgarena.analysis.noise import budget_line, run_noise
+from pgarena.analysis.ranking import headline_key
+from pgarena.analysis.verdicts import TableVerdict, run_verdicts
 from pgarena.results.models import RunResults
 from pgarena.results.store import ResultsError, load
 
@@ -28,6 +30,15 @@ def stored_run(argv: list[str], script: str) -> RunResults | None:
     except ResultsError as exc:
         print(exc, file=sys.stderr)
         return None
+
+
+def headline_verdict(results: RunResults) -> TableVerdict | None:
+    """The verdict of the run's headline: the report's first table (ranking.headline_key) among those judged in
+    interleaved rounds, not the first in results.json — a cell that failed verification is stored when planned,
+    before the headline's (bench21, 2026-11-29: users came first); None when no table was judged so."""
+    headline = headline_key(results.cells, results.config.get("workloads"))
+    paired = [v for v in run_verdicts(results).values() if v.inference is not None and v.pairs]
+    return next((v for v in paired if v.cells[0].key[1:] == headline), paired[0] if paired else None)
 
 
 def shift_method(argv: list[str]) -> tuple[str | None, list[str]]:

@@ -20,11 +20,10 @@ import numpy as np
 from scipy.stats import f as f_distribution
 
 from pgarena.analysis.additive import PerRound
-from pgarena.analysis.ranking import headline_key
-from pgarena.analysis.verdicts import per_round_rps, run_verdicts
+from pgarena.analysis.verdicts import per_round_rps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from noise_budget import stored_run  # noqa: E402  (a script beside this one)
+from noise_budget import headline_verdict, stored_run  # noqa: E402  (a script beside this one)
 
 
 @dataclass(frozen=True)
@@ -68,9 +67,7 @@ def main(argv: list[str]) -> int:
     results = stored_run(argv, "slope_by_stack.py")
     if results is None:
         return 2
-    headline = headline_key(results.cells, results.config.get("workloads"))
-    tables = [v for v in run_verdicts(results).values() if v.inference is not None and v.pairs]
-    verdict = next((v for v in tables if v.cells[0].key[1:] == headline), tables[0] if tables else None)
+    verdict = headline_verdict(results)
     y = per_round_rps(verdict.cells) if verdict is not None else None
     z = per_round_rps(verdict.cells, "reference_unit_ns") if verdict is not None else None
     if y is None or z is None or not any(v for vals in z.values() for v in vals):

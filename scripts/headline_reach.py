@@ -83,12 +83,14 @@ def main(argv: list[str]) -> int:
         print(f"  {pair.upper} / {pair.lower} | {found.ratio:.3f} | {found.rounds} | {half} / {most} | {pair.alone}")
         if half is not None:
             needs.append((half, math.inf if most is None else most, pair.upper, pair.lower))
+    def span(windows: float) -> str:
+        if not math.isfinite(windows):
+            return f"never within {ALONE_HORIZON} rounds"
+        return f"after {windows} windows, {windows * seconds / 60:.1f} min more"
+
     for k, (half, most) in enumerate(more_windows(needs, had), start=1):
-        spans = [f"{w} windows, {w * seconds / 60:.1f} min" if math.isfinite(w)
-                 else f"never within {ALONE_HORIZON} rounds" for w in (half, most)]
-        most_text = f"after {spans[1]} more" if math.isfinite(most) else spans[1]
-        print(f"  {k} more pair(s), {resolved + k} of {len(verdict.pairs)}: each resolved in half of runs after "
-              f"{spans[0]} more; in four fifths {most_text}")
+        print(f"  {k} more pair(s), {resolved + k} of {len(verdict.pairs)}: each resolved in half of runs "
+              f"{span(half)}; in four fifths {span(most)}")
     return 0
 
 

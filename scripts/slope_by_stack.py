@@ -68,8 +68,8 @@ def main(argv: list[str]) -> int:
     if results is None:
         return 2
     verdict = headline_verdict(results)
-    y = per_round_rps(verdict.cells) if verdict is not None else None
-    z = per_round_rps(verdict.cells, "reference_unit_ns") if verdict is not None else None
+    y, z = (None, None) if verdict is None else (per_round_rps(verdict.cells),
+                                                  per_round_rps(verdict.cells, "reference_unit_ns"))
     if y is None or z is None or not any(v for vals in z.values() for v in vals):
         print(f"{results.run_id}: no headline measured in interleaved rounds with the speed probe")
         return 1

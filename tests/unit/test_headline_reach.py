@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pgarena.analysis.ranking import headline_key
 from pgarena.analysis.verdicts import run_verdicts
 from pgarena.results.store import save
+from tests.conftest import script_module
 from tests.fixtures.report_run import sample_results
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "headline_reach.py"
@@ -65,14 +68,15 @@ def test_a_folder_without_results_is_one_line_and_exit_2(tmp_path):
     assert _run().returncode == 2
 
 
-def test_the_pairs_are_added_cheapest_first_and_a_pair_never_reached_stays_never():
+@pytest.fixture(scope="module")
+def script():
+    yield from script_module("headline_reach")
+
+
+def test_the_pairs_are_added_cheapest_first_and_a_pair_never_reached_stays_never(script):
     """Each stack is measured until the last pair it belongs to is reached, so a stack in two pairs counts once, at
     the larger need; a pair that four fifths of runs never resolve (inf) makes that column never from there on."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        from headline_reach import more_windows
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    more_windows = script.more_windows
     had = {"a": 5, "b": 5, "c": 5, "d": 5}
     needs = [(30, float("inf"), "c", "d"), (10, 20, "a", "b"), (12, 25, "b", "c")]
     assert more_windows(needs, had) == [

@@ -11,17 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import script_module
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "slope_by_stack.py"
 
 
 @pytest.fixture(scope="module")
-def fit():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        from slope_by_stack import fit as fitted
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return fitted
+def script():
+    yield from script_module("slope_by_stack")
 
 
 def _table(slopes: dict[str, float], rounds: int, noise: float, seed: int = 1):
@@ -36,10 +33,10 @@ def _table(slopes: dict[str, float], rounds: int, noise: float, seed: int = 1):
     return y, z
 
 
-def test_a_slope_per_stack_is_recovered_and_leaves_less_noise_where_the_slopes_differ(fit):
+def test_a_slope_per_stack_is_recovered_and_leaves_less_noise_where_the_slopes_differ(script):
     slopes = {"a": -2.0, "b": -2.0, "c": -0.5, "d": -0.5, "e": -1.0}
     y, z = _table(slopes, rounds=60, noise=0.02)
-    none, one, each = (fit(y, z, how) for how in ("none", "one", "per-stack"))
+    none, one, each = (script.fit(y, z, how) for how in ("none", "one", "per-stack"))
     assert none.slopes == {} and len(set(one.slopes.values())) == 1
     for stack, slope in slopes.items():
         assert each.slopes[stack] == pytest.approx(slope, abs=0.1)
@@ -48,9 +45,9 @@ def test_a_slope_per_stack_is_recovered_and_leaves_less_noise_where_the_slopes_d
     assert (none.df, one.df, each.df) == (300 - 5 - 59, 300 - 5 - 59 - 1, 300 - 5 - 59 - 5)
 
 
-def test_one_slope_for_every_stack_leaves_nothing_for_a_slope_per_stack(fit):
+def test_one_slope_for_every_stack_leaves_nothing_for_a_slope_per_stack(script):
     y, z = _table({s: -1.2 for s in "abcdef"}, rounds=40, noise=0.03, seed=2)
-    one, each = fit(y, z, "one"), fit(y, z, "per-stack")
+    one, each = script.fit(y, z, "one"), script.fit(y, z, "per-stack")
     assert next(iter(one.slopes.values())) == pytest.approx(-1.2, abs=0.05)
     assert each.sd == pytest.approx(one.sd, rel=0.1)  # the extra slopes only spend degrees of freedom
 

@@ -13,7 +13,6 @@ from dataclasses import replace
 from statistics import NormalDist
 
 from pgarena.analysis.probecheck import ProbeCheck, charge_relative_se
-
 from pgarena.analysis.sequential import (
     DEFAULT_TIGHTEST_AT,
     FINAL_SHARE,
